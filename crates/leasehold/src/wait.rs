@@ -1,0 +1,86 @@
+//! The wait loop: register, subscribe, try, then sleep until a release message or the
+//! holder's TTL, in FIFO order among local waiters.
+//!
+//! ```text
+//!  fast path ──acquired──▶ done            (no local waiter ahead: one round trip)
+//!     │ held / skipped
+//!     ▼
+//!  register in the channel queue ─▶ await SUBSCRIBE confirmation (bounded)
+//!     ▼
+//!  ┌▶ have a turn? ──yes──▶ attempt ──acquired──▶ leave queue, done
+//!  │      │ no                 │ held: retry_at = now + PTTL
+//!  │      ▼                    ▼
+//!  └── sleep until: a turn (message, became first, lost messages) │ retry_at (first only) │ deadline ──▶ None
+//! ```
+
+use std::time::Duration;
+
+use lock_core::{LockNames, Result};
+use tokio::time::Instant;
+
+use crate::guard::LockGuard;
+use crate::hold::LeaseMode;
+use crate::lock::Lock;
+
+/// A deadline far enough away to stand for "never" (about 30 years).
+fn never() -> Instant {
+    Instant::now() + Duration::from_secs(30 * 365 * 24 * 3600)
+}
+
+pub(crate) async fn acquire_loop(
+    lock: &Lock,
+    names: &LockNames,
+    lease: Duration,
+    lease_ms: u64,
+    mode: LeaseMode,
+    deadline: Option<Instant>,
+) -> Result<Option<LockGuard>> {
+    let client = &lock.inner.client.inner;
+    let subscriber = &client.subscriber;
+    let zero_wait = deadline.is_some_and(|d| d <= Instant::now());
+
+    // Fast path: one round trip, no subscription. Skipped when local waiters are already
+    // queued on this lock, so a newcomer does not overtake them (FIFO among local waiters).
+    if zero_wait || subscriber.waiters(names.channel()) == 0 {
+        match lock.attempt(names, lease, lease_ms, mode).await? {
+            Ok(guard) => return Ok(Some(guard)),
+            Err(_) if zero_wait => return Ok(None),
+            Err(_) => {}
+        }
+    }
+
+    let deadline = deadline.unwrap_or_else(never);
+    // Register before the next attempt: a release published from here on wakes us.
+    let waiter = subscriber.register(names.channel_arc());
+    let subscribe_by = deadline.min(Instant::now() + client.config.command_timeout);
+    if !waiter.subscribed_by(subscribe_by).await {
+        // Degraded, not stuck: we still retry on the holder's TTL, and the resubscribe
+        // wakes every waiter once it is confirmed.
+        tracing::debug!(channel = %names.channel(), "subscription not confirmed yet; waiting on TTL");
+    }
+    let mut retry_at: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let timer_due = waiter.is_first() && retry_at.is_some_and(|at| now >= at);
+        if waiter.take_turn() || timer_due {
+            match lock.attempt(names, lease, lease_ms, mode).await? {
+                Ok(guard) => return Ok(Some(guard)), // dropping `waiter` hands the turn on
+                Err(pttl) => {
+                    // The server's expiry is at least `pttl` after the reply arrived.
+                    retry_at = pttl.map(|pttl| Instant::now() + pttl);
+                    tracing::trace!(?pttl, "held by another owner; waiting");
+                }
+            }
+            continue;
+        }
+        if now >= deadline {
+            return Ok(None);
+        }
+        // Only the first in line keeps a TTL timer; the others wait for their turn.
+        let until = match retry_at {
+            Some(at) if waiter.is_first() => at.min(deadline),
+            _ => deadline,
+        };
+        waiter.wait_until(until).await;
+    }
+}

@@ -1,0 +1,236 @@
+//! The error type shared by every leasehold crate.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// What went wrong, in a form a caller can match on.
+///
+/// New kinds may be added in minor releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An argument was rejected before anything was sent to Redis: an empty name,
+    /// a zero or overflowing lease or wait, a bad URL or configuration.
+    InvalidArgument,
+    /// The server says this owner does not hold the lock: it was never acquired by
+    /// this owner, was released already, or its lease ran out.
+    NotOwner,
+    /// The hold was already known to be lost (a renewal found the owner gone, or
+    /// renewals failed until the lease ran out). Nothing was sent.
+    LockLost,
+    /// The lock's key holds another Redis type (`WRONGTYPE`). The value is untouched.
+    WrongType,
+    /// A command did not answer within the configured command timeout. Whether it
+    /// was applied is unknown; leasehold's scripts are idempotent per request, so a
+    /// retry with the same request is safe.
+    Timeout,
+    /// The connection to Redis failed or was closed while the command was in flight.
+    Connection,
+    /// Redis answered with an error leasehold does not classify (script errors,
+    /// `OOM`, `READONLY`, `CLUSTERDOWN`, …). The message has the server's text.
+    Redis,
+    /// The client was shut down, or the runtime it runs on is gone.
+    Closed,
+}
+
+impl ErrorKind {
+    /// A short lowercase name for the kind, as used in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid argument",
+            ErrorKind::NotOwner => "not owner",
+            ErrorKind::LockLost => "lock lost",
+            ErrorKind::WrongType => "wrong type",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connection => "connection",
+            ErrorKind::Redis => "redis error",
+            ErrorKind::Closed => "closed",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of every leasehold operation.
+///
+/// Match on [`Error::kind`] or use the `is_*` predicates; the underlying fred error,
+/// where there is one, is available through [`std::error::Error::source`].
+pub struct Error {
+    kind: ErrorKind,
+    message: Cow<'static, str>,
+    key: Option<String>,
+    source: Option<fred::error::Error>,
+}
+
+/// `Result` with leasehold's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error of `kind` with a human-readable message.
+    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Error { kind, message: message.into(), key: None, source: None }
+    }
+
+    /// An [`ErrorKind::InvalidArgument`] error.
+    pub fn invalid_argument(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// Attaches the Redis key the error is about (shown in `Display`).
+    #[must_use]
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Classifies a fred error. `WRONGTYPE` replies become [`ErrorKind::WrongType`],
+    /// I/O and cancellation [`ErrorKind::Connection`], fred timeouts
+    /// [`ErrorKind::Timeout`], everything else from the server [`ErrorKind::Redis`].
+    pub fn from_fred(error: fred::error::Error) -> Self {
+        use fred::error::ErrorKind as F;
+        let details = error.details();
+        let kind = if details.contains("WRONGTYPE") {
+            ErrorKind::WrongType
+        } else {
+            match error.kind() {
+                F::IO | F::Canceled | F::Routing | F::Backpressure => ErrorKind::Connection,
+                F::Timeout => ErrorKind::Timeout,
+                F::Url | F::Config => ErrorKind::InvalidArgument,
+                _ => ErrorKind::Redis,
+            }
+        };
+        let message = match kind {
+            ErrorKind::WrongType => "WRONGTYPE: the key holds a value of another Redis type",
+            ErrorKind::Connection => "the connection to Redis failed",
+            ErrorKind::Timeout => "Redis did not answer in time",
+            ErrorKind::InvalidArgument => "invalid Redis configuration",
+            _ => "Redis returned an error",
+        };
+        Error { kind, message: Cow::Borrowed(message), key: None, source: Some(error) }
+    }
+
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The Redis key this error is about, when there is one.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The underlying fred error, when the error came from the Redis client.
+    pub fn fred_error(&self) -> Option<&fred::error::Error> {
+        self.source.as_ref()
+    }
+
+    /// `true` for [`ErrorKind::InvalidArgument`].
+    pub fn is_invalid_argument(&self) -> bool {
+        self.kind == ErrorKind::InvalidArgument
+    }
+
+    /// `true` for [`ErrorKind::NotOwner`].
+    pub fn is_not_owner(&self) -> bool {
+        self.kind == ErrorKind::NotOwner
+    }
+
+    /// `true` for [`ErrorKind::LockLost`].
+    pub fn is_lock_lost(&self) -> bool {
+        self.kind == ErrorKind::LockLost
+    }
+
+    /// `true` for [`ErrorKind::WrongType`].
+    pub fn is_wrong_type(&self) -> bool {
+        self.kind == ErrorKind::WrongType
+    }
+
+    /// `true` for [`ErrorKind::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        self.kind == ErrorKind::Timeout
+    }
+
+    /// `true` for [`ErrorKind::Connection`].
+    pub fn is_connection(&self) -> bool {
+        self.kind == ErrorKind::Connection
+    }
+
+    /// `true` when the outcome of the command is unknown (timeout or a connection
+    /// lost while it was in flight): retrying with the same request id is safe.
+    pub fn is_ambiguous(&self) -> bool {
+        matches!(self.kind, ErrorKind::Timeout | ErrorKind::Connection)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)?;
+        if let Some(key) = &self.key {
+            // Keys may be huge or binary-ish; show a bounded, escaped prefix.
+            let shown: String = key.chars().take(120).collect();
+            let more = if shown.len() < key.len() { "…" } else { "" };
+            write!(f, " (key {shown:?}{more})")?;
+        }
+        if let Some(source) = &self.source {
+            write!(f, ": {}", source.details())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("kind", &self.kind)
+            .field("message", &self.message)
+            .field("key", &self.key)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<fred::error::Error> for Error {
+    fn from(error: fred::error::Error) -> Self {
+        Self::from_fred(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrongtype_is_classified_from_the_server_text() {
+        let fred = fred::error::Error::new(
+            fred::error::ErrorKind::InvalidArgument,
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        );
+        let err = Error::from_fred(fred).with_key("order:1");
+        assert!(err.is_wrong_type());
+        assert_eq!(err.key(), Some("order:1"));
+        assert!(err.to_string().contains("WRONGTYPE"));
+        assert!(std::error::Error::source(&err).is_some());
+    }
+
+    #[test]
+    fn io_errors_are_connection_errors_and_ambiguous() {
+        let err = Error::from_fred(fred::error::Error::new(fred::error::ErrorKind::IO, "reset"));
+        assert!(err.is_connection());
+        assert!(err.is_ambiguous());
+    }
+
+    #[test]
+    fn long_keys_are_shortened_in_messages() {
+        let err = Error::new(ErrorKind::NotOwner, "x").with_key("k".repeat(10_000));
+        assert!(err.to_string().len() < 300);
+    }
+}

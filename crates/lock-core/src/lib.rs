@@ -1,0 +1,27 @@
+//! The lowest layer of leasehold: everything that touches Redis directly.
+//!
+//! - [`names`]: the lock key and the keys and channel derived from it, exactly as
+//!   Redisson names them, so Java and Rust services share one lock.
+//! - [`owner`]: owner ids (`CLIENT_UUID:N`) and request ids.
+//! - [`scripts`]: the Lua scripts of `lua/`, each wrapped with its precomputed SHA1.
+//! - [`store`]: typed async operations (acquire, release, renew, …) on a fred client.
+//! - [`lease`]: the shared, monotonic-clock view of one hold's lease and its lost signal.
+//! - [`args`]: validation of durations before anything is sent.
+//! - [`error`]: the one error type, with a [`ErrorKind`] and `is_*` predicates.
+//!
+//! Users depend on the `leasehold` crate; this crate is its building block.
+
+pub mod args;
+pub mod error;
+pub mod lease;
+pub mod names;
+pub mod owner;
+pub mod script;
+pub mod scripts;
+pub mod store;
+
+pub use error::{Error, ErrorKind, Result};
+pub use lease::LeaseState;
+pub use names::LockNames;
+pub use owner::{ClientId, OwnerId, RequestId};
+pub use store::{Acquire, LockStore, Release};

@@ -1,0 +1,68 @@
+//! A Lua script with its SHA1 computed once, run with `EVALSHA` and reloaded on
+//! `NOSCRIPT` (a restarted or flushed server has forgotten it).
+
+use std::time::Duration;
+
+use fred::prelude::{Client, FromValue};
+use fred::types::scripts::Script;
+use fred::types::{MultipleKeys, MultipleValues};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// One Lua script of `lua/`, ready to run.
+#[derive(Debug)]
+pub struct LuaScript {
+    name: &'static str,
+    source: &'static str,
+    script: Script,
+}
+
+impl LuaScript {
+    /// Wraps `source`, computing its SHA1 now.
+    pub fn new(name: &'static str, source: &'static str) -> Self {
+        LuaScript { name, source, script: Script::from_lua(source) }
+    }
+
+    /// The script's file name in `lua/`, e.g. `acquire.lua`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The script's Lua source.
+    pub fn source(&self) -> &'static str {
+        self.source
+    }
+
+    /// The SHA1 that `EVALSHA` uses.
+    pub fn sha1(&self) -> &str {
+        self.script.sha1()
+    }
+
+    /// Runs the script with `EVALSHA`, loading it first when the server answers
+    /// `NOSCRIPT`, and gives up after `timeout`.
+    ///
+    /// fred ignores per-command options on `EVALSHA`, so the bound is a
+    /// `tokio::time::timeout` around the call.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Timeout`] after `timeout`; otherwise the classified fred error
+    /// ([`Error::from_fred`]), with `key` attached.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written, it runs on the
+    /// server. The scripts are idempotent per request id for exactly that reason.
+    pub async fn run<R, K, V>(&self, client: &Client, key: &str, timeout: Duration, keys: K, args: V) -> Result<R>
+    where
+        R: FromValue,
+        K: Into<MultipleKeys> + Send,
+        V: TryInto<MultipleValues> + Send,
+        V::Error: Into<fred::error::Error> + Send,
+    {
+        match tokio::time::timeout(timeout, self.script.evalsha_with_reload::<R, K, V>(client, keys, args)).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(error)) => Err(Error::from_fred(error).with_key(key)),
+            Err(_) => Err(Error::new(ErrorKind::Timeout, format!("{} did not answer within {timeout:?}", self.name))
+                .with_key(key)),
+        }
+    }
+}

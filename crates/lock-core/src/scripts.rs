@@ -1,0 +1,52 @@
+//! The scripts of the top-level `lua/` folder, compiled into the crate.
+//!
+//! Each file's header states its KEYS, ARGV and replies; `docs/architecture.md` walks
+//! through them. The sources are included with `include_str!` from the workspace's
+//! `lua/` folder, so the workspace must be built from a checkout (see
+//! `docs/architecture.md`, "Packaging").
+
+use std::sync::LazyLock;
+
+use crate::script::LuaScript;
+
+macro_rules! lua {
+    ($file:literal) => {
+        LazyLock::new(|| LuaScript::new($file, include_str!(concat!("../../../lua/", $file))))
+    };
+}
+
+/// `acquire.lua`: take or re-enter the reentrant lock.
+pub static ACQUIRE: LazyLock<LuaScript> = lua!("acquire.lua");
+/// `release.lua`: give back one hold; the last deletes the key and publishes.
+pub static RELEASE: LazyLock<LuaScript> = lua!("release.lua");
+/// `undo_acquire.lua`: give back the hold of an acquire whose caller went away.
+pub static UNDO_ACQUIRE: LazyLock<LuaScript> = lua!("undo_acquire.lua");
+/// `force_release.lua`: delete the lock whoever holds it, and publish.
+pub static FORCE_RELEASE: LazyLock<LuaScript> = lua!("force_release.lua");
+/// `renew_batch.lua`: extend many leases whose owner fields still exist.
+pub static RENEW_BATCH: LazyLock<LuaScript> = lua!("renew_batch.lua");
+/// `simple_acquire.lua`: the minimal lock's `SET NX PX`.
+pub static SIMPLE_ACQUIRE: LazyLock<LuaScript> = lua!("simple_acquire.lua");
+/// `simple_release.lua`: the minimal lock's compare-and-delete.
+pub static SIMPLE_RELEASE: LazyLock<LuaScript> = lua!("simple_release.lua");
+
+/// Every script, for tests and tooling.
+pub fn all() -> [&'static LuaScript; 7] {
+    [&ACQUIRE, &RELEASE, &UNDO_ACQUIRE, &FORCE_RELEASE, &RENEW_BATCH, &SIMPLE_ACQUIRE, &SIMPLE_RELEASE]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_script_documents_keys_argv_and_replies() {
+        for script in all() {
+            let src = script.source();
+            for word in ["KEYS[1]", "Replies"] {
+                assert!(src.contains(word), "{} lacks {word} in its header", script.name());
+            }
+            assert_eq!(script.sha1().len(), 40);
+        }
+    }
+}

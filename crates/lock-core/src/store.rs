@@ -1,0 +1,266 @@
+//! Typed, low-level lock operations on a fred [`Client`].
+//!
+//! Each method is one round trip (one script or one command), bounded by the store's
+//! command timeout. Arguments are validated by the callers (see [`crate::args`]); the
+//! methods here take whole milliseconds that are already known to be valid.
+
+use std::time::Duration;
+
+use fred::prelude::{Client, HashesInterface, KeysInterface};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::names::{LockNames, UNLOCK_MESSAGE};
+use crate::owner::{OwnerId, RequestId};
+use crate::scripts;
+
+/// The answer to an acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquire {
+    /// The owner holds the lock; `holds` is its hold count now (1 = fresh).
+    Acquired {
+        /// The owner's hold count after this acquire.
+        holds: u64,
+    },
+    /// Another owner holds the lock.
+    Held {
+        /// The key's remaining TTL, `None` when the key has no expiry.
+        pttl: Option<Duration>,
+    },
+}
+
+/// The answer to a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// The last hold was given back: the key is deleted and the unlock message published.
+    Released,
+    /// Holds remain; the key's TTL was set to the lease again.
+    StillHeld {
+        /// How many holds remain.
+        holds: u64,
+    },
+    /// The owner did not hold the lock; nothing was written or published.
+    NotOwner,
+}
+
+/// The fred client plus the settings every lock operation needs.
+#[derive(Clone, Debug)]
+pub struct LockStore {
+    client: Client,
+    command_timeout: Duration,
+    latch_ttl_ms: u64,
+}
+
+impl LockStore {
+    /// A store on `client`. `command_timeout` bounds each call; `latch_ttl` is how long
+    /// the server remembers a request id (a replay later than that could count twice).
+    pub fn new(client: Client, command_timeout: Duration, latch_ttl: Duration) -> Self {
+        let latch_ttl_ms = u64::try_from(latch_ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        LockStore { client, command_timeout, latch_ttl_ms }
+    }
+
+    /// The fred client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The bound on each call.
+    pub fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
+    /// Runs `acquire.lua`: take the lock for `owner`, or re-enter it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    pub async fn acquire(
+        &self,
+        names: &LockNames,
+        owner: &OwnerId,
+        lease_ms: u64,
+        request: &RequestId,
+    ) -> Result<Acquire> {
+        let keys = vec![names.key().to_owned(), names.acquire_latch(request)];
+        let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), self.latch_ttl_ms.to_string()];
+        let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
+        match reply.as_slice() {
+            [1, holds] => Ok(Acquire::Acquired { holds: non_negative(*holds) }),
+            [0, pttl] => Ok(Acquire::Held { pttl: pttl_from_reply(*pttl) }),
+            other => Err(unexpected("acquire.lua", names, other)),
+        }
+    }
+
+    /// Runs `release.lua`: give back one hold of `owner`. `lease_ms` is re-applied while
+    /// holds remain. A retry with the same `request` returns the first call's answer.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    pub async fn release(
+        &self,
+        names: &LockNames,
+        owner: &OwnerId,
+        lease_ms: u64,
+        request: &RequestId,
+    ) -> Result<Release> {
+        let keys = vec![names.key().to_owned(), names.channel().to_owned(), names.unlock_latch(request)];
+        let args = vec![
+            lease_ms.to_string(),
+            owner.as_str().to_owned(),
+            self.latch_ttl_ms.to_string(),
+            UNLOCK_MESSAGE.to_owned(),
+        ];
+        let reply: i64 = scripts::RELEASE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
+        Ok(release_from_reply(reply))
+    }
+
+    /// Runs `undo_acquire.lua`: give back the hold that the acquire `request` took, if
+    /// it took one. Used when the caller of an acquire went away mid-flight.
+    ///
+    /// # Errors
+    /// Timeouts and connection errors.
+    pub async fn undo_acquire(
+        &self,
+        names: &LockNames,
+        owner: &OwnerId,
+        lease_ms: u64,
+        request: &RequestId,
+    ) -> Result<Release> {
+        let keys = vec![names.key().to_owned(), names.channel().to_owned(), names.acquire_latch(request)];
+        let args = vec![owner.as_str().to_owned(), lease_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
+        let reply: i64 = scripts::UNDO_ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
+        Ok(release_from_reply(reply))
+    }
+
+    /// Runs `force_release.lua`: delete the lock whoever holds it. Returns `true` if a
+    /// lock was deleted (and the unlock message published).
+    ///
+    /// # Errors
+    /// Timeouts and connection errors.
+    pub async fn force_release(&self, names: &LockNames) -> Result<bool> {
+        let keys = vec![names.key().to_owned(), names.channel().to_owned()];
+        let reply: i64 = scripts::FORCE_RELEASE
+            .run(&self.client, names.key(), self.command_timeout, keys, vec![UNLOCK_MESSAGE.to_owned()])
+            .await?;
+        Ok(reply == 1)
+    }
+
+    /// Runs `renew_batch.lua` for `holds` (lock key, owner) with one lease: returns, per
+    /// hold in order, `true` if it was extended and `false` if its owner field is gone.
+    ///
+    /// In a cluster every key of one call must be in one hash slot; the watchdog groups
+    /// them.
+    ///
+    /// # Errors
+    /// Timeouts and connection errors; then nothing is known about any hold of the batch.
+    pub async fn renew_batch(&self, holds: &[(&str, &str)], lease_ms: u64) -> Result<Vec<bool>> {
+        let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
+        let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
+        let mut args = Vec::with_capacity(holds.len() + 1);
+        args.push(lease_ms.to_string());
+        args.extend(holds.iter().map(|(_, owner)| (*owner).to_owned()));
+        let reply: Vec<i64> =
+            scripts::RENEW_BATCH.run(&self.client, first_key, self.command_timeout, keys, args).await?;
+        if reply.len() != holds.len() {
+            return Err(Error::new(
+                ErrorKind::Redis,
+                format!("renew_batch.lua answered {} results for {} keys", reply.len(), holds.len()),
+            ));
+        }
+        Ok(reply.into_iter().map(|renewed| renewed == 1).collect())
+    }
+
+    /// Runs `simple_acquire.lua`: `SET key owner NX PX lease`. Returns `None` when
+    /// acquired, else the holder's remaining TTL (`Some(None)` when it has no expiry).
+    ///
+    /// # Errors
+    /// Timeouts and connection errors.
+    pub async fn simple_acquire(&self, key: &str, owner: &OwnerId, lease_ms: u64) -> Result<Option<Option<Duration>>> {
+        let reply: Option<i64> = scripts::SIMPLE_ACQUIRE
+            .run(
+                &self.client,
+                key,
+                self.command_timeout,
+                vec![key.to_owned()],
+                vec![owner.as_str().to_owned(), lease_ms.to_string()],
+            )
+            .await?;
+        Ok(reply.map(pttl_from_reply))
+    }
+
+    /// Runs `simple_release.lua`: delete `key` if it still holds `owner`. Returns `true`
+    /// if it was deleted.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key is not a String; timeouts and connection errors.
+    pub async fn simple_release(&self, key: &str, owner: &OwnerId) -> Result<bool> {
+        let reply: i64 = scripts::SIMPLE_RELEASE
+            .run(&self.client, key, self.command_timeout, vec![key.to_owned()], vec![owner.as_str().to_owned()])
+            .await?;
+        Ok(reply == 1)
+    }
+
+    /// `EXISTS key`: is the lock held by anyone?
+    ///
+    /// # Errors
+    /// Timeouts and connection errors.
+    pub async fn exists(&self, key: &str) -> Result<bool> {
+        let n: i64 = self.bounded(key, self.client.exists(key)).await?;
+        Ok(n == 1)
+    }
+
+    /// `HGET key owner`: the owner's hold count, 0 when it holds nothing.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    pub async fn hold_count(&self, key: &str, owner: &OwnerId) -> Result<u64> {
+        let holds: Option<i64> = self.bounded(key, self.client.hget(key, owner.as_str())).await?;
+        Ok(holds.map_or(0, non_negative))
+    }
+
+    /// `PTTL key`: `None` when the key is absent, `Some(None)` when it has no expiry.
+    ///
+    /// # Errors
+    /// Timeouts and connection errors.
+    pub async fn pttl(&self, key: &str) -> Result<Option<Option<Duration>>> {
+        let pttl: i64 = self.bounded(key, self.client.pttl(key)).await?;
+        Ok(match pttl {
+            -2 => None,
+            other => Some(pttl_from_reply(other)),
+        })
+    }
+
+    async fn bounded<R>(
+        &self,
+        key: &str,
+        call: impl std::future::Future<Output = Result<R, fred::error::Error>>,
+    ) -> Result<R> {
+        match tokio::time::timeout(self.command_timeout, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(Error::from_fred(error).with_key(key)),
+            Err(_) => {
+                Err(Error::new(ErrorKind::Timeout, format!("no answer within {:?}", self.command_timeout))
+                    .with_key(key))
+            }
+        }
+    }
+}
+
+fn non_negative(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Redis answers -1 for "no expiry"; any other negative value is treated the same.
+fn pttl_from_reply(pttl: i64) -> Option<Duration> {
+    u64::try_from(pttl).ok().map(Duration::from_millis)
+}
+
+fn release_from_reply(reply: i64) -> Release {
+    match reply {
+        0 => Release::Released,
+        n if n > 0 => Release::StillHeld { holds: non_negative(n) },
+        _ => Release::NotOwner,
+    }
+}
+
+fn unexpected(script: &str, names: &LockNames, reply: &[i64]) -> Error {
+    Error::new(ErrorKind::Redis, format!("{script} gave an unexpected reply {reply:?}")).with_key(names.key())
+}

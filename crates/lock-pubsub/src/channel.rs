@@ -1,0 +1,203 @@
+//! The local waiters of one release channel: a FIFO queue of slots.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// One waiter's place in line.
+#[derive(Debug)]
+struct Slot {
+    id: u64,
+    /// Set when the waiter may try to acquire: a message woke it, or it became first.
+    woken: bool,
+    signal: Arc<Notify>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queue: VecDeque<Slot>,
+    subscribed: bool,
+    next_id: u64,
+}
+
+/// The waiters of one channel, and whether the server confirmed the subscription.
+#[derive(Debug)]
+pub(crate) struct ChannelWaiters {
+    pub(crate) name: Arc<str>,
+    state: Mutex<State>,
+    subscribed_signal: Notify,
+}
+
+/// What a departing waiter leaves behind.
+pub(crate) enum Departure {
+    /// Others still wait.
+    Others,
+    /// The queue is empty: the channel can be unsubscribed.
+    Empty,
+}
+
+impl ChannelWaiters {
+    pub(crate) fn new(name: Arc<str>) -> Self {
+        ChannelWaiters { name, state: Mutex::new(State::default()), subscribed_signal: Notify::new() }
+    }
+
+    /// Joins the end of the queue. The first in line starts woken: it may try at once.
+    pub(crate) fn join(&self, signal: Arc<Notify>) -> u64 {
+        let mut state = self.state.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        let woken = state.queue.is_empty();
+        state.queue.push_back(Slot { id, woken, signal });
+        id
+    }
+
+    /// Leaves the queue. A departing first waiter, or one holding an unused wake-up,
+    /// passes a wake-up on so the turn is never lost.
+    pub(crate) fn leave(&self, id: u64) -> Departure {
+        let mut state = self.state.lock();
+        let Some(index) = state.queue.iter().position(|slot| slot.id == id) else {
+            return if state.queue.is_empty() { Departure::Empty } else { Departure::Others };
+        };
+        let Some(slot) = state.queue.remove(index) else { return Departure::Others };
+        if state.queue.is_empty() {
+            return Departure::Empty;
+        }
+        if index == 0 || slot.woken {
+            wake_first_unwoken(&mut state.queue);
+        }
+        Departure::Others
+    }
+
+    /// Consumes this waiter's wake-up, if it has one.
+    pub(crate) fn take_wake(&self, id: u64) -> bool {
+        let mut state = self.state.lock();
+        state.queue.iter_mut().find(|slot| slot.id == id).is_some_and(|slot| std::mem::take(&mut slot.woken))
+    }
+
+    /// `true` while this waiter is first in line.
+    pub(crate) fn is_first(&self, id: u64) -> bool {
+        self.state.lock().queue.front().is_some_and(|slot| slot.id == id)
+    }
+
+    /// Wakes the first waiter that is not already woken (an unlock message).
+    pub(crate) fn wake_one(&self) {
+        wake_first_unwoken(&mut self.state.lock().queue);
+    }
+
+    /// Wakes every waiter (a read-unlock message, lost messages, a reconnect).
+    pub(crate) fn wake_all(&self) {
+        let mut state = self.state.lock();
+        for slot in &mut state.queue {
+            slot.woken = true;
+            slot.signal.notify_one();
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    pub(crate) fn set_subscribed(&self, subscribed: bool) {
+        self.state.lock().subscribed = subscribed;
+        if subscribed {
+            self.subscribed_signal.notify_waiters();
+        }
+    }
+
+    pub(crate) fn is_subscribed(&self) -> bool {
+        self.state.lock().subscribed
+    }
+
+    /// Resolves once the subscription is confirmed.
+    pub(crate) async fn subscribed(&self) {
+        loop {
+            let notified = self.subscribed_signal.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_subscribed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+fn wake_first_unwoken(queue: &mut VecDeque<Slot>) {
+    if let Some(slot) = queue.iter_mut().find(|slot| !slot.woken) {
+        slot.woken = true;
+        slot.signal.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel() -> ChannelWaiters {
+        ChannelWaiters::new(Arc::from("c"))
+    }
+
+    #[test]
+    fn first_in_line_starts_woken_others_wait() {
+        let ch = channel();
+        let a = ch.join(Arc::new(Notify::new()));
+        let b = ch.join(Arc::new(Notify::new()));
+        assert!(ch.take_wake(a));
+        assert!(!ch.take_wake(a), "a wake-up is consumed once");
+        assert!(!ch.take_wake(b));
+        assert!(ch.is_first(a) && !ch.is_first(b));
+    }
+
+    #[test]
+    fn unlock_wakes_one_in_fifo_order() {
+        let ch = channel();
+        let ids: Vec<u64> = (0..3).map(|_| ch.join(Arc::new(Notify::new()))).collect();
+        assert!(ch.take_wake(ids[0]));
+        ch.wake_one();
+        assert!(ch.take_wake(ids[0]), "the first in line gets the message");
+        assert!(!ch.take_wake(ids[1]));
+        ch.wake_one();
+        ch.wake_one();
+        assert!(ch.take_wake(ids[0]) && ch.take_wake(ids[1]), "two messages wake two waiters");
+        assert!(!ch.take_wake(ids[2]));
+    }
+
+    #[test]
+    fn a_departing_first_waiter_hands_the_turn_on() {
+        let ch = channel();
+        let a = ch.join(Arc::new(Notify::new()));
+        let b = ch.join(Arc::new(Notify::new()));
+        let c = ch.join(Arc::new(Notify::new()));
+        assert!(ch.take_wake(a));
+        assert!(matches!(ch.leave(a), Departure::Others));
+        assert!(ch.is_first(b) && ch.take_wake(b));
+        assert!(!ch.take_wake(c));
+        ch.wake_all();
+        assert!(ch.take_wake(b) && ch.take_wake(c));
+        assert!(matches!(ch.leave(c), Departure::Others));
+        assert!(matches!(ch.leave(b), Departure::Empty));
+    }
+
+    #[test]
+    fn an_unused_wake_up_is_passed_on_when_a_waiter_leaves() {
+        let ch = channel();
+        let a = ch.join(Arc::new(Notify::new()));
+        let b = ch.join(Arc::new(Notify::new()));
+        let c = ch.join(Arc::new(Notify::new()));
+        assert!(ch.take_wake(a));
+        ch.wake_one(); // a
+        ch.wake_one(); // b
+        ch.leave(b); // b never used its wake-up: c gets it
+        assert!(ch.take_wake(c));
+        assert!(ch.take_wake(a));
+    }
+}
+
+impl ChannelWaiters {
+    /// `true` if this waiter holds a wake-up, without consuming it.
+    pub(crate) fn has_wake(&self, id: u64) -> bool {
+        self.state.lock().queue.iter().any(|slot| slot.id == id && slot.woken)
+    }
+}

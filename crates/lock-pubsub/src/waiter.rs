@@ -1,0 +1,77 @@
+//! One waiter's place in its channel's queue.
+
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::channel::ChannelWaiters;
+use crate::subscriber::Shared;
+
+/// A place in line for one channel. Dropping it leaves the line (handing the turn on
+/// when needed) and, for the last waiter, unsubscribes in the background.
+#[derive(Debug)]
+#[must_use = "a waiter leaves the line as soon as it is dropped"]
+pub struct Waiter {
+    shared: Arc<Shared>,
+    waiters: Arc<ChannelWaiters>,
+    id: u64,
+    signal: Arc<Notify>,
+}
+
+impl Waiter {
+    pub(crate) fn new(shared: Arc<Shared>, waiters: Arc<ChannelWaiters>, id: u64, signal: Arc<Notify>) -> Self {
+        Waiter { shared, waiters, id, signal }
+    }
+
+    /// `true` if this waiter may try to acquire now: it was first in line when it
+    /// registered, became first, or a release message woke it. Consumes the turn.
+    pub fn take_turn(&self) -> bool {
+        self.waiters.take_wake(self.id)
+    }
+
+    /// `true` while this waiter is first in line. Only the first waiter retries on the
+    /// holder's TTL; the others wait for their turn.
+    pub fn is_first(&self) -> bool {
+        self.waiters.is_first(self.id)
+    }
+
+    /// `true` once the server confirmed the channel's subscription.
+    pub fn is_subscribed(&self) -> bool {
+        self.waiters.is_subscribed()
+    }
+
+    /// Waits until the subscription is confirmed or `deadline` passes; returns whether
+    /// it is confirmed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn subscribed_by(&self, deadline: Instant) -> bool {
+        tokio::time::timeout_at(deadline, self.waiters.subscribed()).await.is_ok()
+    }
+
+    /// Waits until this waiter is given a turn or `deadline` passes. Returns `true` when
+    /// it has a turn (which [`Waiter::take_turn`] then consumes).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a wake-up that arrives meanwhile stays recorded on the waiter.
+    pub async fn wait_until(&self, deadline: Instant) -> bool {
+        loop {
+            if self.waiters.has_wake(self.id) {
+                return true;
+            }
+            tokio::select! {
+                () = self.signal.notified() => {}
+                () = tokio::time::sleep_until(deadline) => return self.waiters.has_wake(self.id),
+            }
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        // Synchronous and non-blocking: the UNSUBSCRIBE, if any, is sent by the
+        // subscriber task.
+        self.shared.leave(&self.waiters, self.id);
+    }
+}

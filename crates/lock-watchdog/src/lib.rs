@@ -1,0 +1,21 @@
+//! Lease renewal for leasehold: one scheduler per client, renewing every held lock in
+//! batches, and telling holders when a lock is lost.
+//!
+//! - A held lock in watchdog mode is [`Watchdog::register`]ed on acquire; the returned
+//!   [`Renewal`] deregisters it when dropped (unlock, dropped guard, cancelled acquire),
+//!   synchronously, so no renewal can be scheduled for it afterwards.
+//! - Every period (`timeout / 3`) the scheduler renews all registered holds with
+//!   `renew_batch.lua`, `batch_size` keys per call, calls running concurrently (fred
+//!   pipelines them on one connection).
+//! - A renewal that finds the owner field gone marks the hold **lost** and drops it: it is
+//!   never renewed again. A failed call (timeout, connection) is retried every
+//!   `retry_interval` until the hold's local deadline, computed from when the last
+//!   successful renewal was *sent*; past it, the hold is marked lost.
+//! - The scheduler task holds only a `Weak` reference and ends when the `Watchdog` is
+//!   dropped (bb8's reaper pattern).
+
+mod renewer;
+mod scheduler;
+
+pub use renewer::Renewer;
+pub use scheduler::{Renewal, Watchdog, WatchdogConfig, WatchdogStats};

@@ -1,0 +1,22 @@
+//! What the scheduler calls to renew one batch.
+
+use std::future::Future;
+
+use lock_core::{LockStore, Result};
+
+/// Renews one batch of holds: `(lock key, owner field)` pairs, all with one lease.
+/// Answers, per hold in order, `true` if extended and `false` if the owner field is gone.
+///
+/// [`LockStore`] implements it with `renew_batch.lua`; the scheduler's unit tests use an
+/// in-memory one to check timing logic under paused time.
+pub trait Renewer: Clone + Send + Sync + 'static {
+    /// Renews `holds` to `lease_ms`.
+    fn renew(&self, holds: Vec<(String, String)>, lease_ms: u64) -> impl Future<Output = Result<Vec<bool>>> + Send;
+}
+
+impl Renewer for LockStore {
+    async fn renew(&self, holds: Vec<(String, String)>, lease_ms: u64) -> Result<Vec<bool>> {
+        let pairs: Vec<(&str, &str)> = holds.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
+        self.renew_batch(&pairs, lease_ms).await
+    }
+}

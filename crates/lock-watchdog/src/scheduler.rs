@@ -1,0 +1,321 @@
+//! The renewal scheduler: one task per client, one entry per held lock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use lock_core::{LeaseState, OwnerId};
+use parking_lot::Mutex;
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::renewer::Renewer;
+
+/// Settings of a [`Watchdog`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WatchdogConfig {
+    /// The lease given to watchdog-mode locks and set again by each renewal.
+    /// Renewals run every `timeout / 3`. Default: 30 s (Redisson's).
+    pub timeout: Duration,
+    /// Most keys per `renew_batch.lua` call. Default: 100 (Redisson's).
+    pub batch_size: usize,
+    /// Group each batch by cluster hash slot (a script may only touch one slot).
+    /// Default: `false` (standalone server).
+    pub group_by_slot: bool,
+}
+
+impl Default for WatchdogConfig {
+    fn default() -> Self {
+        WatchdogConfig { timeout: Duration::from_secs(30), batch_size: 100, group_by_slot: false }
+    }
+}
+
+impl WatchdogConfig {
+    /// The renewal period, `timeout / 3`.
+    pub fn period(&self) -> Duration {
+        self.timeout / 3
+    }
+
+    /// How soon a failed renewal is retried: `period / 5`, between 10 ms and 1 s.
+    pub fn retry_interval(&self) -> Duration {
+        (self.period() / 5).clamp(Duration::from_millis(10), Duration::from_secs(1))
+    }
+}
+
+/// Counters for tests and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WatchdogStats {
+    /// Holds registered now.
+    pub registered: usize,
+    /// Renewal rounds run (periodic and retries).
+    pub rounds: u64,
+    /// `renew_batch` calls made.
+    pub calls: u64,
+    /// Calls that failed (timeout, connection).
+    pub failed_calls: u64,
+    /// Holds found lost (owner gone, or deadline passed while renewals failed).
+    pub lost: u64,
+}
+
+/// One scheduler per client. Cheap to clone.
+#[derive(Debug)]
+pub struct Watchdog {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    config: WatchdogConfig,
+    lease_ms: u64,
+    entries: Mutex<HashMap<u64, Entry>>,
+    next_id: AtomicU64,
+    registered: Notify,
+    stats: Counters,
+    _shutdown: watch::Sender<()>,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    rounds: AtomicU64,
+    calls: AtomicU64,
+    failed_calls: AtomicU64,
+    lost: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    key: Arc<str>,
+    owner: OwnerId,
+    lease: Weak<LeaseState>,
+    /// The last renewal of this hold failed; it is retried before the next period.
+    failing: bool,
+}
+
+/// A registered hold. Dropping it deregisters the hold at once: no renewal is scheduled
+/// for it afterwards (one already sent may still land, and only extends a key whose
+/// owner field exists).
+#[derive(Debug)]
+#[must_use = "the hold is deregistered as soon as the Renewal is dropped"]
+pub struct Renewal {
+    shared: Weak<Shared>,
+    id: u64,
+}
+
+impl Drop for Renewal {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.entries.lock().remove(&self.id);
+        }
+    }
+}
+
+impl Renewal {
+    /// `true` while the scheduler still renews this hold (not lost, watchdog alive).
+    pub fn is_active(&self) -> bool {
+        self.shared.upgrade().is_some_and(|shared| shared.entries.lock().contains_key(&self.id))
+    }
+}
+
+impl Watchdog {
+    /// Starts the scheduler task on the current tokio runtime.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime, or when `config.timeout` is under 3 ms (callers validate
+    /// it first) or `batch_size` is 0.
+    pub fn start<R: Renewer>(renewer: R, config: WatchdogConfig) -> Self {
+        assert!(config.timeout >= Duration::from_millis(3), "watchdog timeout must be at least 3 ms");
+        assert!(config.batch_size > 0, "batch size must be at least 1");
+        let (shutdown_tx, shutdown_rx) = watch::channel(());
+        let lease_ms = u64::try_from(config.timeout.as_millis()).unwrap_or(u64::MAX);
+        let shared = Arc::new(Shared {
+            config,
+            lease_ms,
+            entries: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            registered: Notify::new(),
+            stats: Counters::default(),
+            _shutdown: shutdown_tx,
+        });
+        tokio::spawn(run(Arc::downgrade(&shared), renewer, shutdown_rx));
+        Watchdog { shared }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WatchdogConfig {
+        &self.shared.config
+    }
+
+    /// Registers a held lock: it is renewed every period until the returned [`Renewal`]
+    /// is dropped or the hold is found lost (then `lease` is marked lost).
+    pub fn register(&self, key: Arc<str>, owner: OwnerId, lease: &Arc<LeaseState>) -> Renewal {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let entry = Entry { key, owner, lease: Arc::downgrade(lease), failing: false };
+        let was_empty = {
+            let mut entries = self.shared.entries.lock();
+            entries.insert(id, entry);
+            entries.len() == 1
+        };
+        if was_empty {
+            self.shared.registered.notify_one();
+        }
+        Renewal { shared: Arc::downgrade(&self.shared), id }
+    }
+
+    /// Counters since start.
+    pub fn stats(&self) -> WatchdogStats {
+        let c = &self.shared.stats;
+        WatchdogStats {
+            registered: self.shared.entries.lock().len(),
+            rounds: c.rounds.load(Ordering::Relaxed),
+            calls: c.calls.load(Ordering::Relaxed),
+            failed_calls: c.failed_calls.load(Ordering::Relaxed),
+            lost: c.lost.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One hold in one round: its entry id and what to send.
+type Job = (u64, String, String);
+
+async fn run<R: Renewer>(weak: Weak<Shared>, renewer: R, mut shutdown: watch::Receiver<()>) {
+    let Some(period) = weak.upgrade().map(|s| s.config.period()) else { return };
+    let mut next_tick = Instant::now() + period;
+    let mut retry_at: Option<Instant> = None;
+    loop {
+        let wake_at = retry_at.map_or(next_tick, |r| r.min(next_tick));
+        {
+            let Some(shared) = weak.upgrade() else { return };
+            let idle = shared.entries.lock().is_empty();
+            if idle {
+                // Nothing to renew: sleep until something is registered.
+                tokio::select! {
+                    _ = shutdown.changed() => return,
+                    () = shared.registered.notified() => {}
+                }
+                next_tick = Instant::now() + period;
+                retry_at = None;
+                continue;
+            }
+        }
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            () = tokio::time::sleep_until(wake_at) => {}
+        }
+        let now = Instant::now();
+        let full_round = now >= next_tick;
+        if full_round {
+            next_tick += period;
+            if next_tick <= now {
+                // We fell far behind (a stalled runtime): restart the rhythm from now.
+                next_tick = now + period;
+            }
+        }
+        let Some(shared) = weak.upgrade() else { return };
+        let any_failing = round(&shared, &renewer, full_round).await;
+        retry_at = any_failing.then(|| Instant::now() + shared.config.retry_interval());
+    }
+}
+
+/// Renews every hold (`full`) or only the failing ones. Returns whether any hold is
+/// still failing afterwards.
+async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> bool {
+    shared.stats.rounds.fetch_add(1, Ordering::Relaxed);
+    let jobs: Vec<Job> = shared
+        .entries
+        .lock()
+        .iter()
+        .filter(|(_, e)| full || e.failing)
+        .map(|(id, e)| (*id, e.key.to_string(), e.owner.as_str().to_owned()))
+        .collect();
+    let mut calls = JoinSet::new();
+    for batch in batches(jobs, &shared.config) {
+        let renewer = renewer.clone();
+        let lease_ms = shared.lease_ms;
+        shared.stats.calls.fetch_add(1, Ordering::Relaxed);
+        calls.spawn(async move {
+            let sent_at = Instant::now();
+            let holds: Vec<(String, String)> = batch.iter().map(|(_, k, o)| (k.clone(), o.clone())).collect();
+            let result = renewer.renew(holds, lease_ms).await;
+            (batch, sent_at, result)
+        });
+    }
+    while let Some(joined) = calls.join_next().await {
+        let Ok((batch, sent_at, result)) = joined else { continue };
+        apply(shared, &batch, sent_at, result);
+    }
+    shared.entries.lock().values().any(|e| e.failing)
+}
+
+fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Result<Vec<bool>>) {
+    let now = Instant::now();
+    let mut entries = shared.entries.lock();
+    match result {
+        Ok(renewed) => {
+            for ((id, key, _), renewed) in batch.iter().zip(renewed) {
+                // An entry deregistered meanwhile (unlocked) is left alone.
+                let Some(entry) = entries.get_mut(id) else { continue };
+                let Some(lease) = entry.lease.upgrade() else {
+                    entries.remove(id);
+                    continue;
+                };
+                if renewed {
+                    entry.failing = false;
+                    lease.extend(sent_at, shared.config.timeout);
+                } else {
+                    entries.remove(id);
+                    shared.stats.lost.fetch_add(1, Ordering::Relaxed);
+                    lease.mark_lost();
+                    tracing::warn!(key = %key, "lock lost: the owner field is gone; renewal stopped");
+                }
+            }
+        }
+        Err(error) => {
+            shared.stats.failed_calls.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%error, holds = batch.len(), "renewal failed; will retry until the lease deadline");
+            for (id, key, _) in batch {
+                let Some(entry) = entries.get_mut(id) else { continue };
+                let Some(lease) = entry.lease.upgrade() else {
+                    entries.remove(id);
+                    continue;
+                };
+                if now >= lease.expires_at() {
+                    entries.remove(id);
+                    shared.stats.lost.fetch_add(1, Ordering::Relaxed);
+                    lease.mark_lost();
+                    tracing::warn!(key = %key, "lock lost: renewals failed until the lease ran out");
+                } else {
+                    entry.failing = true;
+                }
+            }
+        }
+    }
+}
+
+/// Splits jobs into calls of at most `batch_size` keys, one hash slot per call when
+/// `group_by_slot` is set.
+fn batches(jobs: Vec<Job>, config: &WatchdogConfig) -> Vec<Vec<Job>> {
+    if !config.group_by_slot {
+        return chunk(jobs, config.batch_size);
+    }
+    let mut by_slot: BTreeMap<u16, Vec<Job>> = BTreeMap::new();
+    for job in jobs {
+        by_slot.entry(fred::util::redis_keyslot(job.1.as_bytes())).or_default().push(job);
+    }
+    by_slot.into_values().flat_map(|group| chunk(group, config.batch_size)).collect()
+}
+
+fn chunk(jobs: Vec<Job>, size: usize) -> Vec<Vec<Job>> {
+    let mut out = Vec::with_capacity(jobs.len().div_ceil(size));
+    let mut iter = jobs.into_iter().peekable();
+    while iter.peek().is_some() {
+        out.push(iter.by_ref().take(size).collect());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,36 @@
+//! Test harness for leasehold, against a real `redis-server`, never a mock.
+//!
+//! - [`RedisServer`]: a throwaway `redis-server` on a free port in a temp dir, without
+//!   persistence, killed on drop; it can be restarted, stopped (`SIGSTOP`) and resumed.
+//! - [`Proxy`]: a TCP proxy in front of a server that can add latency, drop replies and
+//!   cut connections, for faults that a server alone cannot produce.
+//! - [`Monitor`]: a `MONITOR` tap that records every command the server runs.
+//! - [`raw_command`]: one command over a plain TCP connection, for tests that must not go
+//!   through the client under test.
+
+mod monitor;
+mod proxy;
+mod raw;
+mod server;
+
+pub use monitor::Monitor;
+pub use proxy::Proxy;
+pub use raw::{raw_command, RespValue};
+pub use server::{RedisServer, ServerOptions};
+
+use std::time::{Duration, Instant};
+
+/// Polls `condition` every few milliseconds until it is true or `deadline` passes.
+/// Returns whether it became true. For tests: wait on a condition, never sleep and hope.
+pub async fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + deadline;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

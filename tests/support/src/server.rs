@@ -1,0 +1,211 @@
+//! A throwaway `redis-server` per test (or per test binary).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const INSTALL_HINT: &str = "redis-server was not found on PATH. Install it first: \
+`sudo apt-get install -y redis-server` on Debian/Ubuntu, `brew install redis` on macOS \
+(or run `bash scripts/test.sh`, which installs it when missing).";
+
+/// How to start a [`RedisServer`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// Extra `--name value` arguments for redis-server. Default: none.
+    pub extra_args: Vec<String>,
+    /// Serve on this port instead of a free one. Default: `None` (pick a free port).
+    pub port: Option<u16>,
+}
+
+impl ServerOptions {
+    /// Adds `--name value` to the command line.
+    #[must_use]
+    pub fn arg(mut self, name: &str, value: &str) -> Self {
+        self.extra_args.push(format!("--{name}"));
+        self.extra_args.push(value.to_owned());
+        self
+    }
+}
+
+/// A `redis-server` child process on 127.0.0.1, killed (and its temp dir removed) on drop.
+///
+/// It runs with no persistence (`--save ""`, no AOF), so a restart loses every key, and
+/// with `--enable-debug-command local` so tests can use `DEBUG SLEEP`.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    options: ServerOptions,
+    stopped: bool,
+}
+
+static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
+
+impl RedisServer {
+    /// Starts a server on a free port.
+    ///
+    /// # Panics
+    /// When `redis-server` is not installed (the message says how to install it) or
+    /// does not come up within 10 s. This is test support: a panic fails the test.
+    pub fn start() -> Self {
+        Self::start_with(ServerOptions::default())
+    }
+
+    /// Starts a server with `options`.
+    ///
+    /// # Panics
+    /// As [`RedisServer::start`].
+    pub fn start_with(options: ServerOptions) -> Self {
+        let dir = make_temp_dir();
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            let port = options.port.unwrap_or_else(free_port);
+            match spawn(port, &dir, &options) {
+                Ok(child) => {
+                    return RedisServer { child: Some(child), port, dir, options, stopped: false };
+                }
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("could not start redis-server: {last_error}");
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (`SIGKILL`) and starts a fresh one on the same port: every key
+    /// is gone, as after a crash without persistence.
+    ///
+    /// # Panics
+    /// When the new server does not come up.
+    pub fn restart(&mut self) {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match spawn(self.port, &self.dir, &self.options) {
+                Ok(child) => {
+                    self.child = Some(child);
+                    return;
+                }
+                Err(error) if Instant::now() > deadline => panic!("restart failed: {error}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// Kills the server now (`SIGKILL`).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if self.stopped {
+                signal(&child, "CONT");
+                self.stopped = false;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Freezes the server process (`SIGSTOP`): connections stay open, nothing answers,
+    /// keys do not expire.
+    pub fn pause(&mut self) {
+        if let Some(child) = &self.child {
+            signal(child, "STOP");
+            self.stopped = true;
+        }
+    }
+
+    /// Resumes a paused server (`SIGCONT`).
+    pub fn resume(&mut self) {
+        if let Some(child) = &self.child {
+            signal(child, "CONT");
+            self.stopped = false;
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn signal(child: &Child, name: &str) {
+    let _ = Command::new("kill").arg(format!("-{name}")).arg(child.id().to_string()).status();
+}
+
+fn make_temp_dir() -> PathBuf {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("leasehold-redis-{}-{n}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    dir
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+fn spawn(port: u16, dir: &Path, options: &ServerOptions) -> Result<Child, String> {
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(["--enable-debug-command", "local", "--protected-mode", "no"])
+        .args(["--logfile", "redis.log"])
+        .args(&options.extra_args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL_HINT}"),
+        Err(e) => return Err(format!("spawn redis-server: {e}")),
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default();
+            return Err(format!("redis-server exited with {status} on port {port}: {log}"));
+        }
+        if ping(port) {
+            return Ok(child);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("redis-server on port {port} did not answer PING within 10 s"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 7];
+    stream.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+}
