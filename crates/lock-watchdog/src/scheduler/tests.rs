@@ -1,0 +1,1 @@
+//! Paused-time tests of the renewal scheduler.

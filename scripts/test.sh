@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every test against real redis-servers the tests start themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ensure-redis.sh
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --no-fail-fast
+else
+    cargo test --workspace --no-fail-fast --lib --bins --tests
+fi
+cargo test --workspace --doc
