@@ -76,6 +76,11 @@ impl ChannelWaiters {
         state.queue.iter_mut().find(|slot| slot.id == id).is_some_and(|slot| std::mem::take(&mut slot.woken))
     }
 
+    /// `true` if this waiter holds a wake-up, without consuming it.
+    pub(crate) fn has_wake(&self, id: u64) -> bool {
+        self.state.lock().queue.iter().any(|slot| slot.id == id && slot.woken)
+    }
+
     /// `true` while this waiter is first in line.
     pub(crate) fn is_first(&self, id: u64) -> bool {
         self.state.lock().queue.front().is_some_and(|slot| slot.id == id)
@@ -192,12 +197,5 @@ mod tests {
         ch.leave(b); // b never used its wake-up: c gets it
         assert!(ch.take_wake(c));
         assert!(ch.take_wake(a));
-    }
-}
-
-impl ChannelWaiters {
-    /// `true` if this waiter holds a wake-up, without consuming it.
-    pub(crate) fn has_wake(&self, id: u64) -> bool {
-        self.state.lock().queue.iter().any(|slot| slot.id == id && slot.woken)
     }
 }
