@@ -1,8 +1,12 @@
-//! The reentrant lock on a real redis-server: layout, reentrancy, leases, bad input.
+//! The reentrant lock on a real redis-server: layout, reentrancy, leases, ownership,
+//! interop with Redisson's layout, and bad input rejected before anything is sent.
 
 use std::time::Duration;
 
-use leasehold_tests::{client, hgetall, pttl, raw, RedisServer};
+use leasehold::ErrorKind;
+use leasehold_tests::{client, client_with, hgetall, pttl, raw, wait_until, Monitor, RedisServer, RespValue};
+
+const LEASE: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn try_lock_writes_redisson_layout_and_unlock_deletes() {
@@ -10,9 +14,9 @@ async fn try_lock_writes_redisson_layout_and_unlock_deletes() {
     let client = client(&server).await;
     let lock = client.lock("order:1001");
     let guard = lock.try_lock().await.expect("try_lock").expect("free lock is acquired");
-    let fields = hgetall(&server, "order:1001");
-    assert_eq!(fields, vec![(lock.owner().to_owned(), "1".to_owned())]);
-    assert!(lock.owner().starts_with(&client.id().hyphenated().to_string()));
+    assert_eq!(hgetall(&server, "order:1001"), vec![(lock.owner().to_owned(), "1".to_owned())]);
+    let uuid = client.id().hyphenated().to_string();
+    assert!(lock.owner().starts_with(&format!("{uuid}:")), "owner {} is UUID:N", lock.owner());
     let ttl = pttl(&server, "order:1001");
     assert!(ttl > 29_000 && ttl <= 30_000, "watchdog lease is 30 s, got {ttl}");
     guard.unlock().await.expect("unlock");
@@ -20,15 +24,324 @@ async fn try_lock_writes_redisson_layout_and_unlock_deletes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_owner_is_excluded() {
+async fn each_handle_is_an_owner_and_clones_share_it() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let a = client.lock("l");
+    let a2 = a.clone();
     let b = client.lock("l");
-    let guard = a.try_lock().await.expect("a").expect("a acquires");
+    assert_eq!(a.owner(), a2.owner());
+    assert_ne!(a.owner(), b.owner());
+    let g1 = a.try_lock().await.expect("a").expect("a acquires");
+    let g2 = a2.try_lock().await.expect("a2").expect("a clone re-enters");
+    assert_eq!(a.hold_count().await.expect("count"), 2);
     assert!(b.try_lock().await.expect("b").is_none());
     assert!(b.try_lock_for(Duration::from_millis(100)).await.expect("b waits").is_none());
-    guard.unlock().await.expect("unlock");
+    g2.unlock().await.expect("unlock 2");
+    g1.unlock().await.expect("unlock 1");
     let g = b.try_lock().await.expect("b").expect("b acquires after release");
     g.unlock().await.expect("unlock b");
+}
+
+/// Acquire N times, release N-1: still held, others excluded, lease renewed on each
+/// partial release; the Nth release deletes the key and publishes once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrancy_counts_holds_and_publishes_once() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("re");
+    let other = client.lock("re");
+    let mut guards = Vec::new();
+    for n in 1..=5 {
+        guards.push(lock.lock_with_lease(Duration::from_secs(5)).await.expect("re-enter"));
+        assert_eq!(lock.hold_count().await.expect("count"), n);
+    }
+    let monitor = Monitor::start(&server.addr());
+    while guards.len() > 1 {
+        // Let the TTL run down a little so the re-applied lease is visible.
+        raw(&server, &["PEXPIRE", "re", "1000"]);
+        guards.pop().expect("guard").unlock().await.expect("partial unlock");
+        assert!(lock.is_held().await.expect("held"));
+        let ttl = pttl(&server, "re");
+        assert!(ttl > 4_000, "a partial release re-applies the 5 s lease, TTL {ttl}");
+        assert!(other.try_lock().await.expect("other").is_none());
+    }
+    assert_eq!(lock.hold_count().await.expect("count"), 1);
+    guards.pop().expect("last").unlock().await.expect("last unlock");
+    assert_eq!(raw(&server, &["EXISTS", "re"]).as_int(), Some(0));
+    monitor.sync(&server.addr());
+    let publishes: Vec<String> =
+        monitor.commands().into_iter().filter(|l| l.to_lowercase().contains("\"publish\"")).collect();
+    assert_eq!(publishes.len(), 1, "one publish for five holds: {publishes:?}");
+    assert!(publishes[0].contains("\"redisson_lock__channel:{re}\" \"0\""), "{publishes:?}");
+}
+
+/// The release publishes `0` on `redisson_lock__channel:{name}` (seen by a plain subscriber).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_publishes_zero_on_the_redisson_channel() {
+    use std::io::{BufRead, BufReader, Write};
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut sub = std::net::TcpStream::connect(server.addr()).expect("connect");
+    sub.write_all(b"SUBSCRIBE redisson_lock__channel:{pub:1}\r\n").expect("subscribe");
+    sub.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let mut reader = BufReader::new(sub);
+    let mut lines = Vec::new();
+    for _ in 0..6 {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("confirmation");
+        lines.push(line.trim().to_owned());
+    }
+    let guard = client.lock("pub:1").try_lock().await.expect("lock").expect("acquired");
+    guard.unlock().await.expect("unlock");
+    let mut message = Vec::new();
+    for _ in 0..7 {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("message");
+        message.push(line.trim().to_owned());
+    }
+    assert_eq!(message, vec!["*3", "$7", "message", "$30", "redisson_lock__channel:{pub:1}", "$1", "0"]);
+}
+
+/// The lease runs out: another owner gets in; the old owner's unlock is `NotOwner`
+/// and leaves the new holder untouched, with nothing published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_lease_lets_another_owner_in_and_old_unlock_is_not_owner() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let old = client.lock("exp").try_lock_with(Duration::ZERO, Duration::from_millis(200)).await.expect("old");
+    let old = old.expect("acquired");
+    let newer = client.lock("exp");
+    let new_guard = newer.try_lock_with(Duration::from_secs(5), LEASE).await.expect("new").expect("after expiry");
+    assert!(old.is_lost(), "an explicit lease past its deadline reports lost");
+    let before = hgetall(&server, "exp");
+    let monitor = Monitor::start(&server.addr());
+    let err = old.unlock().await.expect_err("old owner");
+    assert_eq!(err.kind(), ErrorKind::NotOwner, "{err}");
+    monitor.sync(&server.addr());
+    assert!(
+        !monitor.commands().iter().any(|l| l.to_lowercase().contains("\"publish\"")),
+        "nothing published: {:?}",
+        monitor.commands()
+    );
+    assert_eq!(hgetall(&server, "exp"), before, "new holder untouched");
+    assert!(newer.is_held().await.expect("held"));
+    new_guard.unlock().await.expect("unlock");
+}
+
+/// Unlock after a force unlock: `NotOwner`, nothing written or published. Force unlock
+/// publishes so waiters wake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_after_force_unlock_is_not_owner() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("forced");
+    let guard = lock.lock_with_lease(LEASE).await.expect("lock");
+    let monitor = Monitor::start(&server.addr());
+    assert!(client.lock("forced").force_unlock().await.expect("force"));
+    assert!(!lock.is_locked().await.expect("is_locked"));
+    assert!(!client.lock("forced").force_unlock().await.expect("force again"), "nothing left to delete");
+    let err = guard.unlock().await.expect_err("unlock after force");
+    assert!(err.is_not_owner(), "{err}");
+    monitor.sync(&server.addr());
+    let publishes = monitor.commands().iter().filter(|l| l.to_lowercase().contains("\"publish\"")).count();
+    assert_eq!(publishes, 1, "only the force unlock published");
+}
+
+/// A second, independent handle on a lock it never held: `NotOwner` via the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_whose_hold_ended_sends_nothing() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("stale");
+    let first = lock.lock_with_lease(Duration::from_millis(150)).await.expect("first");
+    // The lease runs out, then the same owner acquires again: a new hold.
+    assert!(wait_until(Duration::from_secs(5), || pttl(&server, "stale") == -2).await);
+    let second = lock.lock_with_lease(LEASE).await.expect("second");
+    assert_eq!(lock.hold_count().await.expect("count"), 1);
+    let err = first.unlock().await.expect_err("stale guard");
+    assert!(err.is_not_owner() || err.is_lock_lost(), "{err}");
+    assert_eq!(lock.hold_count().await.expect("count"), 1, "the stale guard did not release the new hold");
+    second.unlock().await.expect("unlock");
+}
+
+/// A foreign client writing Redisson's layout by hand excludes leasehold, and leasehold
+/// excludes it (Redisson's own acquire script answers with the PTTL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_layout_interop_both_ways() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let java_owner = "4f0c8d9e-1111-4222-8333-944455556666:1";
+    raw(&server, &["HINCRBY", "shared", java_owner, "1"]);
+    raw(&server, &["PEXPIRE", "shared", "30000"]);
+    let lock = client.lock("shared");
+    assert!(lock.try_lock().await.expect("try").is_none(), "Redisson's hold excludes leasehold");
+    assert!(lock.is_locked().await.expect("locked"));
+    raw(&server, &["DEL", "shared"]);
+
+    let guard = lock.try_lock().await.expect("try").expect("acquired");
+    // Redisson's RLock tryLockInnerAsync script, verbatim in shape.
+    let redisson_acquire =
+        "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then \
+         redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; \
+         return redis.call('pttl', KEYS[1]);";
+    let reply = raw(&server, &["EVAL", redisson_acquire, "1", "shared", "30000", java_owner]);
+    let ttl = reply.as_int().expect("Redisson sees the lock held and gets a PTTL");
+    assert!(ttl > 0 && ttl <= 30_000);
+    guard.unlock().await.expect("unlock");
+    assert_eq!(raw(&server, &["EVAL", redisson_acquire, "1", "shared", "30000", java_owner]), RespValue::Nil);
+    assert_eq!(hgetall(&server, "shared"), vec![(java_owner.to_owned(), "1".to_owned())]);
+}
+
+/// Bad input: a typed `InvalidArgument` before any command reaches Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_rejected_before_anything_is_sent() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let monitor = Monitor::start(&server.addr());
+    let empty = client.lock("");
+    let named = client.lock("valid");
+    let checks: Vec<(&str, leasehold::Error)> = vec![
+        ("empty name try_lock", empty.try_lock().await.expect_err("empty")),
+        ("empty name lock_with_lease", empty.lock_with_lease(LEASE).await.expect_err("empty")),
+        ("empty name force_unlock", empty.force_unlock().await.expect_err("empty")),
+        ("empty name is_locked", empty.is_locked().await.expect_err("empty")),
+        ("empty name hold_count", empty.hold_count().await.expect_err("empty")),
+        ("zero lease", named.lock_with_lease(Duration::ZERO).await.expect_err("zero")),
+        ("sub-ms lease", named.try_lock_with(Duration::ZERO, Duration::from_micros(500)).await.expect_err("sub-ms")),
+        ("huge lease", named.try_lock_with(Duration::ZERO, Duration::MAX).await.expect_err("huge")),
+        ("overflowing wait", named.try_lock_for(Duration::MAX).await.expect_err("overflow")),
+        ("simple empty", client.simple_lock("").try_lock(LEASE).await.expect_err("empty")),
+        ("simple zero lease", client.simple_lock("s").try_lock(Duration::ZERO).await.expect_err("zero")),
+    ];
+    for (what, err) in &checks {
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{what}: {err}");
+    }
+    let bad_config = leasehold::Client::builder().url(server.url()).watchdog_timeout(Duration::ZERO).connect().await;
+    assert!(bad_config.expect_err("zero watchdog").is_invalid_argument());
+    let bad_url = leasehold::Client::builder().url("not a url").connect().await;
+    assert!(bad_url.expect_err("bad url").is_invalid_argument());
+    monitor.sync(&server.addr());
+    assert_eq!(monitor.commands(), Vec::<String>::new(), "no command reached Redis");
+}
+
+/// A name holding another type: `WrongType` naming the key; the value is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_type_is_reported_and_the_value_untouched() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    raw(&server, &["SET", "typed", "a string"]);
+    let lock = client.lock("typed");
+    for err in [
+        lock.try_lock().await.expect_err("try_lock"),
+        lock.try_lock_for(Duration::from_millis(50)).await.expect_err("try_lock_for"),
+        lock.hold_count().await.expect_err("hold_count"),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+        assert_eq!(err.key(), Some("typed"));
+        assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+    }
+    assert_eq!(raw(&server, &["GET", "typed"]).as_str(), Some("a string"));
+    assert_eq!(pttl(&server, "typed"), -1, "no expiry was set");
+}
+
+/// Dropping a guard without unlock releases it in the background, promptly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_guard_is_released_in_the_background() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("dropped-guard");
+    let guard = lock.lock().await.expect("lock");
+    assert_eq!(client.watchdog().stats().registered, 1);
+    drop(guard);
+    assert_eq!(client.watchdog().stats().registered, 0, "renewal stops at once");
+    assert!(wait_until(Duration::from_secs(2), || pttl(&server, "dropped-guard") == -2).await);
+}
+
+/// Guards dropped after their runtime is gone: no panic, no block; the lease expires.
+#[test]
+fn guard_outliving_its_runtime_expires_with_its_lease() {
+    let server = RedisServer::start();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
+    let guard = runtime.block_on(async {
+        let client = client_with(&server.url(), Duration::from_secs(30)).await;
+        client.lock("orphan").try_lock_with(Duration::ZERO, Duration::from_millis(300)).await.expect("lock")
+    });
+    let guard = guard.expect("acquired");
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    drop(guard); // must neither panic nor block
+    let start = std::time::Instant::now();
+    while pttl(&server, "orphan") != -2 {
+        assert!(start.elapsed() < Duration::from_secs(3), "the lease expires on its own");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Hostile names: long, binary-ish, with braces: they work, with derived names right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_names_work_with_correct_derived_names() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let long = "x".repeat(1 << 20);
+    for name in [long.as_str(), "\u{0}\u{1}\u{7f}ü€😀 \r\n", "{}", "a{b}c", "{order}:1", "*?[]"] {
+        let lock = client.lock(name);
+        let guard = lock.try_lock().await.expect("try").expect("acquired");
+        assert!(client.lock(name).try_lock().await.expect("other").is_none());
+        assert_eq!(lock.hold_count().await.expect("count"), 1);
+        guard.unlock().await.expect("unlock");
+        assert!(!lock.is_locked().await.expect("locked"));
+    }
+}
+
+/// A key prefix is part of the key; derived names follow the full key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_prefix_is_applied() {
+    let server = RedisServer::start();
+    let client = leasehold::Client::builder().url(server.url()).key_prefix("shop:").connect().await.expect("connect");
+    let lock = client.lock("cart:7");
+    assert_eq!(lock.key(), "shop:cart:7");
+    let guard = lock.try_lock().await.expect("try").expect("acquired");
+    assert_eq!(raw(&server, &["EXISTS", "shop:cart:7"]).as_int(), Some(1));
+    guard.unlock().await.expect("unlock");
+}
+
+/// The minimal lock: SET NX PX, owner value, compare-and-delete; not reentrant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_lock_is_the_minimal_variant() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let a = client.simple_lock("simple");
+    let b = client.simple_lock("simple");
+    let guard = a.try_lock(Duration::from_millis(300)).await.expect("a").expect("acquired");
+    assert_eq!(raw(&server, &["GET", "simple"]).as_str(), Some(a.owner()));
+    assert!(a.owner().contains('-') && !a.owner().contains(':'), "value is UUID-N");
+    assert!(a.try_lock(LEASE).await.expect("again").is_none(), "not reentrant");
+    assert!(b.try_lock(LEASE).await.expect("b").is_none());
+    let start = std::time::Instant::now();
+    let b_guard = b.try_lock_for(Duration::from_secs(3), LEASE).await.expect("b waits").expect("after expiry");
+    assert!(start.elapsed() < Duration::from_secs(1), "retried on the holder's TTL");
+    let err = guard.unlock().await.expect_err("expired");
+    assert!(err.is_not_owner());
+    assert_eq!(raw(&server, &["GET", "simple"]).as_str(), Some(b.owner()), "b untouched");
+    b_guard.unlock().await.expect("unlock b");
+    assert_eq!(raw(&server, &["EXISTS", "simple"]).as_int(), Some(0));
+}
+
+/// Read-only queries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_report_the_server_state() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("q");
+    assert!(!lock.is_locked().await.expect("locked"));
+    assert!(!lock.is_held().await.expect("held"));
+    assert_eq!(lock.remaining_ttl().await.expect("ttl"), None);
+    let guard = lock.lock_with_lease(LEASE).await.expect("lock");
+    assert!(lock.is_locked().await.expect("locked"));
+    assert!(lock.is_held().await.expect("held"));
+    assert!(!client.lock("q").is_held().await.expect("other not held"));
+    let ttl = lock.remaining_ttl().await.expect("ttl").expect("has ttl");
+    assert!(ttl > Duration::from_secs(9) && ttl <= LEASE);
+    assert!(!guard.is_watchdog() && !guard.is_renewed());
+    guard.unlock().await.expect("unlock");
 }

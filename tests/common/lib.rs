@@ -62,3 +62,60 @@ pub fn hgetall(server: &RedisServer, key: &str) -> Vec<(String, String)> {
         other => panic!("unexpected HGETALL reply {other:?}"),
     }
 }
+
+/// A lock holder in a child process (`tests/bin/holder.rs`), killed on drop.
+pub struct HolderProcess {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl HolderProcess {
+    /// Starts the holder binary `bin` (pass `env!("CARGO_BIN_EXE_holder")`) as
+    /// `holder URL NAME WATCHDOG_MS` and waits for its `LOCKED` line.
+    ///
+    /// # Panics
+    /// When the child cannot start or does not lock within 10 s.
+    pub async fn start(bin: &str, url: &str, name: &str, watchdog: Duration) -> (Self, String) {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(bin)
+            .args([url, name, &watchdog.as_millis().to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn holder");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut holder = HolderProcess { child, stdin, lines: tokio::io::BufReader::new(stdout).lines() };
+        let line = holder.next_line(Duration::from_secs(10)).await.expect("LOCKED line");
+        let owner = line.strip_prefix("LOCKED ").unwrap_or_else(|| panic!("unexpected line {line:?}")).to_owned();
+        (holder, owner)
+    }
+
+    /// The child's next stdout line, or `None` after `timeout`.
+    pub async fn next_line(&mut self, timeout: Duration) -> Option<String> {
+        match tokio::time::timeout(timeout, self.lines.next_line()).await {
+            Ok(Ok(line)) => line,
+            _ => None,
+        }
+    }
+
+    /// Asks the child to unlock.
+    pub async fn send_unlock(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(b"UNLOCK\n").await.expect("write to holder");
+        self.stdin.flush().await.expect("flush");
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// Sends a signal (`KILL`, `STOP`, `CONT`) to the child.
+    pub fn signal(&self, name: &str) {
+        let status = std::process::Command::new("kill").arg(format!("-{name}")).arg(self.pid().to_string()).status();
+        assert!(status.is_ok_and(|s| s.success()), "kill -{name} failed");
+    }
+}

@@ -61,7 +61,7 @@ pub struct WatchdogStats {
     pub lost: u64,
 }
 
-/// One scheduler per client. Cheap to clone.
+/// One scheduler per client.
 #[derive(Debug)]
 pub struct Watchdog {
     shared: Arc<Shared>,
@@ -73,7 +73,8 @@ struct Shared {
     lease_ms: u64,
     entries: Mutex<HashMap<u64, Entry>>,
     next_id: AtomicU64,
-    registered: Notify,
+    /// In an `Arc` so the idle scheduler can wait on it without keeping `Shared` alive.
+    registered: Arc<Notify>,
     stats: Counters,
     _shutdown: watch::Sender<()>,
 }
@@ -136,7 +137,7 @@ impl Watchdog {
             lease_ms,
             entries: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            registered: Notify::new(),
+            registered: Arc::new(Notify::new()),
             stats: Counters::default(),
             _shutdown: shutdown_tx,
         });
@@ -182,7 +183,9 @@ impl Watchdog {
 type Job = (u64, String, String);
 
 async fn run<R: Renewer>(weak: Weak<Shared>, renewer: R, mut shutdown: watch::Receiver<()>) {
-    let Some(period) = weak.upgrade().map(|s| s.config.period()) else { return };
+    let Some((period, registered)) = weak.upgrade().map(|s| (s.config.period(), Arc::clone(&s.registered))) else {
+        return;
+    };
     let mut next_tick = Instant::now() + period;
     let mut retry_at: Option<Instant> = None;
     loop {
@@ -190,11 +193,14 @@ async fn run<R: Renewer>(weak: Weak<Shared>, renewer: R, mut shutdown: watch::Re
         {
             let Some(shared) = weak.upgrade() else { return };
             let idle = shared.entries.lock().is_empty();
+            // Not held while idle: dropping the `Watchdog` must drop `Shared` (and the
+            // shutdown sender). A registration meanwhile leaves a `notify_one` permit.
+            drop(shared);
             if idle {
                 // Nothing to renew: sleep until something is registered.
                 tokio::select! {
                     _ = shutdown.changed() => return,
-                    () = shared.registered.notified() => {}
+                    () = registered.notified() => {}
                 }
                 next_tick = Instant::now() + period;
                 retry_at = None;

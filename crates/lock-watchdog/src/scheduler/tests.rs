@@ -1,1 +1,579 @@
 //! Paused-time tests of the renewal scheduler.
+//!
+//! The scheduler talks to a [`FakeRenewer`] that records every call (when it was made,
+//! which holds, which lease) and answers from switches the test flips: keys whose owner
+//! is gone, calls failing with a connection error, a delay per call. Time is tokio's
+//! paused clock, so every instant asserted below is exact and the tests are instant.
+
+use std::collections::{BTreeSet, HashSet};
+
+use lock_core::{Error, ErrorKind};
+use tokio::time::{sleep, sleep_until};
+
+use super::*;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Whole milliseconds from `t0` to `at`.
+fn ms_since(t0: Instant, at: Instant) -> u64 {
+    u64::try_from((at - t0).as_millis()).expect("test offsets fit in u64")
+}
+
+/// One `renew` call as the fake saw it.
+#[derive(Debug, Clone)]
+struct Call {
+    at: Instant,
+    holds: Vec<(String, String)>,
+    lease_ms: u64,
+    failed: bool,
+}
+
+impl Call {
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.holds.iter().map(|(key, _)| key.as_str())
+    }
+
+    fn has(&self, key: &str) -> bool {
+        self.keys().any(|k| k == key)
+    }
+}
+
+#[derive(Debug, Default)]
+struct FakeState {
+    calls: Vec<Call>,
+    /// Keys whose owner field is "gone": answered `false`.
+    gone: HashSet<String>,
+    /// Calls fail with a connection error while set.
+    fail: bool,
+    /// How long each call takes to answer.
+    delay: Duration,
+}
+
+/// An in-memory [`Renewer`]; clones share one state.
+#[derive(Debug, Clone, Default)]
+struct FakeRenewer {
+    state: Arc<Mutex<FakeState>>,
+}
+
+impl FakeRenewer {
+    fn calls(&self) -> Vec<Call> {
+        self.state.lock().calls.clone()
+    }
+
+    fn call_count(&self) -> usize {
+        self.state.lock().calls.len()
+    }
+
+    /// Offsets from `t0`, in ms, of every call made.
+    fn offsets(&self, t0: Instant) -> Vec<u64> {
+        self.state.lock().calls.iter().map(|c| ms_since(t0, c.at)).collect()
+    }
+
+    fn set_fail(&self, fail: bool) {
+        self.state.lock().fail = fail;
+    }
+
+    fn set_gone(&self, key: &str) {
+        self.state.lock().gone.insert(key.to_owned());
+    }
+
+    fn set_delay(&self, delay: Duration) {
+        self.state.lock().delay = delay;
+    }
+
+    /// How many handles on the shared state exist: the test's own, plus one while the
+    /// scheduler task (which owns a clone) is alive.
+    fn handles(&self) -> usize {
+        Arc::strong_count(&self.state)
+    }
+}
+
+impl Renewer for FakeRenewer {
+    async fn renew(&self, holds: Vec<(String, String)>, lease_ms: u64) -> lock_core::Result<Vec<bool>> {
+        let (delay, result) = {
+            let mut state = self.state.lock();
+            let failed = state.fail;
+            let result = if failed {
+                Err(Error::new(ErrorKind::Connection, "fake renewer: connection refused"))
+            } else {
+                Ok(holds.iter().map(|(key, _)| !state.gone.contains(key)).collect())
+            };
+            state.calls.push(Call { at: Instant::now(), holds, lease_ms, failed });
+            (state.delay, result)
+        };
+        if !delay.is_zero() {
+            sleep(delay).await;
+        }
+        result
+    }
+}
+
+fn config(timeout: Duration, batch_size: usize) -> WatchdogConfig {
+    WatchdogConfig { timeout, batch_size, group_by_slot: false }
+}
+
+fn owner_of(key: &str) -> String {
+    format!("owner:{key}")
+}
+
+/// Registers `key` as freshly acquired: its lease runs out one timeout from now.
+fn hold(watchdog: &Watchdog, key: &str) -> (Arc<LeaseState>, Renewal) {
+    let lease = Arc::new(LeaseState::new(Instant::now() + watchdog.config().timeout));
+    let renewal = watchdog.register(Arc::from(key), OwnerId::from_raw(&owner_of(key)), &lease);
+    (lease, renewal)
+}
+
+// 1. Period.
+
+/// Renewed every `timeout / 3`; each success sets the deadline to `sent_at + timeout`;
+/// never lost over ten timeouts.
+#[tokio::test(start_paused = true)]
+async fn renews_every_period_and_extends_the_deadline_from_each_send() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (lease, _renewal) = hold(&watchdog, "lock-a");
+    assert_eq!(lease.expires_at(), t0 + ms(300));
+
+    // Sample every 10 ms (between renewals) for 10 × the timeout.
+    for step in 0..300 {
+        sleep_until(t0 + ms(step * 10 + 5)).await;
+        assert!(!lease.is_lost(), "lost at {step}0+5 ms");
+        let expected = fake.calls().last().map_or(t0 + ms(300), |last| last.at + ms(300));
+        assert_eq!(lease.expires_at(), expected, "deadline is the last send + timeout at {step}0+5 ms");
+    }
+
+    let expected: Vec<u64> = (1..=29).map(|i| i * 100).collect();
+    assert_eq!(fake.offsets(t0), expected, "one renewal per 100 ms");
+    for call in fake.calls() {
+        assert_eq!(call.lease_ms, 300);
+        assert_eq!(call.holds, vec![("lock-a".to_owned(), owner_of("lock-a"))]);
+    }
+    let stats = watchdog.stats();
+    assert_eq!((stats.registered, stats.rounds, stats.calls), (1, 29, 29));
+    assert_eq!((stats.failed_calls, stats.lost), (0, 0));
+}
+
+/// The deadline counts from when a renewal was sent, not from when it was answered.
+#[tokio::test(start_paused = true)]
+async fn deadline_counts_from_the_send_of_a_slow_renewal() {
+    let fake = FakeRenewer::default();
+    fake.set_delay(ms(40));
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (lease, _renewal) = hold(&watchdog, "lock-a");
+
+    sleep_until(t0 + ms(120)).await;
+    assert_eq!(lease.expires_at(), t0 + ms(300), "not extended before the answer");
+    sleep_until(t0 + ms(150)).await;
+    assert_eq!(lease.expires_at(), t0 + ms(400), "sent at 100 ms, answered at 140 ms");
+    sleep_until(t0 + ms(350)).await;
+    assert_eq!(fake.offsets(t0), vec![100, 200, 300], "the period is kept despite the slow answers");
+}
+
+// 2. Batching.
+
+/// 250 holds with batch size 100: three concurrent calls per round (100/100/50), every key once.
+#[tokio::test(start_paused = true)]
+async fn splits_each_round_into_concurrent_batches_of_batch_size() {
+    let fake = FakeRenewer::default();
+    fake.set_delay(ms(30));
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let keys: Vec<String> = (0..250).map(|i| format!("lock-{i:03}")).collect();
+    let _holds: Vec<_> = keys.iter().map(|key| hold(&watchdog, key)).collect();
+
+    sleep_until(t0 + ms(250)).await;
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 6, "two rounds of three calls");
+    for (round, at) in [(0, 100), (1, 200)] {
+        let round_calls = &calls[round * 3..round * 3 + 3];
+        assert!(
+            round_calls.iter().all(|c| ms_since(t0, c.at) == at),
+            "round {round}: all three calls sent at once at {at} ms, not one after another"
+        );
+        let mut sizes: Vec<usize> = round_calls.iter().map(|c| c.holds.len()).collect();
+        sizes.sort_unstable();
+        assert_eq!(sizes, vec![50, 100, 100], "round {round}");
+        let mut sent: Vec<&str> = round_calls.iter().flat_map(Call::keys).collect();
+        sent.sort_unstable();
+        assert_eq!(sent, keys.iter().map(String::as_str).collect::<Vec<_>>(), "round {round}: every key once");
+        for call in round_calls {
+            assert!(call.holds.iter().all(|(key, owner)| *owner == owner_of(key)), "owners travel with their keys");
+        }
+    }
+    assert_eq!(watchdog.stats().calls, 6);
+}
+
+// 3. Owner gone.
+
+/// A hold whose owner field is gone is marked lost within one period and never sent again;
+/// the others keep being renewed.
+#[tokio::test(start_paused = true)]
+async fn owner_gone_marks_lost_once_and_stops_renewing_that_hold() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (lease_a, renewal_a) = hold(&watchdog, "lock-a");
+    let (lease_b, renewal_b) = hold(&watchdog, "lock-b");
+    let (lease_c, renewal_c) = hold(&watchdog, "lock-c");
+
+    sleep_until(t0 + ms(250)).await;
+    fake.set_gone("lock-b");
+    sleep_until(t0 + ms(350)).await;
+    assert!(lease_b.is_marked_lost(), "lost within one period of the owner going");
+    assert!(!renewal_b.is_active());
+    assert!(!lease_a.is_lost() && !lease_c.is_lost());
+    assert!(renewal_a.is_active() && renewal_c.is_active());
+    let stats = watchdog.stats();
+    assert_eq!((stats.registered, stats.lost), (2, 1));
+
+    sleep_until(t0 + ms(1050)).await;
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 10, "one call per round for 10 rounds");
+    for call in &calls {
+        let at = ms_since(t0, call.at);
+        assert_eq!(call.has("lock-b"), at <= 300, "lock-b is sent until it is found gone (call at {at} ms)");
+        assert!(call.has("lock-a") && call.has("lock-c"), "the others are renewed at {at} ms");
+    }
+    assert_eq!(lease_a.expires_at(), t0 + ms(1300));
+    assert_eq!(lease_c.expires_at(), t0 + ms(1300));
+    assert_eq!(watchdog.stats().lost, 1, "marked lost once");
+}
+
+// 4. Retry until the deadline.
+
+/// Failing calls are retried every `retry_interval` until the deadline set by the last
+/// successful send; the hold is marked lost then (not before), and never sent again.
+#[tokio::test(start_paused = true)]
+async fn failing_renewals_retry_until_the_deadline_then_mark_lost() {
+    let fake = FakeRenewer::default();
+    let cfg = config(ms(300), 100);
+    let (period, retry) = (cfg.period(), cfg.retry_interval());
+    let watchdog = Watchdog::start(fake.clone(), cfg);
+    let t0 = Instant::now();
+    let (lease, renewal) = hold(&watchdog, "lock-a");
+
+    sleep_until(t0 + ms(250)).await;
+    let deadline = lease.expires_at();
+    assert_eq!(deadline, t0 + ms(500), "last success sent at 200 ms");
+    fake.set_fail(true);
+
+    sleep_until(deadline - ms(1)).await;
+    assert!(!lease.is_lost() && !lease.is_marked_lost(), "still held just before the deadline");
+    assert!(renewal.is_active());
+    sleep_until(deadline + retry + ms(1)).await;
+    assert!(lease.is_marked_lost(), "marked lost within one retry interval of the deadline");
+    assert!(!renewal.is_active());
+
+    let failed: Vec<Instant> = fake.calls().iter().filter(|c| c.failed).map(|c| c.at).collect();
+    assert_eq!(failed.first().map(|at| ms_since(t0, *at)), Some(300), "first failure at the 300 ms round");
+    for pair in failed.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert_eq!(gap, retry, "retried every retry interval");
+        assert!(gap < period, "retries are faster than the period");
+    }
+    let last = *failed.last().expect("there were failed calls");
+    assert!(last >= deadline && last <= deadline + retry, "the last try is the one at/after the deadline");
+    let stats = watchdog.stats();
+    assert_eq!((stats.registered, stats.lost), (0, 1));
+    assert_eq!(stats.failed_calls, u64::try_from(failed.len()).expect("small"));
+
+    // The scheduler keeps running for a new hold, but the lost one is never sent again.
+    fake.set_fail(false);
+    sleep_until(t0 + ms(650)).await;
+    let (lease_b, _renewal_b) = hold(&watchdog, "lock-b");
+    sleep_until(t0 + ms(1500)).await;
+    let later: Vec<Call> = fake.calls().into_iter().filter(|c| c.at > last).collect();
+    assert_eq!(later.len(), 8, "lock-b renewed every period from 750 ms");
+    assert!(later.iter().all(|c| !c.has("lock-a")), "lock-a never sent after being lost");
+    assert!(!lease_b.is_lost());
+}
+
+// 5. Transient failure.
+
+/// Failing for less than the lease, then succeeding: not lost, the deadline moves on,
+/// and retries stop (back to one call per period).
+#[tokio::test(start_paused = true)]
+async fn transient_failure_recovers_and_returns_to_the_period() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (lease, renewal) = hold(&watchdog, "lock-a");
+
+    sleep_until(t0 + ms(250)).await;
+    fake.set_fail(true);
+    sleep_until(t0 + ms(330)).await;
+    assert!(!lease.is_lost());
+    assert_eq!(lease.expires_at(), t0 + ms(500), "failures do not extend");
+    fake.set_fail(false);
+    sleep_until(t0 + ms(350)).await;
+    assert_eq!(lease.expires_at(), t0 + ms(640), "the retry at 340 ms succeeded");
+
+    sleep_until(t0 + ms(1050)).await;
+    assert_eq!(
+        fake.offsets(t0),
+        vec![100, 200, 300, 320, 340, 400, 500, 600, 700, 800, 900, 1000],
+        "retries at 320/340 ms, then the period rhythm again"
+    );
+    let failed: Vec<u64> = fake.calls().iter().filter(|c| c.failed).map(|c| ms_since(t0, c.at)).collect();
+    assert_eq!(failed, vec![300, 320]);
+    assert!(!lease.is_lost() && !lease.is_marked_lost());
+    assert!(renewal.is_active());
+    assert_eq!(lease.expires_at(), t0 + ms(1300));
+    let stats = watchdog.stats();
+    assert_eq!((stats.failed_calls, stats.lost, stats.calls), (2, 0, 12));
+}
+
+// 6. Deregistration.
+
+/// Dropping a `Renewal` removes the hold at once: it is never sent again, and once
+/// nothing is registered the scheduler goes idle (no more rounds).
+#[tokio::test(start_paused = true)]
+async fn dropped_renewal_is_never_sent_again() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (_lease_a, renewal_a) = hold(&watchdog, "lock-a");
+    let (lease_b, renewal_b) = hold(&watchdog, "lock-b");
+    assert!(renewal_a.is_active() && renewal_b.is_active());
+    assert_eq!(watchdog.stats().registered, 2);
+
+    sleep_until(t0 + ms(250)).await;
+    drop(renewal_b);
+    assert_eq!(watchdog.stats().registered, 1, "deregistered synchronously");
+    sleep_until(t0 + ms(1050)).await;
+    for call in fake.calls() {
+        let at = ms_since(t0, call.at);
+        assert_eq!(call.has("lock-b"), at < 250, "lock-b only sent before its drop (call at {at} ms)");
+        assert!(call.has("lock-a"));
+    }
+    assert_eq!(fake.call_count(), 10);
+    assert_eq!(lease_b.expires_at(), t0 + ms(500), "not extended after the drop");
+    assert!(!lease_b.is_marked_lost(), "deregistering is not losing");
+
+    drop(renewal_a);
+    assert_eq!(watchdog.stats().registered, 0);
+    sleep_until(t0 + ms(1200)).await;
+    let (calls, rounds) = (fake.call_count(), watchdog.stats().rounds);
+    sleep_until(t0 + ms(5000)).await;
+    assert_eq!(fake.call_count(), calls, "no calls with nothing registered");
+    assert_eq!(watchdog.stats().rounds, rounds, "no empty rounds either: the scheduler idles");
+}
+
+/// A hold dropped while its renewal is in flight is left alone when the answer lands.
+#[tokio::test(start_paused = true)]
+async fn renewal_dropped_mid_call_is_not_extended() {
+    let fake = FakeRenewer::default();
+    fake.set_delay(ms(50));
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (lease, renewal) = hold(&watchdog, "lock-a");
+
+    sleep_until(t0 + ms(120)).await;
+    assert_eq!(fake.call_count(), 1, "a call is in flight");
+    drop(renewal);
+    sleep_until(t0 + ms(1000)).await;
+    assert_eq!(lease.expires_at(), t0 + ms(300), "the late answer did not extend a deregistered hold");
+    assert!(!lease.is_marked_lost());
+    assert_eq!(fake.call_count(), 1);
+    assert_eq!(watchdog.stats().registered, 0);
+}
+
+/// A hold whose `LeaseState` was dropped (without its `Renewal`) is removed at the next round.
+#[tokio::test(start_paused = true)]
+async fn hold_with_dropped_lease_is_removed() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (lease, renewal) = hold(&watchdog, "lock-a");
+    drop(lease);
+    sleep_until(t0 + ms(150)).await;
+    assert!(!renewal.is_active());
+    assert_eq!(watchdog.stats().registered, 0);
+    sleep_until(t0 + ms(1000)).await;
+    assert_eq!(fake.call_count(), 1, "sent once, then removed");
+}
+
+// 7. Shutdown.
+
+/// Dropping the `Watchdog` stops renewals and ends the task.
+#[tokio::test(start_paused = true)]
+async fn dropping_the_watchdog_stops_renewals_and_ends_the_task() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (lease, renewal) = hold(&watchdog, "lock-a");
+
+    sleep_until(t0 + ms(250)).await;
+    assert_eq!(fake.call_count(), 2);
+    assert_eq!(fake.handles(), 2, "the task holds a renewer");
+    drop(watchdog);
+    sleep_until(t0 + ms(2000)).await;
+    assert_eq!(fake.call_count(), 2, "no calls after the drop");
+    assert_eq!(fake.handles(), 1, "the task ended and dropped its renewer");
+    assert!(!renewal.is_active());
+    assert!(!lease.is_marked_lost(), "shutdown does not mark holds lost");
+    drop(renewal);
+}
+
+/// Dropping the `Watchdog` while a round is in flight: the round finishes, then the task ends.
+#[tokio::test(start_paused = true)]
+async fn dropping_the_watchdog_mid_round_ends_the_task_after_the_round() {
+    let fake = FakeRenewer::default();
+    fake.set_delay(ms(50));
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (_lease, renewal) = hold(&watchdog, "lock-a");
+
+    sleep_until(t0 + ms(120)).await;
+    assert_eq!(fake.call_count(), 1, "a call is in flight");
+    drop(watchdog);
+    sleep_until(t0 + ms(2000)).await;
+    assert_eq!(fake.call_count(), 1, "no calls after the drop");
+    assert_eq!(fake.handles(), 1, "the task ended");
+    assert!(!renewal.is_active());
+}
+
+/// Dropping an idle `Watchdog` (nothing registered) ends its task too.
+#[tokio::test(start_paused = true)]
+async fn dropping_an_idle_watchdog_ends_the_task() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    sleep_until(t0 + ms(1000)).await;
+    assert_eq!(fake.handles(), 2, "the task is alive and idle");
+    drop(watchdog);
+    sleep_until(t0 + ms(2000)).await;
+    assert_eq!(fake.handles(), 1, "the idle task ended");
+
+    // Same after a hold came and went.
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let (_lease, renewal) = hold(&watchdog, "lock-a");
+    sleep_until(t0 + ms(2150)).await;
+    assert_eq!(fake.call_count(), 1);
+    drop(renewal);
+    sleep_until(t0 + ms(3000)).await;
+    drop(watchdog);
+    sleep_until(t0 + ms(4000)).await;
+    assert_eq!(fake.handles(), 1, "the task idle after a deregistration ended");
+}
+
+// 8. Idle.
+
+/// With nothing registered no calls or rounds happen; a hold registered after a long idle
+/// time is renewed within one period.
+#[tokio::test(start_paused = true)]
+async fn idle_scheduler_makes_no_calls_and_wakes_on_register() {
+    let fake = FakeRenewer::default();
+    let cfg = config(ms(300), 100);
+    let period = cfg.period();
+    let watchdog = Watchdog::start(fake.clone(), cfg);
+    sleep(Duration::from_secs(60)).await;
+    assert_eq!(fake.call_count(), 0);
+    assert_eq!(watchdog.stats().rounds, 0);
+
+    let registered_at = Instant::now();
+    let (lease, _renewal) = hold(&watchdog, "lock-a");
+    sleep_until(registered_at + period + ms(1)).await;
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 1, "renewed within one period of registering");
+    assert!(calls[0].at > registered_at && calls[0].at <= registered_at + period);
+    assert_eq!(lease.expires_at(), calls[0].at + ms(300));
+    sleep_until(registered_at + ms(1050)).await;
+    assert_eq!(fake.call_count(), 10, "then every period");
+}
+
+// 9. Grouping by hash slot.
+
+/// With `group_by_slot`, each call holds keys of one slot: different tags go to separate
+/// calls, keys sharing a `{tag}` share a call.
+#[tokio::test(start_paused = true)]
+async fn group_by_slot_sends_one_slot_per_call() {
+    let slot = |key: &str| fred::util::redis_keyslot(key.as_bytes());
+    let keys = ["{user:1}:lock", "{user:1}:other", "{user:2}:lock", "{order:9}:lock", "plain"];
+    let slots: BTreeSet<u16> = keys.iter().map(|k| slot(k)).collect();
+    assert_eq!(slots.len(), 4, "precondition: the four tags hash to four slots");
+    assert_eq!(slot("{user:1}:lock"), slot("{user:1}:other"));
+
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), WatchdogConfig { group_by_slot: true, ..config(ms(300), 100) });
+    let t0 = Instant::now();
+    let _holds: Vec<_> = keys.iter().map(|key| hold(&watchdog, key)).collect();
+
+    sleep_until(t0 + ms(150)).await;
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 4, "one call per slot");
+    for call in &calls {
+        let call_slots: BTreeSet<u16> = call.keys().map(slot).collect();
+        assert_eq!(call_slots.len(), 1, "one slot per call: {:?}", call.holds);
+    }
+    let shared = calls.iter().find(|c| c.has("{user:1}:lock")).expect("{user:1}:lock was sent");
+    assert!(shared.has("{user:1}:other"), "keys sharing a tag share a call");
+    let mut sent: Vec<&str> = calls.iter().flat_map(Call::keys).collect();
+    sent.sort_unstable();
+    let mut expected = keys.to_vec();
+    expected.sort_unstable();
+    assert_eq!(sent, expected, "every key once");
+}
+
+/// With `group_by_slot`, a slot with more keys than `batch_size` is split, still one slot per call.
+#[tokio::test(start_paused = true)]
+async fn group_by_slot_still_splits_by_batch_size() {
+    let slot = |key: &str| fred::util::redis_keyslot(key.as_bytes());
+    let keys = ["{a}:1", "{a}:2", "{a}:3", "{b}:1"];
+    assert_ne!(slot("{a}:1"), slot("{b}:1"), "precondition: two slots");
+
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), WatchdogConfig { group_by_slot: true, ..config(ms(300), 2) });
+    let t0 = Instant::now();
+    let _holds: Vec<_> = keys.iter().map(|key| hold(&watchdog, key)).collect();
+
+    sleep_until(t0 + ms(150)).await;
+    let calls = fake.calls();
+    let mut shape: Vec<(u16, usize)> = calls.iter().map(|c| (slot(&c.holds[0].0), c.holds.len())).collect();
+    shape.sort_unstable();
+    let mut expected = vec![(slot("{a}:1"), 1), (slot("{a}:1"), 2), (slot("{b}:1"), 1)];
+    expected.sort_unstable();
+    assert_eq!(shape, expected, "slot {{a}} split 2 + 1, slot {{b}} alone");
+    for call in &calls {
+        assert!(call.keys().all(|k| slot(k) == slot(&call.holds[0].0)), "one slot per call: {:?}", call.holds);
+    }
+}
+
+// 10. Configuration.
+
+/// `period` is `timeout / 3`; `retry_interval` is `period / 5` clamped to 10 ms ..= 1 s.
+#[test]
+fn period_and_retry_interval() {
+    let secs30 = config(Duration::from_secs(30), 100);
+    assert_eq!(secs30.period(), Duration::from_secs(10));
+    assert_eq!(secs30.retry_interval(), Duration::from_secs(1), "2 s clamped to 1 s");
+
+    let ms300 = config(ms(300), 100);
+    assert_eq!(ms300.period(), ms(100));
+    assert_eq!(ms300.retry_interval(), ms(20));
+
+    let ms3 = config(ms(3), 100);
+    assert_eq!(ms3.period(), ms(1));
+    assert_eq!(ms3.retry_interval(), ms(10), "200 µs clamped to 10 ms");
+
+    let default = WatchdogConfig::default();
+    assert_eq!((default.timeout, default.batch_size, default.group_by_slot), (Duration::from_secs(30), 100, false));
+}
+
+/// A timeout under 3 ms (a zero period) is refused.
+#[test]
+#[should_panic(expected = "at least 3 ms")]
+fn start_refuses_a_timeout_under_3_ms() {
+    let _watchdog = Watchdog::start(FakeRenewer::default(), config(ms(2), 100));
+}
+
+/// A batch size of 0 is refused.
+#[test]
+#[should_panic(expected = "batch size must be at least 1")]
+fn start_refuses_a_zero_batch_size() {
+    let _watchdog = Watchdog::start(FakeRenewer::default(), config(ms(300), 0));
+}

@@ -1,0 +1,124 @@
+//! Faults that a server alone cannot make: lost replies, added latency, a stalled server.
+
+use std::time::{Duration, Instant};
+
+use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+use leasehold_tests::{client, client_with, hgetall, pttl, raw, wait_until, Monitor, Proxy, RedisServer};
+
+const LEASE: Duration = Duration::from_secs(10);
+
+async fn warm_scripts(client: &leasehold::Client) {
+    // Load every script once so a lost reply hits the call under test, not SCRIPT LOAD.
+    let guard = client.lock("warm-up").lock_with_lease(LEASE).await.expect("warm lock");
+    guard.unlock().await.expect("warm unlock");
+}
+
+/// The reply to a release is lost after the server applied it; the retry with the same
+/// request id is answered from the unlock latch: the hold count drops exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_release_reply_counts_once() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
+    warm_scripts(&client).await;
+    let lock = client.lock("replayed-release");
+    let first = lock.lock_with_lease(LEASE).await.expect("first");
+    let second = lock.lock_with_lease(LEASE).await.expect("second");
+    assert_eq!(hgetall(&server, "replayed-release")[0].1, "2");
+    proxy.lose_next_reply();
+    second.unlock().await.expect("unlock is retried with the same request id");
+    assert_eq!(proxy.lost_replies(), 1, "the reply really was lost");
+    assert_eq!(hgetall(&server, "replayed-release"), vec![(lock.owner().to_owned(), "1".to_owned())]);
+    first.unlock().await.expect("last unlock");
+    assert_eq!(pttl(&server, "replayed-release"), -2);
+}
+
+/// The reply to an acquire is lost: the caller gets a connection error and the hold the
+/// server took is given back, so the key is not stuck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_acquire_reply_is_undone() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
+    warm_scripts(&client).await;
+    let monitor = Monitor::start(&server.addr());
+    proxy.lose_next_reply();
+    let lock = client.lock("lost-acquire");
+    let err = lock.lock_with_lease(LEASE).await.expect_err("the reply was lost");
+    assert!(err.is_ambiguous(), "{err}");
+    assert_eq!(proxy.lost_replies(), 1);
+    assert!(wait_until(Duration::from_secs(5), || pttl(&server, "lost-acquire") == -2).await, "hold given back");
+    assert!(monitor.lines().iter().any(|l| l.contains("\"hincrby\" \"lost-acquire\"")), "the acquire had applied");
+    let guard = lock.lock_with_lease(LEASE).await.expect("acquire again");
+    assert_eq!(lock.hold_count().await.expect("count"), 1);
+    guard.unlock().await.expect("unlock");
+    assert_eq!(pttl(&server, "lost-acquire"), -2, "one release frees it: not stuck at 2");
+}
+
+/// With a fred client that replays in-flight commands after a reconnect (fred's default
+/// `max_command_attempts = 3`), the replayed acquire is answered from the acquire latch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_acquire_from_a_fred_client_counts_once() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let config = Config::from_url(&proxy.url()).expect("url");
+    let mut builder = Builder::from_config(config);
+    builder.set_policy(ReconnectPolicy::new_constant(0, 20));
+    let fred = builder.build().expect("fred client");
+    fred.init().await.expect("connect");
+    let client = leasehold::Client::from_fred(fred, leasehold::ClientConfig::default()).await.expect("from_fred");
+    warm_scripts(&client).await;
+    proxy.lose_next_reply();
+    let lock = client.lock("replayed-acquire");
+    let guard = lock.lock_with_lease(LEASE).await.expect("fred replays the acquire");
+    assert_eq!(proxy.lost_replies(), 1);
+    assert_eq!(lock.hold_count().await.expect("count"), 1, "the replay did not count twice");
+    guard.unlock().await.expect("unlock");
+    assert_eq!(pttl(&server, "replayed-acquire"), -2);
+}
+
+/// With latency on the path, the local lease deadline is never later than the server's
+/// real expiry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_deadline_is_never_after_the_server_expiry() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
+    warm_scripts(&client).await;
+    proxy.set_latency(Duration::from_millis(100));
+    let guard = client.lock("latency").lock_with_lease(Duration::from_millis(800)).await.expect("lock");
+    let local_deadline = guard.lease_deadline();
+    while pttl(&server, "latency") != -2 {
+        assert!(Instant::now() < local_deadline + Duration::from_secs(2), "key never expired");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let gone_at = Instant::now();
+    assert!(
+        gone_at >= local_deadline,
+        "server expired the key {:?} before the local deadline",
+        local_deadline - gone_at
+    );
+    assert!(guard.is_lost());
+}
+
+/// The server stalls (SIGSTOP) longer than the lease: the holder is told it is lost
+/// before anyone else can hold the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_server_longer_than_the_lease_is_reported_lost() {
+    let mut server = RedisServer::start();
+    let holder = client_with(&server.url(), Duration::from_millis(500)).await;
+    let other = client(&server).await;
+    let guard = holder.lock("stall").lock().await.expect("lock");
+    server.pause();
+    tokio::time::timeout(Duration::from_secs(3), guard.lost()).await.expect("lost while the server is stalled");
+    let lost_at = Instant::now();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.resume();
+    let newer = other.lock("stall").try_lock_for(Duration::from_secs(5)).await.expect("try").expect("acquired");
+    assert!(lost_at < Instant::now());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(other.lock("stall").is_locked().await.expect("locked"), "the old holder did not renew over the new one");
+    assert!(guard.unlock().await.is_err());
+    newer.unlock().await.expect("unlock");
+    assert_eq!(raw(&server, &["EXISTS", "stall"]).as_int(), Some(0));
+}

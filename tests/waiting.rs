@@ -1,0 +1,259 @@
+//! Waiting by pub/sub: mutual exclusion under contention, wake-ups, lost messages,
+//! cancellation, and no leaked subscriptions.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leasehold_tests::{client, client_with, pubsub_channels, raw, wait_until, RedisServer};
+
+const LEASE: Duration = Duration::from_secs(10);
+
+/// 64 tasks over 4 clients increment a counter with a non-atomic GET / sleep / SET
+/// under the lock; a compare-and-set "inside" flag catches any overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contended_increments_are_exact_and_never_overlap() {
+    let server = RedisServer::start();
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(client(&server).await);
+    }
+    let inside = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for t in 0..64 {
+        let client = clients[t % 4].clone();
+        let inside = inside.clone();
+        let addr = server.addr();
+        tasks.push(tokio::spawn(async move {
+            let lock = client.lock("counter-lock");
+            for _ in 0..5 {
+                let guard = lock.lock_with_lease(LEASE).await.expect("lock");
+                assert!(
+                    inside.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok(),
+                    "another holder was inside the critical section"
+                );
+                let fred = client.fred();
+                let value: Option<i64> = fred_get(fred, "counter").await;
+                tokio::time::sleep(Duration::from_micros(200)).await;
+                fred_set(fred, "counter", value.unwrap_or(0) + 1).await;
+                inside.store(false, Ordering::SeqCst);
+                guard.unlock().await.expect("unlock");
+            }
+            drop(addr);
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task");
+    }
+    assert_eq!(raw(&server, &["GET", "counter"]).as_str(), Some("320"));
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+    for client in &clients {
+        assert!(client.subscriber().active_channels().is_empty());
+    }
+}
+
+async fn fred_get(fred: &leasehold::fred::prelude::Client, key: &str) -> Option<i64> {
+    use leasehold::fred::prelude::KeysInterface;
+    fred.get(key).await.expect("GET")
+}
+
+async fn fred_set(fred: &leasehold::fred::prelude::Client, key: &str, value: i64) {
+    use leasehold::fred::prelude::KeysInterface;
+    let () = fred.set(key, value, None, None, false).await.expect("SET");
+}
+
+/// A bounded wait on a held lock ends after about the wait, with `None`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_lock_for_returns_none_after_the_wait() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let holder = client.lock("held").lock_with_lease(LEASE).await.expect("holder");
+    let start = Instant::now();
+    let got = client.lock("held").try_lock_for(Duration::from_secs(3)).await.expect("wait");
+    let waited = start.elapsed();
+    assert!(got.is_none());
+    assert!(waited >= Duration::from_secs(3), "returned early: {waited:?}");
+    assert!(waited < Duration::from_millis(3_500), "returned late: {waited:?}");
+    holder.unlock().await.expect("unlock");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+}
+
+/// A release wakes the waiter at once (not at its TTL timer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_wakes_a_waiter_promptly() {
+    let server = RedisServer::start();
+    let a = client(&server).await;
+    let b = client(&server).await;
+    let holder = a.lock("prompt").lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+    let waiter = tokio::spawn(async move {
+        let guard = b.lock("prompt").lock_with_lease(LEASE).await.expect("waiter");
+        let at = Instant::now();
+        guard.unlock().await.expect("unlock");
+        at
+    });
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).len() == 1).await);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let released = Instant::now();
+    holder.unlock().await.expect("unlock");
+    let acquired = waiter.await.expect("waiter task");
+    let handoff = acquired.duration_since(released);
+    assert!(handoff < Duration::from_secs(2), "handoff took {handoff:?}; a 30 s TTL timer was not the wake-up");
+}
+
+/// The holder's key expires and nobody publishes: the waiter gets in within TTL + slack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_without_a_message_still_lets_the_waiter_in() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    // A foreign holder in Redisson's layout that will never publish.
+    raw(&server, &["HSET", "expiring", "00000000-0000-0000-0000-000000000000:1", "1"]);
+    raw(&server, &["PEXPIRE", "expiring", "1000"]);
+    let start = Instant::now();
+    let guard = client.lock("expiring").lock_with_lease(LEASE).await.expect("lock");
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(900), "acquired before the holder expired: {waited:?}");
+    assert!(waited < Duration::from_millis(1_800), "waited far past the TTL: {waited:?}");
+    guard.unlock().await.expect("unlock");
+}
+
+/// The subscriber connection is killed while 8 tasks wait: all acquire in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_survive_a_killed_subscriber_connection() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let waiters_client = client(&server).await;
+    let holder = holder_client.lock("killed").lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+    let acquired = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let client = waiters_client.clone();
+        let acquired = acquired.clone();
+        tasks.push(tokio::spawn(async move {
+            let guard = client.lock("killed").lock_with_lease(LEASE).await.expect("waiter");
+            acquired.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            guard.unlock().await.expect("unlock");
+        }));
+    }
+    let subscriber = waiters_client.subscriber().clone();
+    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{killed}") == 8).await);
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).len() == 1).await);
+    let killed = raw(&server, &["CLIENT", "KILL", "TYPE", "pubsub"]).as_int();
+    assert!(killed >= Some(1), "no pubsub connection was killed: {killed:?}");
+    holder.unlock().await.expect("unlock");
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(20), task).await.expect("waiters finish").expect("task");
+    }
+    assert_eq!(acquired.load(Ordering::SeqCst), 8);
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+}
+
+/// 5000 lock/unlock operations over 5 names by 64 tasks: no error, no leftover channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_thousand_operations_leave_no_channel() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut tasks = Vec::new();
+    for t in 0..64u64 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let ops = if t < 8 { 79 } else { 78 }; // 8 * 79 + 56 * 78 = 5000
+            for i in 0..ops {
+                let lock = client.lock(format!("name-{}", (t + i) % 5));
+                let guard = lock.lock_with_lease(LEASE).await.expect("lock");
+                guard.unlock().await.expect("unlock");
+            }
+            ops
+        }));
+    }
+    let mut total = 0;
+    for task in tasks {
+        total += task.await.expect("task");
+    }
+    assert_eq!(total, 5000);
+    assert!(
+        wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await,
+        "{:?}",
+        pubsub_channels(&server)
+    );
+    for n in 0..5 {
+        assert_eq!(raw(&server, &["EXISTS", &format!("name-{n}")]).as_int(), Some(0));
+    }
+}
+
+/// Waiting futures dropped by timeouts and aborts leave no subscription and no lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_waiters_leak_nothing() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let holder = client.lock("dropped").lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+    let mut tasks = Vec::new();
+    for i in 0..16u64 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let lock = client.lock("dropped");
+            // Half time out through `select!`-style cancellation, half are aborted below.
+            let limit = if i % 2 == 0 { Duration::from_millis(100 + i * 10) } else { Duration::from_secs(60) };
+            let _ = tokio::time::timeout(limit, lock.lock_with_lease(LEASE)).await;
+        }));
+    }
+    let subscriber = client.subscriber().clone();
+    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{dropped}") >= 8).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for task in &tasks {
+        task.abort();
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+    assert_eq!(subscriber.waiters("redisson_lock__channel:{dropped}"), 0);
+    holder.unlock().await.expect("unlock");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+    assert_eq!(raw(&server, &["EXISTS", "dropped"]).as_int(), Some(0), "no lock acquired in the background");
+    assert_eq!(client.watchdog().stats().registered, 0);
+}
+
+/// Local waiters acquire in the order they queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_waiters_are_served_in_fifo_order() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_secs(30)).await;
+    let holder = client.lock("fifo").lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+    let order = Arc::new(parking_lot_free::Order::default());
+    let subscriber = client.subscriber().clone();
+    let mut tasks = Vec::new();
+    for i in 0..6usize {
+        let client = client.clone();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let guard = client.lock("fifo").lock_with_lease(LEASE).await.expect("waiter");
+            order.push(i);
+            guard.unlock().await.expect("unlock");
+        }));
+        // Queue them one at a time so the order is known.
+        assert!(
+            wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{fifo}") == i + 1).await
+        );
+    }
+    holder.unlock().await.expect("unlock");
+    for task in tasks {
+        task.await.expect("task");
+    }
+    assert_eq!(order.take(), vec![0, 1, 2, 3, 4, 5]);
+}
+
+mod parking_lot_free {
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    pub struct Order(Mutex<Vec<usize>>);
+
+    impl Order {
+        pub fn push(&self, i: usize) {
+            self.0.lock().expect("poisoned").push(i);
+        }
+        pub fn take(&self) -> Vec<usize> {
+            std::mem::take(&mut *self.0.lock().expect("poisoned"))
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Watchdog mode: leases renewed while held, never after; the holder told when lost.
+
+use std::time::{Duration, Instant};
+
+use leasehold::ErrorKind;
+use leasehold_tests::{client, client_with, pttl, raw, wait_until, HolderProcess, Monitor, Proxy, RedisServer};
+
+const WATCHDOG: Duration = Duration::from_millis(300);
+const PERIOD: Duration = Duration::from_millis(100);
+
+/// Held for ten watchdog timeouts: still held and exclusive all along; after unlock the
+/// key is gone and stays gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewed_for_ten_timeouts_then_gone_for_good() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let lock = client.lock("renewed");
+    let guard = lock.lock().await.expect("lock");
+    assert!(guard.is_watchdog() && guard.is_renewed());
+    let other = client.lock("renewed");
+    let start = Instant::now();
+    while start.elapsed() < WATCHDOG * 10 {
+        assert!(other.try_lock().await.expect("other").is_none(), "other owner got in at {:?}", start.elapsed());
+        let ttl = pttl(&server, "renewed");
+        assert!(ttl > 0, "key expired at {:?}", start.elapsed());
+        assert!(!guard.is_lost());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(client.watchdog().stats().calls >= 20, "renewed every period: {:?}", client.watchdog().stats());
+    guard.unlock().await.expect("unlock");
+    assert_eq!(client.watchdog().stats().registered, 0);
+    let monitor = Monitor::start(&server.addr());
+    // Three periods without any renewal touching the key.
+    let quiet = Instant::now();
+    while quiet.elapsed() < PERIOD * 3 {
+        assert_eq!(pttl(&server, "renewed"), -2);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    monitor.sync(&server.addr());
+    let touched: Vec<String> =
+        monitor.commands().into_iter().filter(|l| l.contains("\"renewed\"") && !l.contains("\"PTTL\"")).collect();
+    assert!(touched.is_empty(), "something touched the key after unlock: {touched:?}");
+}
+
+/// The key is deleted behind the holder's back: `lost()` fires within one period, and
+/// no renewal recreates it; unlock reports the loss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_key_is_reported_lost_within_a_period() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let guard = client.lock("deleted").lock().await.expect("lock");
+    raw(&server, &["DEL", "deleted"]);
+    let start = Instant::now();
+    tokio::time::timeout(PERIOD + Duration::from_millis(150), guard.lost()).await.expect("lost within one period");
+    assert!(guard.is_lost());
+    assert!(start.elapsed() <= PERIOD + Duration::from_millis(150));
+    assert_eq!(client.watchdog().stats().registered, 0, "a lost hold is never renewed again");
+    tokio::time::sleep(PERIOD * 3).await;
+    assert_eq!(pttl(&server, "deleted"), -2, "nothing recreated the key");
+    let err = guard.unlock().await.expect_err("lost");
+    assert_eq!(err.kind(), ErrorKind::LockLost);
+}
+
+/// Force-unlocked by another client: the holder learns it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_by_another_client_is_reported_lost() {
+    let server = RedisServer::start();
+    let holder = client_with(&server.url(), WATCHDOG).await;
+    let other = client(&server).await;
+    let guard = holder.lock("forced").lock().await.expect("lock");
+    assert!(other.lock("forced").force_unlock().await.expect("force"));
+    tokio::time::timeout(PERIOD + Duration::from_millis(150), guard.lost()).await.expect("lost");
+    let newer = other.lock("forced").try_lock().await.expect("try").expect("free after force unlock");
+    tokio::time::sleep(PERIOD * 2).await;
+    assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
+    assert!(other.lock("forced").is_locked().await.expect("locked"), "new holder untouched");
+    newer.unlock().await.expect("unlock");
+}
+
+/// Redis restarts without persistence while the lock is held: `lost()` fires and
+/// others can acquire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_restart_is_reported_lost() {
+    let mut server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_millis(600)).await;
+    let guard = client.lock("restart").lock().await.expect("lock");
+    server.restart();
+    tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost after restart");
+    let other = client_with(&server.url(), Duration::from_millis(600)).await;
+    let newer = other.lock("restart").try_lock_for(Duration::from_secs(5)).await.expect("try").expect("acquired");
+    assert!(guard.unlock().await.is_err());
+    assert!(other.lock("restart").is_locked().await.expect("locked"), "new holder untouched");
+    newer.unlock().await.expect("unlock");
+}
+
+/// A holder process killed with SIGKILL: the lock frees within the lease plus slack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_holder_frees_the_lock_within_its_lease() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(1_000);
+    let (holder, owner) = HolderProcess::start(env!("CARGO_BIN_EXE_holder"), &server.url(), "killed", lease).await;
+    assert_eq!(raw(&server, &["HEXISTS", "killed", &owner]).as_int(), Some(1));
+    let client = client(&server).await;
+    // Let a few renewals happen, proving the lock outlives its first lease.
+    tokio::time::sleep(lease * 2).await;
+    assert_eq!(raw(&server, &["HEXISTS", "killed", &owner]).as_int(), Some(1), "renewed past its first lease");
+    holder.signal("KILL");
+    let killed_at = Instant::now();
+    let guard = client.lock("killed").lock_with_lease(Duration::from_secs(10)).await.expect("lock");
+    let freed = killed_at.elapsed();
+    assert!(freed <= lease + Duration::from_millis(500), "freed after {freed:?}");
+    assert!(freed >= lease / 3, "freed too early ({freed:?}): the lease was not renewed up to the kill");
+    guard.unlock().await.expect("unlock");
+}
+
+/// A holder stopped past its lease (SIGSTOP), then resumed: another owner got the lock
+/// meanwhile; the resumed holder is told it is lost, and its unlock fails without
+/// touching the new holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_holder_resumes_lost_and_cannot_unlock_the_new_holder() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(600);
+    let (mut holder, _) = HolderProcess::start(env!("CARGO_BIN_EXE_holder"), &server.url(), "stopped", lease).await;
+    let client = client(&server).await;
+    holder.signal("STOP");
+    let lock = client.lock("stopped");
+    let guard =
+        lock.try_lock_with(Duration::from_secs(5), Duration::from_secs(30)).await.expect("try").expect("got it");
+    let before = leasehold_tests::hgetall(&server, "stopped");
+    holder.signal("CONT");
+    assert_eq!(holder.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOST"));
+    holder.send_unlock().await;
+    let answer = holder.next_line(Duration::from_secs(5)).await.expect("unlock answer");
+    assert!(answer == "UNLOCK ERR lock lost" || answer == "UNLOCK ERR not owner", "{answer}");
+    assert_eq!(leasehold_tests::hgetall(&server, "stopped"), before, "new holder untouched");
+    assert!(lock.is_held().await.expect("held"));
+    guard.unlock().await.expect("unlock");
+}
+
+/// A `lock()` cancelled mid-wait leaves no renewal entry and no held key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_cancelled_mid_wait_leaves_nothing() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let holder = client.lock("cancel").lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+    let waiter = tokio::spawn({
+        let client = client.clone();
+        async move { client.lock("cancel").lock().await.map(drop) }
+    });
+    let subscriber = client.subscriber().clone();
+    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{cancel}") == 1).await);
+    waiter.abort();
+    assert!(waiter.await.expect_err("aborted").is_cancelled());
+    assert_eq!(subscriber.waiters("redisson_lock__channel:{cancel}"), 0);
+    holder.unlock().await.expect("unlock");
+    tokio::time::sleep(PERIOD * 3).await;
+    assert_eq!(client.watchdog().stats().registered, 0);
+    assert_eq!(pttl(&server, "cancel"), -2);
+}
+
+/// A `lock()` cancelled while its acquire is in flight (slowed by a proxy): the hold it
+/// took on the server is given back; no renewal entry remains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_cancelled_while_acquiring_gives_the_hold_back() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), WATCHDOG).await;
+    // Load the scripts first so the in-flight call is the acquire itself.
+    client.lock("warm").try_lock().await.expect("warm").expect("warm lock").unlock().await.expect("unlock");
+    proxy.set_latency(Duration::from_millis(150));
+    let monitor = Monitor::start(&server.addr());
+    let task = tokio::spawn({
+        let client = client.clone();
+        async move { client.lock("inflight").lock().await.map(drop) }
+    });
+    // The request reaches the server after ~150 ms; the reply would arrive at ~300 ms.
+    tokio::time::sleep(Duration::from_millis(220)).await;
+    task.abort();
+    let _ = task.await;
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            monitor.lines().iter().any(|l| l.contains("\"hincrby\" \"inflight\""))
+        })
+        .await,
+        "the acquire did reach the server"
+    );
+    assert!(wait_until(Duration::from_secs(5), || pttl(&server, "inflight") == -2).await, "the hold was given back");
+    assert_eq!(client.watchdog().stats().registered, 0);
+}
+
+/// Reentrant holds share one renewal: lock, lock, unlock → still renewed; unlock →
+/// renewal stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_holds_share_one_renewal() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let lock = client.lock("shared-renewal");
+    let first = lock.lock().await.expect("first");
+    let second = lock.lock().await.expect("second");
+    assert_eq!(client.watchdog().stats().registered, 1, "one entry for both holds");
+    second.unlock().await.expect("unlock second");
+    assert!(first.is_renewed());
+    tokio::time::sleep(WATCHDOG * 3).await;
+    assert!(lock.is_held().await.expect("held"), "still renewed after three timeouts");
+    assert_eq!(lock.hold_count().await.expect("count"), 1);
+    first.unlock().await.expect("unlock first");
+    assert_eq!(client.watchdog().stats().registered, 0);
+    assert_eq!(pttl(&server, "shared-renewal"), -2);
+}
+
+/// An explicit lease is never renewed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_lease_is_never_renewed() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let guard = client.lock("fixed").lock_with_lease(Duration::from_millis(400)).await.expect("lock");
+    assert_eq!(client.watchdog().stats().registered, 0);
+    assert!(!guard.is_renewed());
+    tokio::time::timeout(Duration::from_secs(2), guard.lost()).await.expect("lost at the lease deadline");
+    assert!(wait_until(Duration::from_secs(2), || pttl(&server, "fixed") == -2).await);
+}
