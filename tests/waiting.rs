@@ -219,7 +219,7 @@ async fn local_waiters_are_served_in_fifo_order() {
     let server = RedisServer::start();
     let client = client_with(&server.url(), Duration::from_secs(30)).await;
     let holder = client.lock("fifo").lock_with_lease(Duration::from_secs(30)).await.expect("holder");
-    let order = Arc::new(parking_lot_free::Order::default());
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
     let subscriber = client.subscriber().clone();
     let mut tasks = Vec::new();
     for i in 0..6usize {
@@ -227,7 +227,7 @@ async fn local_waiters_are_served_in_fifo_order() {
         let order = order.clone();
         tasks.push(tokio::spawn(async move {
             let guard = client.lock("fifo").lock_with_lease(LEASE).await.expect("waiter");
-            order.push(i);
+            order.lock().expect("poisoned").push(i);
             guard.unlock().await.expect("unlock");
         }));
         // Queue them one at a time so the order is known.
@@ -239,21 +239,5 @@ async fn local_waiters_are_served_in_fifo_order() {
     for task in tasks {
         task.await.expect("task");
     }
-    assert_eq!(order.take(), vec![0, 1, 2, 3, 4, 5]);
-}
-
-mod parking_lot_free {
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    pub struct Order(Mutex<Vec<usize>>);
-
-    impl Order {
-        pub fn push(&self, i: usize) {
-            self.0.lock().expect("poisoned").push(i);
-        }
-        pub fn take(&self) -> Vec<usize> {
-            std::mem::take(&mut *self.0.lock().expect("poisoned"))
-        }
-    }
+    assert_eq!(*order.lock().expect("poisoned"), vec![0, 1, 2, 3, 4, 5]);
 }
