@@ -239,5 +239,5 @@ async fn local_waiters_are_served_in_fifo_order() {
     for task in tasks {
         task.await.expect("task");
     }
-    assert_eq!(*order.lock().expect("poisoned"), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(*order.lock().expect("poisoned"), vec![0, 1, 2, 3, 4, 5], "{:?}", client.subscriber().stats());
 }

@@ -17,8 +17,8 @@
 //! - **One subscription per channel**, reference-counted by the queue: the first waiter's
 //!   registration makes the subscriber task `SUBSCRIBE`, the last one's departure makes it
 //!   `UNSUBSCRIBE`. Only that task sends (un)subscribe commands, so they never race.
-//! - **Wake one**: an unlock message (`0`) wakes the first waiter not already woken; a
-//!   read-unlock message (`1`, or anything unknown) wakes all.
+//! - **Wake one**: an unlock message (`0`) wakes the first waiter in line, never one
+//!   further back; a read-unlock message (`1`, or anything unknown) wakes all.
 //! - **FIFO among local waiters**: only the first waiter in line (or one woken by a
 //!   message) tries to acquire; a wake that finds the lock taken again keeps its place.
 //!   When the first waiter leaves (acquired, timed out, cancelled), the next one is woken.
