@@ -17,9 +17,11 @@
 if redis.call('exists', KEYS[2]) == 1 then
   local holds = redis.call('hget', KEYS[1], ARGV[2])
   if holds then
-    -- A replay of a call that already took its hold: answer as the first call did.
+    -- A replay of a call that already took its hold: do not count it again; answer
+    -- with the owner's current hold count (which includes that hold).
     return {1, tonumber(holds)}
   end
+  -- The hold this request took is gone (expired, force-released): acquire afresh below.
 end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)

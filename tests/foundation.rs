@@ -345,3 +345,18 @@ async fn queries_report_the_server_state() {
     assert!(!guard.is_watchdog() && !guard.is_renewed());
     guard.unlock().await.expect("unlock");
 }
+
+/// An unreachable server: a typed connection error (or timeout) within the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_server_is_a_typed_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let start = std::time::Instant::now();
+    let result = leasehold::Client::builder()
+        .url(format!("redis://127.0.0.1:{port}"))
+        .command_timeout(Duration::from_millis(500))
+        .connect()
+        .await;
+    let err = result.expect_err("nothing listens there");
+    assert!(err.is_connection() || err.is_timeout(), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(3), "bounded by the command timeout");
+}

@@ -241,3 +241,48 @@ async fn local_waiters_are_served_in_fifo_order() {
     }
     assert_eq!(*order.lock().expect("poisoned"), vec![0, 1, 2, 3, 4, 5], "{:?}", client.subscriber().stats());
 }
+
+/// An owner that already holds the lock re-enters at once, even with local waiters
+/// queued behind it (they wait for it; it must not wait for them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentry_never_queues_behind_local_waiters() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("reenter");
+    let first = lock.lock().await.expect("first");
+    let waiter = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let guard = client.lock("reenter").lock_with_lease(LEASE).await.expect("waiter");
+            guard.unlock().await.expect("waiter unlock");
+        }
+    });
+    let subscriber = client.subscriber().clone();
+    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{reenter}") == 1).await);
+    let second = tokio::time::timeout(Duration::from_secs(2), lock.lock()).await.expect("re-entry did not queue");
+    let second = second.expect("re-entered");
+    assert_eq!(lock.hold_count().await.expect("count"), 2);
+    second.unlock().await.expect("unlock second");
+    first.unlock().await.expect("unlock first");
+    tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("waiter gets in").expect("task");
+}
+
+/// Dropping every handle of a client closes its command and subscriber connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_client_closes_its_connections() {
+    let server = RedisServer::start();
+    // Connections other than the one asking (CLIENT LIST includes the caller).
+    let others = || match raw(&server, &["CLIENT", "LIST"]) {
+        leasehold_tests::RespValue::Bulk(list) => list.lines().count() - 1,
+        other => panic!("CLIENT LIST: {other:?}"),
+    };
+    let client = client(&server).await;
+    // Use the subscriber once so its task has run.
+    let holder = client.lock("bye").lock_with_lease(LEASE).await.expect("holder");
+    let waited = client.lock("bye").try_lock_for(Duration::from_millis(100)).await.expect("wait");
+    assert!(waited.is_none());
+    holder.unlock().await.expect("unlock");
+    assert_eq!(others(), 2, "one command and one subscriber connection");
+    drop(client);
+    assert!(wait_until(Duration::from_secs(5), || others() == 0).await, "both connections closed: {}", others());
+}

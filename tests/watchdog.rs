@@ -51,9 +51,10 @@ async fn deleted_key_is_reported_lost_within_a_period() {
     let guard = client.lock("deleted").lock().await.expect("lock");
     raw(&server, &["DEL", "deleted"]);
     let start = Instant::now();
-    tokio::time::timeout(PERIOD + Duration::from_millis(150), guard.lost()).await.expect("lost within one period");
+    // One period plus generous slack for a loaded CI machine.
+    tokio::time::timeout(PERIOD + Duration::from_millis(400), guard.lost()).await.expect("lost within one period");
     assert!(guard.is_lost());
-    assert!(start.elapsed() <= PERIOD + Duration::from_millis(150));
+    assert!(start.elapsed() <= PERIOD + Duration::from_millis(400));
     assert_eq!(client.watchdog().stats().registered, 0, "a lost hold is never renewed again");
     tokio::time::sleep(PERIOD * 3).await;
     assert_eq!(pttl(&server, "deleted"), -2, "nothing recreated the key");
@@ -69,7 +70,7 @@ async fn force_unlock_by_another_client_is_reported_lost() {
     let other = client(&server).await;
     let guard = holder.lock("forced").lock().await.expect("lock");
     assert!(other.lock("forced").force_unlock().await.expect("force"));
-    tokio::time::timeout(PERIOD + Duration::from_millis(150), guard.lost()).await.expect("lost");
+    tokio::time::timeout(PERIOD + Duration::from_millis(400), guard.lost()).await.expect("lost");
     let newer = other.lock("forced").try_lock().await.expect("try").expect("free after force unlock");
     tokio::time::sleep(PERIOD * 2).await;
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
@@ -108,7 +109,7 @@ async fn killed_holder_frees_the_lock_within_its_lease() {
     let killed_at = Instant::now();
     let guard = client.lock("killed").lock_with_lease(Duration::from_secs(10)).await.expect("lock");
     let freed = killed_at.elapsed();
-    assert!(freed <= lease + Duration::from_millis(500), "freed after {freed:?}");
+    assert!(freed <= lease + Duration::from_millis(800), "freed after {freed:?}");
     assert!(freed >= lease / 3, "freed too early ({freed:?}): the lease was not renewed up to the kill");
     guard.unlock().await.expect("unlock");
 }
@@ -218,4 +219,21 @@ async fn explicit_lease_is_never_renewed() {
     assert!(!guard.is_renewed());
     tokio::time::timeout(Duration::from_secs(2), guard.lost()).await.expect("lost at the lease deadline");
     assert!(wait_until(Duration::from_secs(2), || pttl(&server, "fixed") == -2).await);
+}
+
+/// An `unlock()` cancelled mid-flight (slowed by a proxy) stops the renewal at once;
+/// the release already sent still applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_unlock_leaves_no_renewal() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), WATCHDOG).await;
+    let guard = client.lock("cancel-unlock").lock().await.expect("lock");
+    guard.lock().try_lock().await.expect("re-enter").expect("re-entered").unlock().await.expect("warm release");
+    proxy.set_latency(Duration::from_millis(200));
+    assert_eq!(client.watchdog().stats().registered, 1);
+    let cancelled = tokio::time::timeout(Duration::from_millis(50), guard.unlock()).await;
+    assert!(cancelled.is_err(), "the unlock was cancelled mid-flight");
+    assert_eq!(client.watchdog().stats().registered, 0, "renewal stopped before the release was answered");
+    assert!(wait_until(Duration::from_secs(5), || pttl(&server, "cancel-unlock") == -2).await);
 }

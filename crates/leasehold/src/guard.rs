@@ -21,8 +21,9 @@ const UNLOCK_ATTEMPTS: u32 = 3;
 ///
 /// A guard can learn that its lock was lost: [`LockGuard::is_lost`] and
 /// [`LockGuard::lost`]. Work that must not outlive the lock should `select!` on
-/// `lost()`; work that writes to a shared resource should also check a fencing token
-/// there, since no client-side signal can stop a process that is paused.
+/// `lost()`. No client-side signal can stop a process that is paused past its lease;
+/// only a check at the guarded resource (a fencing token, not yet provided by
+/// leasehold) closes that gap.
 #[derive(Debug)]
 #[must_use = "dropping the guard releases the lock (in the background)"]
 pub struct LockGuard {
@@ -92,46 +93,59 @@ impl LockGuard {
     ///   hold is then no longer renewed and expires with its lease.
     ///
     /// # Cancel safety
-    /// The guard is consumed: dropping the future mid-way stops renewal of this guard,
-    /// and a release already sent still applies.
+    /// The guard is consumed: renewal for it stops before anything is sent, so dropping
+    /// the future mid-way leaves no renewal behind; a release already sent still applies,
+    /// and one never sent leaves the lock to expire with its lease.
     pub async fn unlock(mut self) -> Result<()> {
         self.done = true;
         let holds = &self.lock.inner.holds;
         let names = self.lock.names()?.clone();
         let key = names.key().to_owned();
-        let result = if self.hold.lease.is_marked_lost() {
-            Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(key))
-        } else if !holds.is_current(&self.hold) {
-            Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(key))
-        } else {
-            let store = &self.lock.inner.client.inner.store;
-            let request = RequestId::new_random();
-            let mut attempt = 0;
-            loop {
-                attempt += 1;
-                let sent_at = Instant::now();
-                match store.release(&names, &self.lock.inner.owner, self.lease_ms, &request).await {
-                    Ok(Release::Released) => {
-                        holds.ended(&self.hold);
-                        break Ok(());
-                    }
-                    Ok(Release::StillHeld { .. }) => {
-                        OwnerHolds::still_held(&self.hold, sent_at, Duration::from_millis(self.lease_ms));
-                        break Ok(());
-                    }
-                    Ok(Release::NotOwner) => {
-                        holds.ended(&self.hold);
-                        break Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(key));
-                    }
-                    Err(error) if error.is_ambiguous() && attempt < UNLOCK_ATTEMPTS => {
-                        tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
-                    }
-                    Err(error) => break Err(error),
-                }
-            }
-        };
+        let lost = self.hold.lease.is_marked_lost();
+        let current = holds.is_current(&self.hold);
+        // Detach first, synchronously: if this future is dropped mid-release, renewal
+        // has already stopped for this guard.
         holds.detach(&self.hold, self.mode);
-        result
+        if lost {
+            return Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(key));
+        }
+        if !current {
+            return Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(key));
+        }
+        let client = &self.lock.inner.client.inner;
+        let store = &client.store;
+        let request = RequestId::new_random();
+        let first_sent = Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let sent_at = Instant::now();
+            match store.release(&names, &self.lock.inner.owner, self.lease_ms, &request).await {
+                Ok(Release::Released) => {
+                    holds.ended(&self.hold);
+                    return Ok(());
+                }
+                Ok(Release::StillHeld { .. }) => {
+                    OwnerHolds::still_held(&self.hold, sent_at, Duration::from_millis(self.lease_ms));
+                    return Ok(());
+                }
+                Ok(Release::NotOwner) => {
+                    holds.ended(&self.hold);
+                    return Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(key));
+                }
+                Err(error) if error.is_ambiguous() && attempt < UNLOCK_ATTEMPTS => {
+                    // A retry is only safe while the server still remembers the request
+                    // (its unlock latch lives for the replay window).
+                    let backoff = Duration::from_millis(50 * u64::from(attempt));
+                    let retry_done_by = first_sent.elapsed() + backoff + client.config.command_timeout;
+                    if retry_done_by >= client.config.replay_window {
+                        return Err(error);
+                    }
+                    tokio::time::sleep(backoff).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
     }
 }
 

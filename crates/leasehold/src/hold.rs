@@ -91,6 +91,11 @@ impl OwnerHolds {
         hold
     }
 
+    /// `true` while this owner has a current hold (it holds the lock, as far as it knows).
+    pub(crate) fn has_current(&self) -> bool {
+        self.current.lock().as_ref().is_some_and(|hold| !hold.lease.is_marked_lost())
+    }
+
     /// `true` while `hold` is this owner's current hold.
     pub(crate) fn is_current(&self, hold: &Arc<Hold>) -> bool {
         self.current.lock().as_ref().is_some_and(|c| Arc::ptr_eq(c, hold))

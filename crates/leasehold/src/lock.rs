@@ -142,8 +142,8 @@ impl Lock {
     }
 
     /// Deletes the lock whoever holds it and wakes its waiters. Returns `true` if there
-    /// was a lock to delete. Holders find out at their next renewal (watchdog mode) or
-    /// unlock.
+    /// was a key to delete. Like Redisson's `forceUnlock`, it deletes the key whatever
+    /// its type. Holders find out at their next renewal (watchdog mode) or unlock.
     ///
     /// # Errors
     /// Empty name; connection errors and timeouts.

@@ -28,12 +28,14 @@ pub struct SimpleLock {
 }
 
 /// The guard of a [`SimpleLock`]. Dropping it without [`SimpleGuard::unlock`] releases it
-/// in the background (never blocking); with no runtime, the lease expires.
+/// in the background on the runtime that acquired it (never blocking); if that runtime
+/// is gone, the lease expires.
 #[derive(Debug)]
 #[must_use = "dropping the guard releases the lock (in the background)"]
 pub struct SimpleGuard {
     lock: SimpleLock,
     deadline: Instant,
+    runtime: Option<tokio::runtime::Handle>,
     done: bool,
 }
 
@@ -73,7 +75,7 @@ impl SimpleLock {
         let lease_ms = args::lease_millis(lease, "lease")?;
         let sent_at = Instant::now();
         match self.client.inner.store.simple_acquire(&self.key, &self.owner, lease_ms).await? {
-            None => Ok(Some(SimpleGuard { lock: self.clone(), deadline: sent_at + lease, done: false })),
+            None => Ok(Some(SimpleGuard::new(self.clone(), sent_at + lease))),
             Some(_) => Ok(None),
         }
     }
@@ -93,7 +95,7 @@ impl SimpleLock {
         loop {
             let sent_at = Instant::now();
             match self.client.inner.store.simple_acquire(&self.key, &self.owner, lease_ms).await? {
-                None => return Ok(Some(SimpleGuard { lock: self.clone(), deadline: sent_at + lease, done: false })),
+                None => return Ok(Some(SimpleGuard::new(self.clone(), sent_at + lease))),
                 Some(pttl) => {
                     let now = Instant::now();
                     if now >= deadline {
@@ -109,6 +111,10 @@ impl SimpleLock {
 }
 
 impl SimpleGuard {
+    fn new(lock: SimpleLock, deadline: Instant) -> Self {
+        SimpleGuard { lock, deadline, runtime: tokio::runtime::Handle::try_current().ok(), done: false }
+    }
+
     /// Whether the lease deadline has passed (the key may be gone or someone else's).
     pub fn is_expired(&self) -> bool {
         Instant::now() >= self.deadline
@@ -137,7 +143,7 @@ impl Drop for SimpleGuard {
         if self.done {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let Some(runtime) = self.runtime.as_ref() else { return };
         let lock = self.lock.clone();
         drop(runtime.spawn(async move {
             let _ = lock.client.inner.store.simple_release(&lock.key, &lock.owner).await;

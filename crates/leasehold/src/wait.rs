@@ -40,8 +40,10 @@ pub(crate) async fn acquire_loop(
     let zero_wait = deadline.is_some_and(|d| d <= Instant::now());
 
     // Fast path: one round trip, no subscription. Skipped when local waiters are already
-    // queued on this lock, so a newcomer does not overtake them (FIFO among local waiters).
-    if zero_wait || subscriber.waiters(names.channel()) == 0 {
+    // queued on this lock, so a newcomer does not overtake them (FIFO among local
+    // waiters) — unless this owner holds the lock already: a re-entry must never queue
+    // behind waiters who are waiting for it.
+    if zero_wait || subscriber.waiters(names.channel()) == 0 || lock.inner.holds.has_current() {
         match lock.attempt(names, lease, lease_ms, mode).await? {
             Ok(guard) => return Ok(Some(guard)),
             Err(_) if zero_wait => return Ok(None),
@@ -66,7 +68,8 @@ pub(crate) async fn acquire_loop(
             match lock.attempt(names, lease, lease_ms, mode).await? {
                 Ok(guard) => return Ok(Some(guard)), // dropping `waiter` hands the turn on
                 Err(pttl) => {
-                    // The server's expiry is at least `pttl` after the reply arrived.
+                    // The server's expiry is at most `pttl` after the reply arrived: retrying
+                    // then never comes before the key has expired.
                     retry_at = pttl.map(|pttl| Instant::now() + pttl);
                     tracing::trace!(?pttl, "held by another owner; waiting");
                 }

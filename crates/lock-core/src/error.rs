@@ -21,16 +21,14 @@ pub enum ErrorKind {
     /// The lock's key holds another Redis type (`WRONGTYPE`). The value is untouched.
     WrongType,
     /// A command did not answer within the configured command timeout. Whether it
-    /// was applied is unknown; leasehold's scripts are idempotent per request, so a
-    /// retry with the same request is safe.
+    /// was applied is unknown; acquire and release carry request ids, so leasehold can
+    /// retry or undo them safely.
     Timeout,
     /// The connection to Redis failed or was closed while the command was in flight.
     Connection,
     /// Redis answered with an error leasehold does not classify (script errors,
     /// `OOM`, `READONLY`, `CLUSTERDOWN`, …). The message has the server's text.
     Redis,
-    /// The client was shut down, or the runtime it runs on is gone.
-    Closed,
 }
 
 impl ErrorKind {
@@ -44,7 +42,6 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Connection => "connection",
             ErrorKind::Redis => "redis error",
-            ErrorKind::Closed => "closed",
         }
     }
 }

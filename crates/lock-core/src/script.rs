@@ -50,7 +50,7 @@ impl LuaScript {
     ///
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written, it runs on the
-    /// server. The scripts are idempotent per request id for exactly that reason.
+    /// server. That is why acquire and release carry request ids (see `lua/`).
     pub async fn run<R, K, V>(&self, client: &Client, key: &str, timeout: Duration, keys: K, args: V) -> Result<R>
     where
         R: FromValue,

@@ -116,7 +116,7 @@ impl LockStore {
     /// it took one. Used when the caller of an acquire went away mid-flight.
     ///
     /// # Errors
-    /// Timeouts and connection errors.
+    /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
     pub async fn undo_acquire(
         &self,
         names: &LockNames,

@@ -43,7 +43,7 @@ pub(crate) struct Shared {
     channels: Mutex<HashMap<Arc<str>, Arc<ChannelWaiters>>>,
     /// Channels the server has confirmed, as the task last saw them.
     active: Mutex<HashSet<Arc<str>>>,
-    reconcile: Notify,
+    reconcile: Arc<Notify>,
     stats: Stats,
     client: SubscriberClient,
     /// Dropped with `Shared`: tells the task to stop.
@@ -67,12 +67,13 @@ impl Subscriber {
     /// Outside a tokio runtime.
     pub fn start(client: SubscriberClient, command_timeout: Duration) -> Self {
         let (shutdown_tx, shutdown_rx) = watch::channel(());
+        let reconcile = Arc::new(Notify::new());
         let messages = client.message_rx();
         let reconnects = client.reconnect_rx();
         let shared = Arc::new(Shared {
             channels: Mutex::new(HashMap::new()),
             active: Mutex::new(HashSet::new()),
-            reconcile: Notify::new(),
+            reconcile: reconcile.clone(),
             stats: Stats::default(),
             client: client.clone(),
             _shutdown: shutdown_tx,
@@ -86,7 +87,7 @@ impl Subscriber {
             retry_delay: Duration::from_millis(50),
             wake_after_subscribe: false,
         };
-        tokio::spawn(task.run(messages, reconnects, shutdown_rx));
+        tokio::spawn(task.run(messages, reconnects, shutdown_rx, reconcile));
         Subscriber { shared }
     }
 
@@ -104,10 +105,8 @@ impl Subscriber {
                     Arc::new(ChannelWaiters::new(channel.clone()))
                 })
                 .clone();
-            if first_on_channel && self.shared.active.lock().contains(channel) {
-                // Still subscribed from an earlier waiter (the UNSUBSCRIBE has not been sent).
-                waiters.set_subscribed(true);
-            }
+            // Even when the channel is still subscribed for an earlier waiter, only the
+            // task may confirm it: an UNSUBSCRIBE for it may be in flight right now.
             let id = waiters.join(signal.clone());
             (waiters, id, first_on_channel)
         };
@@ -202,25 +201,31 @@ impl Task {
         mut messages: broadcast::Receiver<Message>,
         mut reconnects: broadcast::Receiver<fred::types::config::Server>,
         mut shutdown: watch::Receiver<()>,
+        reconcile: Arc<Notify>,
     ) {
         loop {
-            let Some(shared) = self.shared.upgrade() else { break };
+            // Wait without holding the registry: dropping the last `Subscriber` must be
+            // able to free it, which drops the shutdown sender and ends this loop.
             let retry = self.retry_at;
-            tokio::select! {
+            let event = tokio::select! {
                 biased;
                 _ = shutdown.changed() => break,
-                message = messages.recv() => match message {
-                    Ok(message) => shared.dispatch(&message),
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::debug!(missed, "subscriber lagged: waking every waiter");
-                        shared.wake_all();
-                    }
-                    Err(broadcast::error::RecvError::Closed) => break,
-                },
+                message = messages.recv() => Event::Message(message),
                 reconnect = reconnects.recv() => {
-                    if let Err(broadcast::error::RecvError::Closed) = reconnect {
-                        break;
-                    }
+                    Event::Reconnect(!matches!(reconnect, Err(broadcast::error::RecvError::Closed)))
+                }
+                () = reconcile.notified() => Event::Reconcile,
+                () = sleep_until_opt(retry) => Event::Retry,
+            };
+            let Some(shared) = self.shared.upgrade() else { break };
+            match event {
+                Event::Message(Ok(message)) => shared.dispatch(&message),
+                Event::Message(Err(broadcast::error::RecvError::Lagged(missed))) => {
+                    tracing::debug!(missed, "subscriber lagged: waking every waiter");
+                    shared.wake_all();
+                }
+                Event::Message(Err(broadcast::error::RecvError::Closed)) | Event::Reconnect(false) => break,
+                Event::Reconnect(true) => {
                     tracing::debug!("subscriber reconnected: resubscribing");
                     // The server forgot our subscriptions with the old connection.
                     self.subscribed.clear();
@@ -231,8 +236,8 @@ impl Task {
                     self.wake_after_subscribe = true;
                     self.retry_at = None;
                 }
-                () = shared.reconcile.notified() => {}
-                () = sleep_until_opt(retry) => { self.retry_at = None; }
+                Event::Reconcile => {}
+                Event::Retry => self.retry_at = None,
             }
             self.reconcile(&shared).await;
         }
@@ -306,6 +311,16 @@ impl Task {
             self.retry_delay = Duration::from_millis(50);
         }
     }
+}
+
+/// What woke the subscriber task.
+enum Event {
+    Message(Result<Message, broadcast::error::RecvError>),
+    /// `false` when the reconnect stream closed (the client is gone); a lagged stream
+    /// still means at least one reconnect happened.
+    Reconnect(bool),
+    Reconcile,
+    Retry,
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {

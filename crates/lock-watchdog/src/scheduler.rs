@@ -270,7 +270,9 @@ fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Re
                 };
                 if renewed {
                     entry.failing = false;
-                    lease.extend(sent_at, shared.config.timeout);
+                    // Exactly the TTL that was sent (whole milliseconds, rounded down), so the
+                    // local deadline is never after the server's expiry.
+                    lease.extend(sent_at, Duration::from_millis(shared.lease_ms));
                 } else {
                     entries.remove(id);
                     shared.stats.lost.fetch_add(1, Ordering::Relaxed);
