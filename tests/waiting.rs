@@ -286,3 +286,32 @@ async fn dropping_the_client_closes_its_connections() {
     drop(client);
     assert!(wait_until(Duration::from_secs(5), || others() == 0).await, "both connections closed: {}", others());
 }
+
+/// Four OS processes × 16 tasks: a non-atomic increment under the lock is exact, and a
+/// shared `SET NX` "inside" flag never finds another holder inside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_exclude_each_other() {
+    let server = RedisServer::start();
+    let mut children = Vec::new();
+    for _ in 0..4 {
+        children.push(
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_contender"))
+                .args([server.url().as_str(), "xproc", "16", "5"])
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("spawn contender"),
+        );
+    }
+    for child in children {
+        let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("contender finishes")
+            .expect("contender output");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success() && stdout.contains("DONE"), "contender failed: {stdout}");
+    }
+    assert_eq!(raw(&server, &["GET", "xproc:counter"]).as_str(), Some("320"));
+    assert_eq!(raw(&server, &["EXISTS", "xproc", "xproc:inside"]).as_int(), Some(0));
+    assert!(pubsub_channels(&server).is_empty());
+}
