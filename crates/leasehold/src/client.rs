@@ -87,6 +87,11 @@ impl Client {
     /// Dropping the future drops the half-made subscriber connection.
     pub async fn from_fred(client: FredClient, config: ClientConfig) -> Result<Client> {
         config.validate()?;
+        if !client.has_reconnect_policy() {
+            // fred's default: after a dropped connection every command fails (leasehold
+            // bounds each call, so nothing hangs, but nothing recovers either).
+            tracing::warn!("the fred client given to leasehold has no reconnect policy");
+        }
         let policy = client.client_reconnect_policy().unwrap_or_else(default_reconnect_policy);
         let subscriber = subscriber_client(client.client_config(), policy)?;
         bounded_init(&subscriber, config.command_timeout).await?;
