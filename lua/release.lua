@@ -5,6 +5,8 @@
 -- KEYS[2]  release channel "redisson_lock__channel:{NAME}"
 -- KEYS[3]  unlock latch "redisson_unlock_latch:{NAME}:REQUEST_ID": stores this request's
 --          answer, so a replayed or retried call returns it instead of releasing twice
+-- KEYS[4]  acquire latch of the hold being given back (see acquire.lua): deleted here,
+--          since the guard that held it is done and nothing will replay that acquire
 -- ARGV[1]  lease in ms, re-applied to the key while holds remain (> 0)
 -- ARGV[2]  owner field
 -- ARGV[3]  unlock latch TTL in ms (> 0)
@@ -23,6 +25,7 @@ end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return -1
 end
+redis.call('del', KEYS[4])
 local holds = redis.call('hincrby', KEYS[1], ARGV[2], -1)
 if holds > 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])

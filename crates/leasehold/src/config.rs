@@ -20,7 +20,9 @@ pub const DEFAULT_RENEW_BATCH: usize = 100;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClientConfig {
-    /// Prepended to every lock name to form its key. Default: none.
+    /// Prepended to every lock name to form its key. Default: none. Derived keys keep
+    /// Redisson's shape and so do not *start* with it: the channel of `PREFIX` + `NAME`
+    /// is `redisson_lock__channel:{PREFIXNAME}` (match `*PREFIX*` when scanning).
     pub key_prefix: Option<String>,
     /// The lease of locks taken without an explicit lease, renewed every third of it.
     /// Default: 30 s.

@@ -31,15 +31,17 @@ pub struct LockGuard {
     hold: Arc<Hold>,
     mode: LeaseMode,
     lease_ms: u64,
+    /// The acquire request that took this hold (its latch is deleted on release).
+    acquired_by: RequestId,
     runtime: Option<tokio::runtime::Handle>,
     /// Set once the guard was detached (unlocked); `Drop` then does nothing.
     done: bool,
 }
 
 impl LockGuard {
-    pub(crate) fn new(lock: Lock, hold: Arc<Hold>, mode: LeaseMode, lease_ms: u64) -> Self {
+    pub(crate) fn new(lock: Lock, hold: Arc<Hold>, mode: LeaseMode, lease_ms: u64, acquired_by: RequestId) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        LockGuard { lock, hold, mode, lease_ms, runtime, done: false }
+        LockGuard { lock, hold, mode, lease_ms, acquired_by, runtime, done: false }
     }
 
     /// The lock this guard holds.
@@ -120,7 +122,7 @@ impl LockGuard {
         loop {
             attempt += 1;
             let sent_at = Instant::now();
-            match store.release(&names, &self.lock.inner.owner, self.lease_ms, &request).await {
+            match store.release(&names, &self.lock.inner.owner, self.lease_ms, &request, &self.acquired_by).await {
                 Ok(Release::Released) => {
                     holds.ended(&self.hold);
                     return Ok(());
@@ -166,12 +168,13 @@ impl Drop for LockGuard {
         let lock = self.lock.clone();
         let hold = self.hold.clone();
         let lease_ms = self.lease_ms;
+        let acquired_by = self.acquired_by.clone();
         // A dead runtime drops the task: the lease then expires on its own.
         drop(runtime.spawn(async move {
             let store = &lock.inner.client.inner.store;
             let request = RequestId::new_random();
             let sent_at = Instant::now();
-            match store.release(&names, &lock.inner.owner, lease_ms, &request).await {
+            match store.release(&names, &lock.inner.owner, lease_ms, &request, &acquired_by).await {
                 Ok(Release::Released | Release::NotOwner) => lock.inner.holds.ended(&hold),
                 Ok(Release::StillHeld { .. }) => {
                     OwnerHolds::still_held(&hold, sent_at, Duration::from_millis(lease_ms));

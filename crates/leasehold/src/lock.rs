@@ -106,7 +106,9 @@ impl Lock {
     }
 
     /// One attempt, no waiting: one round trip, `None` when another owner holds the lock.
-    /// Watchdog mode (renewed while held). For fast-fail paths such as a flash sale.
+    /// Watchdog mode (renewed while held). For fast-fail paths such as a flash sale; for
+    /// a critical section of a few milliseconds, `try_lock_with(Duration::ZERO, lease)`
+    /// takes a fixed lease and skips the watchdog registration.
     ///
     /// # Errors
     /// As [`Lock::lock`].
@@ -255,7 +257,7 @@ impl Lock {
                 let hold = self.inner.holds.acquired(holds, sent_at, lease, mode, |lease_state| {
                     watchdog.register(names.key_arc().clone(), self.inner.owner.clone(), lease_state)
                 });
-                Ok(Ok(LockGuard::new(self.clone(), hold, mode, lease_ms)))
+                Ok(Ok(LockGuard::new(self.clone(), hold, mode, lease_ms, request.clone())))
             }
             Ok(Acquire::Held { pttl }) => {
                 pending.armed = false;

@@ -105,7 +105,7 @@ impl Error {
             ErrorKind::Connection => "the connection to Redis failed",
             ErrorKind::Timeout => "Redis did not answer in time",
             ErrorKind::InvalidArgument => "invalid Redis configuration",
-            _ => "Redis returned an error",
+            _ => "Redis returned an error (see the source error)",
         };
         Error { kind, message: Cow::Borrowed(message), key: None, source: Some(error) }
     }
@@ -171,9 +171,8 @@ impl fmt::Display for Error {
             let more = if shown.len() < key.len() { "…" } else { "" };
             write!(f, " (key {shown:?}{more})")?;
         }
-        if let Some(source) = &self.source {
-            write!(f, ": {}", source.details())?;
-        }
+        // The fred error is the `source()`, not part of this text, so cause-chain printers
+        // (anyhow's `{:#}`) show it once.
         Ok(())
     }
 }
@@ -215,7 +214,9 @@ mod tests {
         assert!(err.is_wrong_type());
         assert_eq!(err.key(), Some("order:1"));
         assert!(err.to_string().contains("WRONGTYPE"));
-        assert!(std::error::Error::source(&err).is_some());
+        let source = std::error::Error::source(&err).expect("fred error chained");
+        assert!(source.to_string().contains("wrong kind of value"));
+        assert!(!err.to_string().contains("wrong kind of value"), "the source is not repeated in Display");
     }
 
     #[test]

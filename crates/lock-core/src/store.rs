@@ -91,6 +91,7 @@ impl LockStore {
 
     /// Runs `release.lua`: give back one hold of `owner`. `lease_ms` is re-applied while
     /// holds remain. A retry with the same `request` returns the first call's answer.
+    /// `acquired_by` is the request that took this hold: its acquire latch is deleted.
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
@@ -100,8 +101,14 @@ impl LockStore {
         owner: &OwnerId,
         lease_ms: u64,
         request: &RequestId,
+        acquired_by: &RequestId,
     ) -> Result<Release> {
-        let keys = vec![names.key().to_owned(), names.channel().to_owned(), names.unlock_latch(request)];
+        let keys = vec![
+            names.key().to_owned(),
+            names.channel().to_owned(),
+            names.unlock_latch(request),
+            names.acquire_latch(acquired_by),
+        ];
         let args = vec![
             lease_ms.to_string(),
             owner.as_str().to_owned(),
