@@ -6,7 +6,7 @@ use std::time::Duration;
 use lock_core::{Error, ErrorKind, Release, RequestId, Result};
 use tokio::time::Instant;
 
-use crate::hold::{Hold, LeaseMode, OwnerHolds};
+use crate::hold::{Hold, LeaseMode};
 use crate::lock::Lock;
 
 /// How many times an unlock is sent when the outcome is unknown (timeout, connection
@@ -123,17 +123,12 @@ impl LockGuard {
             attempt += 1;
             let sent_at = Instant::now();
             match store.release(&names, &self.lock.inner.owner, self.lease_ms, &request, &self.acquired_by).await {
-                Ok(Release::Released) => {
-                    holds.ended(&self.hold);
+                Ok(release) => {
+                    holds.released(&self.hold, release, sent_at, Duration::from_millis(self.lease_ms));
+                    if release == Release::NotOwner {
+                        return Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(key));
+                    }
                     return Ok(());
-                }
-                Ok(Release::StillHeld { .. }) => {
-                    OwnerHolds::still_held(&self.hold, sent_at, Duration::from_millis(self.lease_ms));
-                    return Ok(());
-                }
-                Ok(Release::NotOwner) => {
-                    holds.ended(&self.hold);
-                    return Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(key));
                 }
                 Err(error) if error.is_ambiguous() && attempt < UNLOCK_ATTEMPTS => {
                     // A retry is only safe while the server still remembers the request
@@ -175,10 +170,7 @@ impl Drop for LockGuard {
             let request = RequestId::new_random();
             let sent_at = Instant::now();
             match store.release(&names, &lock.inner.owner, lease_ms, &request, &acquired_by).await {
-                Ok(Release::Released | Release::NotOwner) => lock.inner.holds.ended(&hold),
-                Ok(Release::StillHeld { .. }) => {
-                    OwnerHolds::still_held(&hold, sent_at, Duration::from_millis(lease_ms));
-                }
+                Ok(release) => lock.inner.holds.released(&hold, release, sent_at, Duration::from_millis(lease_ms)),
                 Err(error) => {
                     tracing::warn!(lock = %names.key(), %error, "background release of a dropped guard failed; the lease will expire");
                 }

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::LeaseState;
+use lock_core::{LeaseState, Release};
 use lock_watchdog::Renewal;
 use parking_lot::Mutex;
 use tokio::time::Instant;
@@ -134,9 +134,14 @@ impl OwnerHolds {
         end(hold);
     }
 
-    /// A release left holds on the server: the key's TTL was set to `lease` at `sent_at`.
-    pub(crate) fn still_held(hold: &Hold, sent_at: Instant, lease: Duration) {
-        hold.lease.extend(sent_at, lease);
+    /// Records the server's answer to a release of `hold` sent at `sent_at` with
+    /// `lease`: the last hold ends it, a remaining hold moves its deadline (the script
+    /// set the TTL again), and "not owner" ends it too (the owner holds nothing).
+    pub(crate) fn released(&self, hold: &Arc<Hold>, release: Release, sent_at: Instant, lease: Duration) {
+        match release {
+            Release::Released | Release::NotOwner => self.ended(hold),
+            Release::StillHeld { .. } => hold.lease.extend(sent_at, lease),
+        }
     }
 }
 
