@@ -98,7 +98,9 @@ impl Client {
         if !client.is_connected() {
             bounded_init(&client, config.command_timeout).await?;
         }
-        Ok(Self::assemble(client, subscriber, config, false))
+        let client = Self::assemble(client, subscriber, config, false);
+        client.inner.store.load_scripts().await?;
+        Ok(client)
     }
 
     pub(crate) async fn connect_with(
@@ -121,7 +123,9 @@ impl Client {
             let _ = client.quit().await;
             return Err(error);
         }
-        Ok(Self::assemble(client, subscriber, config, true))
+        let client = Self::assemble(client, subscriber, config, true);
+        client.inner.store.load_scripts().await?;
+        Ok(client)
     }
 
     fn assemble(client: FredClient, subscriber: SubscriberClient, config: ClientConfig, owns: bool) -> Client {

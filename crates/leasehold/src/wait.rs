@@ -62,11 +62,19 @@ pub(crate) async fn acquire_loop(
     }
     let mut retry_at: Option<Instant> = None;
     loop {
+        if let Some(held_until) = waiter.take_held_until() {
+            // The waiter ahead just acquired: the lock is held until about then.
+            retry_at = Some(held_until);
+        }
         let now = Instant::now();
         let timer_due = waiter.is_first() && retry_at.is_some_and(|at| now >= at);
         if waiter.take_turn() || timer_due {
             match lock.attempt(names, lease, lease_ms, mode).await? {
-                Ok(guard) => return Ok(Some(guard)), // dropping `waiter` hands the turn on
+                Ok(guard) => {
+                    // The next in line waits for our release instead of trying now.
+                    waiter.acquired(guard.lease_deadline().into());
+                    return Ok(Some(guard));
+                }
                 Err(pttl) => {
                     // The server's expiry is at most `pttl` after the reply arrived: retrying
                     // then never comes before the key has expired.

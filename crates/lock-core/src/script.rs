@@ -33,6 +33,19 @@ impl LuaScript {
         self.source
     }
 
+    /// Loads the script into the server's script cache (`SCRIPT LOAD`, on every node of
+    /// a cluster), bounded by `timeout`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Timeout`], or the classified fred error.
+    pub async fn load(&self, client: &Client, timeout: Duration) -> Result<()> {
+        match tokio::time::timeout(timeout, self.script.load(client)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(Error::from_fred(error)),
+            Err(_) => Err(Error::new(ErrorKind::Timeout, format!("loading {} took over {timeout:?}", self.name))),
+        }
+    }
+
     /// The SHA1 that `EVALSHA` uses.
     pub fn sha1(&self) -> &str {
         self.script.sha1()
@@ -58,7 +71,10 @@ impl LuaScript {
         V: TryInto<MultipleValues> + Send,
         V::Error: Into<fred::error::Error> + Send,
     {
-        match tokio::time::timeout(timeout, self.script.evalsha_with_reload::<R, K, V>(client, keys, args)).await {
+        // Boxed: fred's script future is several KB, and every acquire and release
+        // future (and so every task waiting on a lock) would otherwise carry it inline.
+        let call = Box::pin(self.script.evalsha_with_reload::<R, K, V>(client, keys, args));
+        match tokio::time::timeout(timeout, call).await {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(error)) => Err(Error::from_fred(error).with_key(key)),
             Err(_) => Err(Error::new(ErrorKind::Timeout, format!("{} did not answer within {timeout:?}", self.name))

@@ -68,6 +68,19 @@ impl LockStore {
         self.command_timeout
     }
 
+    /// Loads every script into the server's cache, so the first calls (such as a
+    /// watchdog round's concurrent batches) do not each meet `NOSCRIPT` and load it.
+    /// A server that restarts later forgets them; `EVALSHA` then reloads on demand.
+    ///
+    /// # Errors
+    /// Timeouts and connection errors.
+    pub async fn load_scripts(&self) -> Result<()> {
+        for script in scripts::all() {
+            script.load(&self.client, self.command_timeout).await?;
+        }
+        Ok(())
+    }
+
     /// Runs `acquire.lua`: take the lock for `owner`, or re-enter it.
     ///
     /// # Errors

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// One waiter's place in line.
 #[derive(Debug)]
@@ -12,6 +13,10 @@ struct Slot {
     id: u64,
     /// Set when the waiter may try to acquire: a message woke it, or it became first.
     woken: bool,
+    /// Set when it became first because the waiter ahead *acquired*: the lock is held
+    /// until about this instant, so it waits for the release message (or this timer)
+    /// instead of trying a lock that was just taken.
+    held_until: Option<Instant>,
     signal: Arc<Notify>,
 }
 
@@ -49,14 +54,17 @@ impl ChannelWaiters {
         let id = state.next_id;
         state.next_id += 1;
         let woken = state.queue.is_empty();
-        state.queue.push_back(Slot { id, woken, signal });
+        state.queue.push_back(Slot { id, woken, held_until: None, signal });
         id
     }
 
     /// Leaves the queue. A departing first waiter hands the turn to the next one, so
-    /// the turn is never lost (whether it leaves holding the lock, timed out, or was
-    /// cancelled with an unused wake-up).
-    pub(crate) fn leave(&self, id: u64) -> Departure {
+    /// the turn is never lost (whether it timed out, was cancelled with an unused
+    /// wake-up, or failed). One that leaves because it *acquired* the lock (`held_until`
+    /// is the end of its lease) instead gives the next one a timer: that one waits for
+    /// the release message, or the timer if the message is lost, rather than spend a
+    /// round trip on a lock that was just taken.
+    pub(crate) fn leave(&self, id: u64, held_until: Option<Instant>) -> Departure {
         let mut state = self.state.lock();
         let Some(index) = state.queue.iter().position(|slot| slot.id == id) else {
             return if state.queue.is_empty() { Departure::Empty } else { Departure::Others };
@@ -65,13 +73,26 @@ impl ChannelWaiters {
         if state.queue.is_empty() {
             return Departure::Empty;
         }
-        drop(slot);
         if index == 0 {
-            // The next in line gets the turn (it may find the lock free, or learn the
-            // holder's TTL for its timer).
-            wake_first(&mut state.queue);
+            match held_until {
+                // An unused wake-up means a release came in meanwhile: hand on the turn.
+                Some(until) if !slot.woken => {
+                    if let Some(next) = state.queue.front_mut() {
+                        next.held_until = Some(until);
+                        // Not a turn: just makes it re-plan its wait as the first in line.
+                        next.signal.notify_one();
+                    }
+                }
+                _ => wake_first(&mut state.queue),
+            }
         }
         Departure::Others
+    }
+
+    /// Takes the timer a departing acquirer left this waiter, if any.
+    pub(crate) fn take_held_until(&self, id: u64) -> Option<Instant> {
+        let mut state = self.state.lock();
+        state.queue.iter_mut().find(|slot| slot.id == id).and_then(|slot| slot.held_until.take())
     }
 
     /// Consumes this waiter's wake-up, if it has one.
@@ -181,13 +202,38 @@ mod tests {
         let b = ch.join(Arc::new(Notify::new()));
         let c = ch.join(Arc::new(Notify::new()));
         assert!(ch.take_wake(a));
-        assert!(matches!(ch.leave(a), Departure::Others));
+        assert!(matches!(ch.leave(a, None), Departure::Others));
         assert!(ch.is_first(b) && ch.take_wake(b));
         assert!(!ch.take_wake(c));
         ch.wake_all();
         assert!(ch.take_wake(b) && ch.take_wake(c));
-        assert!(matches!(ch.leave(c), Departure::Others));
-        assert!(matches!(ch.leave(b), Departure::Empty));
+        assert!(matches!(ch.leave(c, None), Departure::Others));
+        assert!(matches!(ch.leave(b, None), Departure::Empty));
+    }
+
+    #[test]
+    fn an_acquirer_hands_on_a_timer_not_a_turn() {
+        let ch = channel();
+        let a = ch.join(Arc::new(Notify::new()));
+        let b = ch.join(Arc::new(Notify::new()));
+        assert!(ch.take_wake(a));
+        let until = Instant::now() + std::time::Duration::from_secs(10);
+        ch.leave(a, Some(until));
+        assert!(ch.is_first(b));
+        assert!(!ch.take_wake(b), "no turn: the lock was just taken");
+        assert_eq!(ch.take_held_until(b), Some(until));
+        assert_eq!(ch.take_held_until(b), None);
+    }
+
+    #[test]
+    fn an_acquirer_with_an_unused_message_hands_on_the_turn() {
+        let ch = channel();
+        let a = ch.join(Arc::new(Notify::new()));
+        let b = ch.join(Arc::new(Notify::new()));
+        assert!(ch.take_wake(a));
+        ch.wake_one(); // a release arrived while a was acquiring
+        ch.leave(a, Some(Instant::now()));
+        assert!(ch.take_wake(b), "the message is not lost");
     }
 
     #[test]
@@ -197,9 +243,9 @@ mod tests {
         let b = ch.join(Arc::new(Notify::new()));
         let c = ch.join(Arc::new(Notify::new()));
         ch.wake_one(); // a holds a wake-up it never uses
-        ch.leave(b); // a waiter further back leaving changes nobody's turn
+        ch.leave(b, None); // a waiter further back leaving changes nobody's turn
         assert!(!ch.take_wake(c));
-        ch.leave(a);
+        ch.leave(a, None);
         assert!(ch.is_first(c) && ch.take_wake(c), "the turn moved on with the cancelled waiter");
     }
 }

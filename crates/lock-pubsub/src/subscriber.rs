@@ -147,9 +147,9 @@ impl Subscriber {
 
 impl Shared {
     /// Called by a departing waiter.
-    pub(crate) fn leave(&self, waiters: &Arc<ChannelWaiters>, id: u64) {
+    pub(crate) fn leave(&self, waiters: &Arc<ChannelWaiters>, id: u64, held_until: Option<Instant>) {
         let mut channels = self.channels.lock();
-        if let Departure::Empty = waiters.leave(id) {
+        if let Departure::Empty = waiters.leave(id, held_until) {
             // Remove the entry only if it is still this one (a new entry may have replaced it).
             if channels.get(&waiters.name).is_some_and(|current| Arc::ptr_eq(current, waiters)) {
                 channels.remove(&waiters.name);

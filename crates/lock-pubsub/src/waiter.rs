@@ -17,11 +17,26 @@ pub struct Waiter {
     waiters: Arc<ChannelWaiters>,
     id: u64,
     signal: Arc<Notify>,
+    /// Set by [`Waiter::acquired`]: the end of the lease this waiter just took.
+    held_until: Option<Instant>,
 }
 
 impl Waiter {
     pub(crate) fn new(shared: Arc<Shared>, waiters: Arc<ChannelWaiters>, id: u64, signal: Arc<Notify>) -> Self {
-        Waiter { shared, waiters, id, signal }
+        Waiter { shared, waiters, id, signal, held_until: None }
+    }
+
+    /// Leaves the line because this waiter acquired the lock, which it holds until
+    /// about `held_until`. The next waiter gets a timer instead of a turn: it waits for
+    /// the release message rather than try a lock that was just taken.
+    pub fn acquired(mut self, held_until: Instant) {
+        self.held_until = Some(held_until);
+    }
+
+    /// The timer a departing acquirer left this waiter (see [`Waiter::acquired`]), if
+    /// any. Taking it clears it.
+    pub fn take_held_until(&self) -> Option<Instant> {
+        self.waiters.take_held_until(self.id)
     }
 
     /// `true` if this waiter may try to acquire now: it was first in line when it
@@ -50,21 +65,22 @@ impl Waiter {
         tokio::time::timeout_at(deadline, self.waiters.subscribed()).await.is_ok()
     }
 
-    /// Waits until this waiter is given a turn or `deadline` passes. Returns `true` when
-    /// it has a turn (which [`Waiter::take_turn`] then consumes).
+    /// Waits until this waiter is given a turn, its place changes (it became first in
+    /// line), or `deadline` passes. Returns `true` when it has a turn (which
+    /// [`Waiter::take_turn`] then consumes). It may also return early without a turn:
+    /// callers re-plan and wait again.
     ///
     /// # Cancel safety
     /// Cancel safe: a wake-up that arrives meanwhile stays recorded on the waiter.
     pub async fn wait_until(&self, deadline: Instant) -> bool {
-        loop {
-            if self.waiters.has_wake(self.id) {
-                return true;
-            }
-            tokio::select! {
-                () = self.signal.notified() => {}
-                () = tokio::time::sleep_until(deadline) => return self.waiters.has_wake(self.id),
-            }
+        if self.waiters.has_wake(self.id) {
+            return true;
         }
+        tokio::select! {
+            () = self.signal.notified() => {}
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+        self.waiters.has_wake(self.id)
     }
 }
 
@@ -72,6 +88,6 @@ impl Drop for Waiter {
     fn drop(&mut self) {
         // Synchronous and non-blocking: the UNSUBSCRIBE, if any, is sent by the
         // subscriber task.
-        self.shared.leave(&self.waiters, self.id);
+        self.shared.leave(&self.waiters, self.id, self.held_until);
     }
 }
