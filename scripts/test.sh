@@ -3,9 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-redis.sh
+# Doc examples first, so the run ends on the main suite's summary.
+cargo test --workspace --doc
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast
 else
     cargo test --workspace --no-fail-fast --lib --bins --tests
 fi
-cargo test --workspace --doc

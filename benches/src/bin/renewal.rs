@@ -252,8 +252,9 @@ async fn run(settings: &Settings, url: &str, batch: usize) -> Result<Figures, Bo
 
     f.rss_acquired_kib = vm_rss_kib().unwrap_or(0);
 
-    // Let one round run first (it loads the renew script: NOSCRIPT, SCRIPT LOAD), then
-    // observe whole periods, ending half-way between two rounds.
+    // Let one round run first (the client loads every script at connect, so this is
+    // only for a clean start at a round boundary), then observe whole periods, ending
+    // half-way between two rounds.
     let period = settings.watchdog / 3;
     let (first_round, _) = next_round(&client, &guards, settings.watchdog).await.ok_or("no renewal round ran")?;
     let stats_before = client.watchdog().stats();
