@@ -315,3 +315,33 @@ async fn four_processes_exclude_each_other() {
     assert_eq!(raw(&server, &["EXISTS", "xproc", "xproc:inside"]).as_int(), Some(0));
     assert!(pubsub_channels(&server).is_empty());
 }
+
+/// A subscriber that falls behind (a broadcast lag: messages were dropped) wakes every
+/// waiter, since it cannot know which releases it missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_subscriber_wakes_every_waiter() {
+    use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+    let server = RedisServer::start();
+    let mut builder = Builder::from_config(Config::from_url(&server.url()).expect("url"));
+    builder.set_policy(ReconnectPolicy::new_constant(0, 50));
+    // A tiny buffer, so a burst of messages overflows it.
+    builder.with_performance_config(|p| p.broadcast_channel_capacity = 2);
+    let fred = builder.build_subscriber_client().expect("subscriber client");
+    fred.init().await.expect("connect");
+    let subscriber = lock_pubsub::Subscriber::start(fred, Duration::from_secs(2));
+    let channel: Arc<str> = Arc::from("redisson_lock__channel:{lag}");
+    let first = subscriber.register(&channel);
+    let second = subscriber.register(&channel);
+    assert!(first.take_turn(), "the first in line starts with a turn");
+    assert!(!second.take_turn());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    assert!(second.subscribed_by(deadline).await);
+    // Unlock messages alone would only ever wake the first in line. One script
+    // publishes them all, so they reach the subscriber in one burst.
+    let burst = "for i = 1, 5000 do redis.call('publish', KEYS[1], '0') end return 1";
+    assert_eq!(raw(&server, &["EVAL", burst, "1", &channel]).as_int(), Some(1));
+    assert!(wait_until(Duration::from_secs(5), || subscriber.stats().wake_alls >= 1).await, "{:?}", subscriber.stats());
+    assert!(second.take_turn(), "the waiter behind the first was woken too");
+    drop((first, second));
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+}
