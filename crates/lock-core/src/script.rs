@@ -38,6 +38,9 @@ impl LuaScript {
     ///
     /// # Errors
     /// [`ErrorKind::Timeout`], or the classified fred error.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: loading is idempotent.
     pub async fn load(&self, client: &Client, timeout: Duration) -> Result<()> {
         match tokio::time::timeout(timeout, self.script.load(client)).await {
             Ok(Ok(())) => Ok(()),

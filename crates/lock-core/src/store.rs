@@ -74,6 +74,10 @@ impl LockStore {
     ///
     /// # Errors
     /// Timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
     pub async fn load_scripts(&self) -> Result<()> {
         for script in scripts::all() {
             script.load(&self.client, self.command_timeout).await?;
@@ -85,6 +89,10 @@ impl LockStore {
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
     pub async fn acquire(
         &self,
         names: &LockNames,
@@ -108,6 +116,10 @@ impl LockStore {
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
     pub async fn release(
         &self,
         names: &LockNames,
@@ -137,6 +149,10 @@ impl LockStore {
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
     pub async fn undo_acquire(
         &self,
         names: &LockNames,
@@ -155,6 +171,10 @@ impl LockStore {
     ///
     /// # Errors
     /// Timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
     pub async fn force_release(&self, names: &LockNames) -> Result<bool> {
         let keys = vec![names.key().to_owned(), names.channel().to_owned()];
         let reply: i64 = scripts::FORCE_RELEASE
@@ -171,6 +191,10 @@ impl LockStore {
     ///
     /// # Errors
     /// Timeouts and connection errors; then nothing is known about any hold of the batch.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
     pub async fn renew_batch(&self, holds: &[(&str, &str)], lease_ms: u64) -> Result<Vec<bool>> {
         let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
         let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
@@ -193,6 +217,10 @@ impl LockStore {
     ///
     /// # Errors
     /// Timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
     pub async fn simple_acquire(&self, key: &str, owner: &OwnerId, lease_ms: u64) -> Result<Option<Option<Duration>>> {
         let reply: Option<i64> = scripts::SIMPLE_ACQUIRE
             .run(
@@ -211,6 +239,10 @@ impl LockStore {
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a String; timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
     pub async fn simple_release(&self, key: &str, owner: &OwnerId) -> Result<bool> {
         let reply: i64 = scripts::SIMPLE_RELEASE
             .run(&self.client, key, self.command_timeout, vec![key.to_owned()], vec![owner.as_str().to_owned()])
@@ -222,6 +254,9 @@ impl LockStore {
     ///
     /// # Errors
     /// Timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
     pub async fn exists(&self, key: &str) -> Result<bool> {
         let n: i64 = self.bounded(key, self.client.exists(key)).await?;
         Ok(n == 1)
@@ -231,6 +266,9 @@ impl LockStore {
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
     pub async fn hold_count(&self, key: &str, owner: &OwnerId) -> Result<u64> {
         let holds: Option<i64> = self.bounded(key, self.client.hget(key, owner.as_str())).await?;
         Ok(holds.map_or(0, non_negative))
@@ -240,6 +278,9 @@ impl LockStore {
     ///
     /// # Errors
     /// Timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
     pub async fn pttl(&self, key: &str) -> Result<Option<Option<Duration>>> {
         let pttl: i64 = self.bounded(key, self.client.pttl(key)).await?;
         Ok(match pttl {

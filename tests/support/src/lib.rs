@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 /// Polls `condition` every few milliseconds until it is true or `deadline` passes.
 /// Returns whether it became true. For tests: wait on a condition, never sleep and hope.
+/// Cancel safe (it only polls).
 pub async fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + deadline;
     loop {

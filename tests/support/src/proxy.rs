@@ -37,6 +37,9 @@ impl Proxy {
     ///
     /// # Panics
     /// When it cannot listen on a local port.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is listening until it returns.
     pub async fn start(upstream: &str) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
         let port = listener.local_addr().map(|a| a.port()).unwrap_or_else(|e| panic!("addr: {e}"));
