@@ -52,6 +52,10 @@ pub(crate) async fn acquire_loop(
     }
 
     let deadline = deadline.unwrap_or_else(never);
+    if Instant::now() >= deadline {
+        // The wait ran out during the fast path: no point subscribing.
+        return Ok(None);
+    }
     // Register before the next attempt: a release published from here on wakes us.
     let waiter = subscriber.register(names.channel_arc());
     let subscribe_by = deadline.min(Instant::now() + client.config.command_timeout);
