@@ -26,7 +26,7 @@ pub fn lease_millis(lease: Duration, what: &'static str) -> Result<u64> {
         return Err(Error::invalid_argument(format!("{what} must be at most {MAX_LEASE:?}, got {lease:?}")));
     }
     // Sub-millisecond remainders are rounded up: a lease is never shorter than asked.
-    let millis = lease.as_millis() + u128::from(lease.subsec_nanos() % 1_000_000 != 0);
+    let millis = lease.as_millis() + u128::from(!lease.subsec_nanos().is_multiple_of(1_000_000));
     u64::try_from(millis).map_err(|_| Error::invalid_argument(format!("{what} overflows")))
 }
 
