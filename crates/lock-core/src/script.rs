@@ -42,11 +42,7 @@ impl LuaScript {
     /// # Cancel safety
     /// Cancel safe: loading is idempotent.
     pub async fn load(&self, client: &Client, timeout: Duration) -> Result<()> {
-        match tokio::time::timeout(timeout, self.script.load(client)).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(Error::from_fred(error)),
-            Err(_) => Err(Error::new(ErrorKind::Timeout, format!("loading {} took over {timeout:?}", self.name))),
-        }
+        bounded(timeout, self.name, self.name, self.script.load(client)).await
     }
 
     /// The SHA1 that `EVALSHA` uses.
@@ -77,11 +73,30 @@ impl LuaScript {
         // Boxed: fred's script future is several KB, and every acquire and release
         // future (and so every task waiting on a lock) would otherwise carry it inline.
         let call = Box::pin(self.script.evalsha_with_reload::<R, K, V>(client, keys, args));
-        match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(error)) => Err(Error::from_fred(error).with_key(key)),
-            Err(_) => Err(Error::new(ErrorKind::Timeout, format!("{} did not answer within {timeout:?}", self.name))
-                .with_key(key)),
+        bounded(timeout, self.name, key, call).await
+    }
+}
+
+/// Awaits a fred call for at most `timeout`, turning the outcome into leasehold's
+/// [`Error`] (with `key` attached): the one place that bounds and classifies calls.
+///
+/// # Errors
+/// [`ErrorKind::Timeout`] after `timeout`, naming `what`; otherwise the classified fred
+/// error.
+///
+/// # Cancel safety
+/// As cancel safe as `call`: dropping it drops `call`.
+pub async fn bounded<T>(
+    timeout: Duration,
+    what: &str,
+    key: &str,
+    call: impl std::future::Future<Output = Result<T, fred::error::Error>>,
+) -> Result<T> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(Error::from_fred(error).with_key(key)),
+        Err(_) => {
+            Err(Error::new(ErrorKind::Timeout, format!("{what} did not answer within {timeout:?}")).with_key(key))
         }
     }
 }

@@ -294,14 +294,7 @@ impl LockStore {
         key: &str,
         call: impl std::future::Future<Output = Result<R, fred::error::Error>>,
     ) -> Result<R> {
-        match tokio::time::timeout(self.command_timeout, call).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(Error::from_fred(error).with_key(key)),
-            Err(_) => {
-                Err(Error::new(ErrorKind::Timeout, format!("no answer within {:?}", self.command_timeout))
-                    .with_key(key))
-            }
-        }
+        crate::script::bounded(self.command_timeout, "Redis", key, call).await
     }
 }
 

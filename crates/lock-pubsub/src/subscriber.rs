@@ -41,7 +41,8 @@ pub struct SubscriberStats {
 #[derive(Debug)]
 pub(crate) struct Shared {
     channels: Mutex<HashMap<Arc<str>, Arc<ChannelWaiters>>>,
-    /// Channels the server has confirmed, as the task last saw them.
+    /// Channels the server has confirmed. Written only by the task (which alone sends
+    /// (un)subscribe commands); read by diagnostics.
     active: Mutex<HashSet<Arc<str>>>,
     reconcile: Arc<Notify>,
     stats: Stats,
@@ -82,7 +83,6 @@ impl Subscriber {
             shared: Arc::downgrade(&shared),
             client,
             command_timeout,
-            subscribed: HashSet::new(),
             retry_at: None,
             retry_delay: Duration::from_millis(50),
             wake_after_subscribe: false,
@@ -186,8 +186,6 @@ struct Task {
     shared: Weak<Shared>,
     client: SubscriberClient,
     command_timeout: Duration,
-    /// What the server has confirmed (our view).
-    subscribed: HashSet<Arc<str>>,
     retry_at: Option<Instant>,
     retry_delay: Duration,
     /// Set by a reconnect: messages may have been lost, so wake everyone once the
@@ -228,7 +226,6 @@ impl Task {
                 Event::Reconnect(true) => {
                     tracing::debug!("subscriber reconnected: resubscribing");
                     // The server forgot our subscriptions with the old connection.
-                    self.subscribed.clear();
                     shared.active.lock().clear();
                     for waiters in shared.channels.lock().values() {
                         waiters.set_subscribed(false);
@@ -247,9 +244,12 @@ impl Task {
     async fn reconcile(&mut self, shared: &Shared) {
         let desired: HashMap<Arc<str>, Arc<ChannelWaiters>> =
             shared.channels.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let to_subscribe: Vec<Arc<str>> = desired.keys().filter(|c| !self.subscribed.contains(*c)).cloned().collect();
-        let to_unsubscribe: Vec<Arc<str>> =
-            self.subscribed.iter().filter(|c| !desired.contains_key(*c)).cloned().collect();
+        let (to_subscribe, to_unsubscribe) = {
+            let active = shared.active.lock();
+            let to_subscribe: Vec<Arc<str>> = desired.keys().filter(|c| !active.contains(*c)).cloned().collect();
+            let to_unsubscribe: Vec<Arc<str>> = active.iter().filter(|c| !desired.contains_key(*c)).cloned().collect();
+            (to_subscribe, to_unsubscribe)
+        };
         let mut failed = false;
 
         if !to_subscribe.is_empty() {
@@ -257,11 +257,7 @@ impl Task {
             let names: Vec<String> = to_subscribe.iter().map(|c| c.to_string()).collect();
             match tokio::time::timeout(self.command_timeout, self.client.subscribe(names)).await {
                 Ok(Ok(())) => {
-                    let mut active = shared.active.lock();
-                    for channel in &to_subscribe {
-                        self.subscribed.insert(channel.clone());
-                        active.insert(channel.clone());
-                    }
+                    shared.active.lock().extend(to_subscribe.iter().cloned());
                 }
                 Ok(Err(error)) => {
                     tracing::debug!(%error, "SUBSCRIBE failed; will retry");
@@ -275,8 +271,12 @@ impl Task {
         }
         // Mark every desired channel the server has confirmed (including channels still
         // subscribed for an earlier entry).
-        for (channel, waiters) in &desired {
-            if self.subscribed.contains(channel) && !waiters.is_subscribed() {
+        let confirmed: Vec<&Arc<ChannelWaiters>> = {
+            let active = shared.active.lock();
+            desired.iter().filter(|(channel, _)| active.contains(*channel)).map(|(_, waiters)| waiters).collect()
+        };
+        for waiters in confirmed {
+            if !waiters.is_subscribed() {
                 waiters.set_subscribed(true);
             }
         }
@@ -292,7 +292,6 @@ impl Task {
                 Ok(Ok(())) => {
                     let mut active = shared.active.lock();
                     for channel in &to_unsubscribe {
-                        self.subscribed.remove(channel);
                         active.remove(channel);
                     }
                 }
