@@ -3,7 +3,8 @@
 -- KEYS[1]  lock key: a Hash, field = owner "CLIENT_UUID:N", value = hold count
 -- KEYS[2]  acquire latch "leasehold_acquire_latch:{NAME}:REQUEST_ID": marks that this
 --          request already took a hold, so a replayed or retried call does not count twice
--- ARGV[1]  lease in milliseconds (> 0; checked by the caller)
+-- ARGV[1]  lease in milliseconds (> 0; checked by the caller). A re-entry never
+--          shortens the key's TTL: it only raises it to ARGV[1]
 -- ARGV[2]  owner field
 -- ARGV[3]  acquire latch TTL in milliseconds (> 0)
 --
@@ -23,9 +24,18 @@ if redis.call('exists', KEYS[2]) == 1 then
   end
   -- The hold this request took is gone (expired, force-released): acquire afresh below.
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  redis.call('set', KEYS[2], '1', 'PX', ARGV[3])
+  return {1, 1}
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  -- A nested hold with a shorter lease must not cut the outer holds short.
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+  end
   redis.call('set', KEYS[2], '1', 'PX', ARGV[3])
   return {1, holds}
 end

@@ -7,14 +7,17 @@
 --
 -- Replies:
 --   an array of n integers, one per key in order:
---     1  the owner field exists; the key's TTL was set to ARGV[1]
+--     1  the owner field exists; the key's TTL is now at least ARGV[1] (raised, never
+--        lowered: a longer explicit lease of the same owner is kept)
 --     0  the owner field is gone (expired, deleted, or the key changed type): untouched
 -- A key of another type answers 0 for that key only (pcall), so one bad key cannot
 -- fail the renewal of the others.
 local renewed = {}
 for i, key in ipairs(KEYS) do
   if redis.pcall('hexists', key, ARGV[i + 1]) == 1 then
-    redis.call('pexpire', key, ARGV[1])
+    if redis.call('pttl', key) < tonumber(ARGV[1]) then
+      redis.call('pexpire', key, ARGV[1])
+    end
     renewed[i] = 1
   else
     renewed[i] = 0

@@ -5,7 +5,8 @@
 -- KEYS[2]  release channel "redisson_lock__channel:{NAME}"
 -- KEYS[3]  acquire latch of the abandoned request (see acquire.lua)
 -- ARGV[1]  owner field
--- ARGV[2]  lease in ms, re-applied to the key while holds remain (> 0)
+-- ARGV[2]  TTL in ms the remaining holds need, or 0: while holds remain the key's TTL
+--          is raised to it, never lowered
 -- ARGV[3]  unlock message ("0")
 --
 -- Replies:
@@ -26,7 +27,10 @@ end
 redis.call('del', KEYS[3])
 local holds = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if holds > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
+  local need = tonumber(ARGV[2])
+  if need > 0 and redis.call('pttl', KEYS[1]) < need then
+    redis.call('pexpire', KEYS[1], need)
+  end
   return holds
 end
 redis.call('del', KEYS[1])

@@ -48,7 +48,7 @@ async fn contended_increments_are_exact_and_never_overlap() {
     assert_eq!(raw(&server, &["GET", "counter"]).as_str(), Some("320"));
     assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
     for client in &clients {
-        assert!(client.subscriber().active_channels().is_empty());
+        assert!(client.subscribed_channels().is_empty());
     }
 }
 
@@ -135,8 +135,7 @@ async fn waiters_survive_a_killed_subscriber_connection() {
             guard.unlock().await.expect("unlock");
         }));
     }
-    let subscriber = waiters_client.subscriber().clone();
-    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{killed}") == 8).await);
+    assert!(wait_until(Duration::from_secs(5), || waiters_client.local_waiters("killed") == 8).await);
     assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).len() == 1).await);
     let killed = raw(&server, &["CLIENT", "KILL", "TYPE", "pubsub"]).as_int();
     assert!(killed >= Some(1), "no pubsub connection was killed: {killed:?}");
@@ -197,8 +196,7 @@ async fn dropped_waiters_leak_nothing() {
             let _ = tokio::time::timeout(limit, lock.lock_with_lease(LEASE)).await;
         }));
     }
-    let subscriber = client.subscriber().clone();
-    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{dropped}") >= 8).await);
+    assert!(wait_until(Duration::from_secs(5), || client.local_waiters("dropped") >= 8).await);
     tokio::time::sleep(Duration::from_millis(300)).await;
     for task in &tasks {
         task.abort();
@@ -206,11 +204,11 @@ async fn dropped_waiters_leak_nothing() {
     for task in tasks {
         let _ = task.await;
     }
-    assert_eq!(subscriber.waiters("redisson_lock__channel:{dropped}"), 0);
+    assert_eq!(client.local_waiters("dropped"), 0);
     holder.unlock().await.expect("unlock");
     assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
     assert_eq!(raw(&server, &["EXISTS", "dropped"]).as_int(), Some(0), "no lock acquired in the background");
-    assert_eq!(client.watchdog().stats().registered, 0);
+    assert_eq!(client.watchdog_stats().registered, 0);
 }
 
 /// Local waiters acquire in the order they queued.
@@ -220,26 +218,23 @@ async fn local_waiters_are_served_in_fifo_order() {
     let client = client_with(&server.url(), Duration::from_secs(30)).await;
     let holder = client.lock("fifo").lock_with_lease(Duration::from_secs(30)).await.expect("holder");
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let subscriber = client.subscriber().clone();
     let mut tasks = Vec::new();
     for i in 0..6usize {
-        let client = client.clone();
+        let task_client = client.clone();
         let order = order.clone();
         tasks.push(tokio::spawn(async move {
-            let guard = client.lock("fifo").lock_with_lease(LEASE).await.expect("waiter");
+            let guard = task_client.lock("fifo").lock_with_lease(LEASE).await.expect("waiter");
             order.lock().expect("poisoned").push(i);
             guard.unlock().await.expect("unlock");
         }));
         // Queue them one at a time so the order is known.
-        assert!(
-            wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{fifo}") == i + 1).await
-        );
+        assert!(wait_until(Duration::from_secs(5), || client.local_waiters("fifo") == i + 1).await);
     }
     holder.unlock().await.expect("unlock");
     for task in tasks {
         task.await.expect("task");
     }
-    assert_eq!(*order.lock().expect("poisoned"), vec![0, 1, 2, 3, 4, 5], "{:?}", client.subscriber().stats());
+    assert_eq!(*order.lock().expect("poisoned"), vec![0, 1, 2, 3, 4, 5], "{:?}", client.subscriber_stats());
 }
 
 /// An owner that already holds the lock re-enters at once, even with local waiters
@@ -257,8 +252,7 @@ async fn reentry_never_queues_behind_local_waiters() {
             guard.unlock().await.expect("waiter unlock");
         }
     });
-    let subscriber = client.subscriber().clone();
-    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{reenter}") == 1).await);
+    assert!(wait_until(Duration::from_secs(5), || client.local_waiters("reenter") == 1).await);
     let second = tokio::time::timeout(Duration::from_secs(2), lock.lock()).await.expect("re-entry did not queue");
     let second = second.expect("re-entered");
     assert_eq!(lock.hold_count().await.expect("count"), 2);
@@ -303,6 +297,7 @@ async fn four_processes_exclude_each_other() {
                 .expect("spawn contender"),
         );
     }
+    let mut intervals: Vec<(u64, u64)> = Vec::new();
     for child in children {
         let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
             .await
@@ -310,6 +305,17 @@ async fn four_processes_exclude_each_other() {
             .expect("contender output");
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success() && stdout.contains("DONE"), "contender failed: {stdout}");
+        for line in stdout.lines().filter_map(|l| l.strip_prefix("INTERVAL ")) {
+            let (start, end) = line.split_once(' ').expect("INTERVAL START END");
+            intervals.push((start.parse().expect("start"), end.parse().expect("end")));
+        }
+    }
+    // Each interval lies inside a true hold, on the server's one clock: overlapping
+    // intervals would prove overlapping holds.
+    assert_eq!(intervals.len(), 320, "every acquisition logged its interval");
+    intervals.sort_unstable();
+    for pair in intervals.windows(2) {
+        assert!(pair[0].1 < pair[1].0, "holds overlap: {:?} and {:?}", pair[0], pair[1]);
     }
     assert_eq!(raw(&server, &["GET", "xproc:counter"]).as_str(), Some("320"));
     assert_eq!(raw(&server, &["EXISTS", "xproc", "xproc:inside"]).as_int(), Some(0));

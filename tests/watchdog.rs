@@ -26,9 +26,9 @@ async fn renewed_for_ten_timeouts_then_gone_for_good() {
         assert!(!guard.is_lost());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(client.watchdog().stats().calls >= 20, "renewed every period: {:?}", client.watchdog().stats());
+    assert!(client.watchdog_stats().calls >= 20, "renewed every period: {:?}", client.watchdog_stats());
     guard.unlock().await.expect("unlock");
-    assert_eq!(client.watchdog().stats().registered, 0);
+    assert_eq!(client.watchdog_stats().registered, 0);
     let monitor = Monitor::start(&server.addr());
     // Three periods without any renewal touching the key.
     let quiet = Instant::now();
@@ -55,7 +55,7 @@ async fn deleted_key_is_reported_lost_within_a_period() {
     tokio::time::timeout(PERIOD + Duration::from_millis(400), guard.lost()).await.expect("lost within one period");
     assert!(guard.is_lost());
     assert!(start.elapsed() <= PERIOD + Duration::from_millis(400));
-    assert_eq!(client.watchdog().stats().registered, 0, "a lost hold is never renewed again");
+    assert_eq!(client.watchdog_stats().registered, 0, "a lost hold is never renewed again");
     tokio::time::sleep(PERIOD * 3).await;
     assert_eq!(pttl(&server, "deleted"), -2, "nothing recreated the key");
     let err = guard.unlock().await.expect_err("lost");
@@ -148,14 +148,13 @@ async fn lock_cancelled_mid_wait_leaves_nothing() {
         let client = client.clone();
         async move { client.lock("cancel").lock().await.map(drop) }
     });
-    let subscriber = client.subscriber().clone();
-    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters("redisson_lock__channel:{cancel}") == 1).await);
+    assert!(wait_until(Duration::from_secs(5), || client.local_waiters("cancel") == 1).await);
     waiter.abort();
     assert!(waiter.await.expect_err("aborted").is_cancelled());
-    assert_eq!(subscriber.waiters("redisson_lock__channel:{cancel}"), 0);
+    assert_eq!(client.local_waiters("cancel"), 0);
     holder.unlock().await.expect("unlock");
     tokio::time::sleep(PERIOD * 3).await;
-    assert_eq!(client.watchdog().stats().registered, 0);
+    assert_eq!(client.watchdog_stats().registered, 0);
     assert_eq!(pttl(&server, "cancel"), -2);
 }
 
@@ -186,7 +185,7 @@ async fn lock_cancelled_while_acquiring_gives_the_hold_back() {
         "the acquire did reach the server"
     );
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "inflight") == -2).await, "the hold was given back");
-    assert_eq!(client.watchdog().stats().registered, 0);
+    assert_eq!(client.watchdog_stats().registered, 0);
 }
 
 /// Reentrant holds share one renewal: lock, lock, unlock → still renewed; unlock →
@@ -198,14 +197,14 @@ async fn reentrant_holds_share_one_renewal() {
     let lock = client.lock("shared-renewal");
     let first = lock.lock().await.expect("first");
     let second = lock.lock().await.expect("second");
-    assert_eq!(client.watchdog().stats().registered, 1, "one entry for both holds");
+    assert_eq!(client.watchdog_stats().registered, 1, "one entry for both holds");
     second.unlock().await.expect("unlock second");
     assert!(first.is_renewed());
     tokio::time::sleep(WATCHDOG * 3).await;
     assert!(lock.is_held().await.expect("held"), "still renewed after three timeouts");
     assert_eq!(lock.hold_count().await.expect("count"), 1);
     first.unlock().await.expect("unlock first");
-    assert_eq!(client.watchdog().stats().registered, 0);
+    assert_eq!(client.watchdog_stats().registered, 0);
     assert_eq!(pttl(&server, "shared-renewal"), -2);
 }
 
@@ -215,7 +214,7 @@ async fn explicit_lease_is_never_renewed() {
     let server = RedisServer::start();
     let client = client_with(&server.url(), WATCHDOG).await;
     let guard = client.lock("fixed").lock_with_lease(Duration::from_millis(400)).await.expect("lock");
-    assert_eq!(client.watchdog().stats().registered, 0);
+    assert_eq!(client.watchdog_stats().registered, 0);
     assert!(!guard.is_renewed());
     tokio::time::timeout(Duration::from_secs(2), guard.lost()).await.expect("lost at the lease deadline");
     assert!(wait_until(Duration::from_secs(2), || pttl(&server, "fixed") == -2).await);
@@ -228,12 +227,13 @@ async fn cancelled_unlock_leaves_no_renewal() {
     let server = RedisServer::start();
     let proxy = Proxy::start(&server.addr()).await;
     let client = client_with(&proxy.url(), WATCHDOG).await;
-    let guard = client.lock("cancel-unlock").lock().await.expect("lock");
-    guard.lock().try_lock().await.expect("re-enter").expect("re-entered").unlock().await.expect("warm release");
+    let lock = client.lock("cancel-unlock");
+    let guard = lock.lock().await.expect("lock");
+    lock.try_lock().await.expect("re-enter").expect("re-entered").unlock().await.expect("warm release");
     proxy.set_latency(Duration::from_millis(200));
-    assert_eq!(client.watchdog().stats().registered, 1);
+    assert_eq!(client.watchdog_stats().registered, 1);
     let cancelled = tokio::time::timeout(Duration::from_millis(50), guard.unlock()).await;
     assert!(cancelled.is_err(), "the unlock was cancelled mid-flight");
-    assert_eq!(client.watchdog().stats().registered, 0, "renewal stopped before the release was answered");
+    assert_eq!(client.watchdog_stats().registered, 0, "renewal stopped before the release was answered");
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "cancel-unlock") == -2).await);
 }

@@ -27,7 +27,7 @@ async fn main() {
     let client = leasehold::Client::builder()
         .url(url.as_str())
         .watchdog_timeout(watchdog)
-        .command_timeout(Duration::from_secs(2))
+        .command_timeout(leasehold_tests::command_timeout_for(watchdog))
         .connect()
         .await
         .expect("connect");

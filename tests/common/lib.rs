@@ -5,7 +5,9 @@ use std::time::Duration;
 
 pub use leasehold_test_support::{raw_command, wait_until, Monitor, Proxy, RedisServer, RespValue, ServerOptions};
 
-/// A client on `url` with a short watchdog timeout and command timeout for tests.
+/// A client on `url` with a short watchdog timeout and command timeout for tests: 2 s,
+/// or less when the renewal period (`watchdog / 3`) is shorter (the config requires the
+/// command timeout to fit inside it).
 ///
 /// # Panics
 /// When the server cannot be reached.
@@ -13,10 +15,15 @@ pub async fn client_with(url: &str, watchdog: Duration) -> leasehold::Client {
     leasehold::Client::builder()
         .url(url)
         .watchdog_timeout(watchdog)
-        .command_timeout(Duration::from_secs(2))
+        .command_timeout(command_timeout_for(watchdog))
         .connect()
         .await
         .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
+/// The command timeout [`client_with`] uses for a watchdog timeout.
+pub fn command_timeout_for(watchdog: Duration) -> Duration {
+    Duration::from_secs(2).min((watchdog / 3).saturating_sub(Duration::from_millis(1)))
 }
 
 /// A client with a 30 s watchdog (the default) and a 2 s command timeout.

@@ -313,7 +313,7 @@ async fn run(
     }
     // The last waiter's departure makes the subscriber task send UNSUBSCRIBE; let it.
     let settle = Instant::now() + Duration::from_secs(2);
-    while clients.iter().any(|c| !c.subscriber().active_channels().is_empty()) && Instant::now() < settle {
+    while clients.iter().any(|c| !c.subscribed_channels().is_empty()) && Instant::now() < settle {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let commands = CommandStats::fetch(clients[0].fred()).await?.since(&commands_before);
@@ -341,7 +341,7 @@ async fn run(
 
 /// A client's subscriber counters: SUBSCRIBE calls, UNSUBSCRIBE calls, messages, wake-alls.
 fn subscriber_counters(client: &Client) -> [u64; 4] {
-    let s = client.subscriber().stats();
+    let s = client.subscriber_stats();
     [s.subscribe_calls, s.unsubscribe_calls, s.messages, s.wake_alls]
 }
 

@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fred::clients::SubscriberClient;
-use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, ReconnectPolicy};
+use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, EventInterface, ReconnectPolicy};
 use lock_core::{ClientId, Error, ErrorKind, LockStore, Result};
-use lock_pubsub::Subscriber;
-use lock_watchdog::{Watchdog, WatchdogConfig};
+use lock_pubsub::{Subscriber, SubscriberStats};
+use lock_watchdog::{Watchdog, WatchdogConfig, WatchdogStats};
 
 use crate::config::{default_reconnect_policy, ClientBuilder, ClientConfig};
 use crate::lock::Lock;
@@ -27,24 +27,39 @@ use crate::simple::SimpleLock;
 /// guard.unlock().await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<ClientInner>,
+    pub(crate) inner: Arc<ClientShared>,
 }
 
-#[derive(Debug)]
-pub(crate) struct ClientInner {
+/// What every clone of a client, and every lock and guard made from it, shares.
+pub(crate) struct ClientShared {
     pub(crate) id: ClientId,
     pub(crate) store: LockStore,
     pub(crate) subscriber: Subscriber,
     pub(crate) watchdog: Watchdog,
     pub(crate) config: ClientConfig,
+    /// The watchdog lease in whole milliseconds (validated at build time).
+    pub(crate) watchdog_lease_ms: u64,
     /// `true` when leasehold made the fred client and so may close it.
     owns_connection: bool,
     runtime: tokio::runtime::Handle,
 }
 
-impl Drop for ClientInner {
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = &self.inner;
+        f.debug_struct("Client")
+            .field("id", &inner.id.uuid())
+            .field("key_prefix", &inner.config.key_prefix.as_deref().map(crate::debug::Bounded))
+            .field("watchdog_timeout", &inner.config.watchdog_timeout)
+            .field("command_timeout", &inner.config.command_timeout)
+            .field("renewed_holds", &inner.watchdog.stats().registered)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ClientShared {
     fn drop(&mut self) {
         if self.owns_connection {
             let client = self.store.client().clone();
@@ -74,7 +89,9 @@ impl Client {
     }
 
     /// Uses an existing fred client for commands (it should have a reconnect policy).
-    /// A subscriber connection is made from its configuration.
+    /// A subscriber connection is made from its configuration. leasehold never closes
+    /// the client it is given (not on error, not when the last clone of the returned
+    /// `Client` is dropped); it closes only the subscriber connection it made itself.
     ///
     /// A client made elsewhere may replay in-flight commands after a reconnect
     /// (fred's `max_command_attempts`); leasehold's acquire and release carry request
@@ -96,7 +113,11 @@ impl Client {
         let subscriber = subscriber_client(client.client_config(), policy)?;
         bounded_init(&subscriber, config.command_timeout).await?;
         if !client.is_connected() {
-            bounded_init(&client, config.command_timeout).await?;
+            // The caller's client: connect it if needed, but never QUIT it on failure.
+            if let Err(error) = connect_only(&client, config.command_timeout).await {
+                close(&subscriber, config.command_timeout).await;
+                return Err(error);
+            }
         }
         let client = Self::assemble(client, subscriber, config, false);
         client.inner.store.load_scripts().await?;
@@ -120,7 +141,7 @@ impl Client {
         let subscriber = subscriber_client(fred_config, policy)?;
         bounded_init(&client, config.command_timeout).await?;
         if let Err(error) = bounded_init(&subscriber, config.command_timeout).await {
-            let _ = client.quit().await;
+            close(&client, config.command_timeout).await;
             return Err(error);
         }
         let client = Self::assemble(client, subscriber, config, true);
@@ -130,20 +151,28 @@ impl Client {
 
     fn assemble(client: FredClient, subscriber: SubscriberClient, config: ClientConfig, owns: bool) -> Client {
         let group_by_slot = client.is_clustered();
+        let reconnects = client.reconnect_rx();
         let store = LockStore::new(client, config.command_timeout, config.replay_window);
         let mut watchdog_config = WatchdogConfig::default();
         watchdog_config.timeout = config.watchdog_timeout;
         watchdog_config.batch_size = config.renew_batch_size;
         watchdog_config.group_by_slot = group_by_slot;
         let watchdog = Watchdog::start(store.clone(), watchdog_config);
+        // After a reconnect (restart, failover, killed connection) the server may have
+        // lost locks: renew at once, so holders hear `lost()` within a round trip of
+        // the reconnect instead of at the next period.
+        watchdog.renew_on_each(reconnects);
         let subscriber = Subscriber::start(subscriber, config.command_timeout);
+        // Validated: at most a year, so it fits.
+        let watchdog_lease_ms = u64::try_from(config.watchdog_timeout.as_millis()).unwrap_or(u64::MAX);
         Client {
-            inner: Arc::new(ClientInner {
+            inner: Arc::new(ClientShared {
                 id: ClientId::new_random(),
                 store,
                 subscriber,
                 watchdog,
                 config,
+                watchdog_lease_ms,
                 owns_connection: owns,
                 runtime: tokio::runtime::Handle::current(),
             }),
@@ -151,16 +180,17 @@ impl Client {
     }
 
     /// A handle on the reentrant lock `name` (Redisson's `RLock` layout). Cheap: nothing
-    /// is sent. Each call makes a new owner; clones of the handle share it. An empty
-    /// name is reported by the first operation, before anything is sent.
+    /// is sent. Each call makes a new owner (see the crate docs, "Ownership and
+    /// reentrancy"). An empty name is reported by the first operation, before anything
+    /// is sent.
     pub fn lock(&self, name: impl AsRef<str>) -> Lock {
-        Lock::new(self.clone(), self.full_key(name.as_ref()))
+        Lock::new(self.inner.clone(), self.full_key(name.as_ref()))
     }
 
     /// A handle on the minimal lock `name` (`SET NX PX` and compare-and-delete; not
     /// reentrant, not renewed). See [`SimpleLock`].
     pub fn simple_lock(&self, name: impl AsRef<str>) -> SimpleLock {
-        SimpleLock::new(self.clone(), self.full_key(name.as_ref()))
+        SimpleLock::new(self.inner.clone(), self.full_key(name.as_ref()))
     }
 
     fn full_key(&self, name: &str) -> String {
@@ -186,14 +216,32 @@ impl Client {
         self.inner.store.client()
     }
 
-    /// The subscriber shared by this client's waiters (for diagnostics and tests).
-    pub fn subscriber(&self) -> &Subscriber {
-        &self.inner.subscriber
+    /// A snapshot of the waiting side: subscribe and unsubscribe calls, release
+    /// messages, and how often every waiter was woken because messages may have been
+    /// lost.
+    pub fn subscriber_stats(&self) -> SubscriberStats {
+        self.inner.subscriber.stats()
     }
 
-    /// The renewal scheduler (for diagnostics and tests).
-    pub fn watchdog(&self) -> &Watchdog {
-        &self.inner.watchdog
+    /// The release channels the server has confirmed this client's subscription to,
+    /// sorted (empty when nobody waits).
+    pub fn subscribed_channels(&self) -> Vec<String> {
+        self.inner.subscriber.active_channels()
+    }
+
+    /// How many of this client's tasks are queued waiting for the lock `name` now (the
+    /// client's key prefix is applied, as in [`Client::lock`]).
+    pub fn local_waiters(&self, name: impl AsRef<str>) -> usize {
+        match lock_core::LockNames::new(&self.full_key(name.as_ref())) {
+            Ok(names) => self.inner.subscriber.waiters(names.channel()),
+            Err(_) => 0,
+        }
+    }
+
+    /// A snapshot of the watchdog: holds renewed now, rounds, calls, failures, holds
+    /// found lost.
+    pub fn watchdog_stats(&self) -> WatchdogStats {
+        self.inner.watchdog.stats()
     }
 }
 
@@ -207,16 +255,25 @@ fn subscriber_client(config: Config, policy: ReconnectPolicy) -> Result<Subscrib
     builder.build_subscriber_client().map_err(Error::from_fred)
 }
 
+/// Connects a client leasehold made; on failure closes it (stopping its reconnects).
 async fn bounded_init<C: ClientLike>(client: &C, timeout: Duration) -> Result<()> {
+    let result = connect_only(client, timeout).await;
+    if result.is_err() {
+        close(client, timeout).await;
+    }
+    result
+}
+
+/// Connects `client` within `timeout`, closing nothing on failure.
+async fn connect_only<C: ClientLike>(client: &C, timeout: Duration) -> Result<()> {
     match tokio::time::timeout(timeout, client.init()).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(error)) => {
-            let _ = tokio::time::timeout(timeout, client.quit()).await;
-            Err(Error::from_fred(error))
-        }
-        Err(_) => {
-            let _ = tokio::time::timeout(timeout, client.quit()).await;
-            Err(Error::new(ErrorKind::Timeout, format!("could not connect to Redis within {timeout:?}")))
-        }
+        Ok(Err(error)) => Err(Error::from_fred(error)),
+        Err(_) => Err(Error::new(ErrorKind::Timeout, format!("could not connect to Redis within {timeout:?}"))),
     }
+}
+
+/// Closes a client leasehold made: `QUIT`, bounded, which also ends its reconnect loop.
+async fn close<C: ClientLike>(client: &C, timeout: Duration) {
+    let _ = tokio::time::timeout(timeout, client.quit()).await;
 }

@@ -28,10 +28,11 @@ pub struct ClientConfig {
     /// Default: 30 s.
     pub watchdog_timeout: Duration,
     /// Bound on each Redis call (fred ignores per-command timeouts on scripts, so
-    /// leasehold applies its own). Default: 5 s.
+    /// leasehold applies its own). Must be shorter than `watchdog_timeout / 3`.
+    /// Default: 5 s.
     pub command_timeout: Duration,
     /// How long the server remembers each acquire and unlock request id, so that a
-    /// replayed or retried call counts once. Default: 10 s.
+    /// replayed or retried call counts once. At least `command_timeout`. Default: 10 s.
     pub replay_window: Duration,
     /// Most keys per renewal call. Default: 100.
     pub renew_batch_size: usize,
@@ -54,15 +55,34 @@ impl ClientConfig {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) naming the setting.
+    ///
+    /// The rules: every duration is at least 1 ms and at most a year
+    /// ([`MAX_LEASE`](lock_core::args::MAX_LEASE)), so no deadline can overflow the
+    /// clock; the watchdog timeout is at least 3 ms; the command timeout is shorter than
+    /// a renewal period (`watchdog_timeout / 3`), so a renewal that times out can still be
+    /// retried before the lease runs out; the replay window is at least the command
+    /// timeout, so a retried call still finds the first one's request id; the renew
+    /// batch size is at least 1.
     pub fn validate(&self) -> Result<()> {
         args::lease_millis(self.watchdog_timeout, "watchdog timeout")?;
         if self.watchdog_timeout < Duration::from_millis(3) {
             return Err(Error::invalid_argument("watchdog timeout must be at least 3 ms"));
         }
-        if self.command_timeout.is_zero() {
-            return Err(Error::invalid_argument("command timeout must be above zero"));
+        args::lease_millis(self.command_timeout, "command timeout")?;
+        let period = self.watchdog_timeout / 3;
+        if self.command_timeout >= period {
+            return Err(Error::invalid_argument(format!(
+                "command timeout ({:?}) must be shorter than the renewal period (watchdog timeout / 3 = {period:?})",
+                self.command_timeout
+            )));
         }
         args::lease_millis(self.replay_window, "replay window")?;
+        if self.replay_window < self.command_timeout {
+            return Err(Error::invalid_argument(format!(
+                "replay window ({:?}) must be at least the command timeout ({:?})",
+                self.replay_window, self.command_timeout
+            )));
+        }
         if self.renew_batch_size == 0 {
             return Err(Error::invalid_argument("renew batch size must be at least 1"));
         }
@@ -125,13 +145,14 @@ impl ClientBuilder {
         self
     }
 
-    /// Bound on each Redis call. Default: 5 s.
+    /// Bound on each Redis call; shorter than `watchdog_timeout / 3`. Default: 5 s.
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.config.command_timeout = timeout;
         self
     }
 
-    /// How long request ids are remembered by the server. Default: 10 s.
+    /// How long request ids are remembered by the server; at least the command
+    /// timeout. Default: 10 s.
     pub fn replay_window(mut self, window: Duration) -> Self {
         self.config.replay_window = window;
         self
@@ -170,4 +191,49 @@ impl ClientBuilder {
 /// Exponential back-off from 50 ms to 2 s, forever.
 pub(crate) fn default_reconnect_policy() -> ReconnectPolicy {
     ReconnectPolicy::new_exponential(0, 50, 2_000, 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(watchdog_ms: u64, command_ms: u64, replay_ms: u64) -> ClientConfig {
+        ClientConfig {
+            watchdog_timeout: Duration::from_millis(watchdog_ms),
+            command_timeout: Duration::from_millis(command_ms),
+            replay_window: Duration::from_millis(replay_ms),
+            ..ClientConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert!(ClientConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn a_command_timeout_must_fit_in_a_renewal_period() {
+        assert!(config(30_000, 9_999, 10_000).validate().is_ok());
+        let err = config(30_000, 10_000, 10_000).validate().expect_err("period is 10 s");
+        assert!(err.is_invalid_argument() && err.to_string().contains("renewal period"), "{err}");
+    }
+
+    #[test]
+    fn a_replay_window_shorter_than_the_command_timeout_is_rejected() {
+        let err = config(30_000, 5_000, 4_999).validate().expect_err("window < timeout");
+        assert!(err.to_string().contains("replay window"), "{err}");
+    }
+
+    #[test]
+    fn durations_that_overflow_the_clock_are_rejected() {
+        let cases = [
+            ClientConfig { command_timeout: Duration::MAX, ..ClientConfig::default() },
+            ClientConfig { replay_window: Duration::MAX, ..ClientConfig::default() },
+            ClientConfig { watchdog_timeout: Duration::MAX, ..ClientConfig::default() },
+            ClientConfig { command_timeout: Duration::ZERO, ..ClientConfig::default() },
+        ];
+        for config in cases {
+            assert!(config.validate().expect_err("invalid").is_invalid_argument(), "{config:?}");
+        }
+    }
 }

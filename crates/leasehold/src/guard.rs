@@ -3,17 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Error, ErrorKind, Release, RequestId, Result};
-use tokio::time::Instant;
+use lock_core::{Error, ErrorKind, LockNames, Release, RequestId, Result};
 
 use crate::hold::{Hold, LeaseMode};
-use crate::lock::Lock;
+use crate::lock::LockShared;
+use crate::retry::ReplaySafeRetry;
 
-/// How many times an unlock is sent when the outcome is unknown (timeout, connection
-/// lost). The same request id is used each time, so it is applied at most once.
-const UNLOCK_ATTEMPTS: u32 = 3;
-
-/// One hold of a [`Lock`]. Release it with [`LockGuard::unlock`], which reports errors.
+/// One hold of a [`Lock`](crate::Lock). Release it with [`LockGuard::unlock`], which
+/// reports errors.
 ///
 /// Dropping a guard without `unlock` releases it in the background on the runtime that
 /// acquired it; if that runtime is gone, the lease simply expires (a watchdog guard stops
@@ -22,12 +19,10 @@ const UNLOCK_ATTEMPTS: u32 = 3;
 /// A guard can learn that its lock was lost: [`LockGuard::is_lost`] and
 /// [`LockGuard::lost`]. Work that must not outlive the lock should `select!` on
 /// `lost()`. No client-side signal can stop a process that is paused past its lease;
-/// only a check at the guarded resource (a fencing token, not yet provided by
-/// leasehold) closes that gap.
-#[derive(Debug)]
+/// only a check at the guarded resource (a fencing token) closes that gap.
 #[must_use = "dropping the guard releases the lock (in the background)"]
 pub struct LockGuard {
-    lock: Lock,
+    lock: Arc<LockShared>,
     hold: Arc<Hold>,
     mode: LeaseMode,
     lease_ms: u64,
@@ -38,20 +33,48 @@ pub struct LockGuard {
     done: bool,
 }
 
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mode = match self.mode {
+            LeaseMode::Watchdog => "watchdog",
+            LeaseMode::Fixed(_) => "fixed",
+        };
+        f.debug_struct("LockGuard")
+            .field("key", &crate::debug::Bounded(&self.lock.key))
+            .field("owner", &self.lock.owner.as_str())
+            .field("mode", &mode)
+            .field("lease_ms", &self.lease_ms)
+            .field("deadline", &self.hold.lease.expires_at())
+            .field("lost", &self.hold.lease.is_lost())
+            .finish()
+    }
+}
+
 impl LockGuard {
-    pub(crate) fn new(lock: Lock, hold: Arc<Hold>, mode: LeaseMode, lease_ms: u64, acquired_by: RequestId) -> Self {
+    pub(crate) fn new(
+        lock: Arc<LockShared>,
+        hold: Arc<Hold>,
+        mode: LeaseMode,
+        lease_ms: u64,
+        acquired_by: RequestId,
+    ) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
         LockGuard { lock, hold, mode, lease_ms, acquired_by, runtime, done: false }
     }
 
-    /// The lock this guard holds.
-    pub fn lock(&self) -> &Lock {
-        &self.lock
+    /// The lock's Redis key.
+    pub fn key(&self) -> &str {
+        &self.lock.key
+    }
+
+    /// The owner id that holds this guard's hold, `CLIENT_UUID:N`.
+    pub fn owner(&self) -> &str {
+        self.lock.owner.as_str()
     }
 
     /// `true` when the lock is known lost: a renewal found the owner gone, renewals
     /// failed until the lease ran out, another guard's unlock or the server said the
-    /// hold ended, or (explicit lease) the lease deadline passed.
+    /// hold ended, or the lease deadline passed.
     pub fn is_lost(&self) -> bool {
         self.hold.lease.is_lost()
     }
@@ -66,8 +89,8 @@ impl LockGuard {
     }
 
     /// The local lease deadline on the monotonic clock: the server's expiry is never
-    /// earlier (it is computed from when the command that set the TTL was sent).
-    /// Watchdog renewals move it forward.
+    /// earlier (it is computed from when the command that set the TTL was sent, and no
+    /// leasehold command ever shortens a lock's TTL). Watchdog renewals move it forward.
     pub fn lease_deadline(&self) -> std::time::Instant {
         self.hold.lease.expires_at().into_std()
     }
@@ -77,13 +100,15 @@ impl LockGuard {
         self.mode == LeaseMode::Watchdog
     }
 
-    /// Whether the watchdog is renewing this hold now.
+    /// Whether the watchdog is renewing this guard's hold now. A fixed-lease guard
+    /// nested in a watchdog hold of the same owner is renewed with it.
     pub fn is_renewed(&self) -> bool {
         self.hold.is_renewed()
     }
 
     /// Gives back this hold. The last hold of the owner deletes the key and publishes
-    /// the unlock message, waking one waiter; otherwise the lease is set again.
+    /// the unlock message, waking a waiter; otherwise the key keeps a TTL no shorter
+    /// than the remaining holds need (the watchdog lease while a watchdog hold remains).
     ///
     /// # Errors
     /// - [`ErrorKind::LockLost`] when the hold was already known lost; nothing is sent.
@@ -91,8 +116,9 @@ impl LockGuard {
     ///   ran out, or it was force-unlocked); nothing is written or published. Also when
     ///   this guard's hold already ended (nothing is sent, so a later hold of the same
     ///   owner is never released by mistake).
-    /// - Timeouts and connection errors after retrying with the same request id; the
-    ///   hold is then no longer renewed and expires with its lease.
+    /// - Timeouts and connection errors, after retrying with the same request id while
+    ///   the server still remembers it (the replay window); the hold is then no longer
+    ///   renewed and expires with its lease.
     ///
     /// # Cancel safety
     /// The guard is consumed: renewal for it stops before anything is sent, so dropping
@@ -100,47 +126,67 @@ impl LockGuard {
     /// and one never sent leaves the lock to expire with its lease.
     pub async fn unlock(mut self) -> Result<()> {
         self.done = true;
-        let holds = &self.lock.inner.holds;
-        let names = self.lock.names()?.clone();
+        let lock = self.lock.clone();
+        let names = lock.names()?.clone();
         let key = names.key().to_owned();
         let lost = self.hold.lease.is_marked_lost();
-        let current = holds.is_current(&self.hold);
+        let current = lock.holds.is_current(&self.hold);
         // Detach first, synchronously: if this future is dropped mid-release, renewal
         // has already stopped for this guard.
-        holds.detach(&self.hold, self.mode);
+        lock.holds.detach(&self.hold, self.mode);
         if lost {
             return Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(key));
         }
         if !current {
             return Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(key));
         }
-        let client = &self.lock.inner.client.inner;
-        let store = &client.store;
-        let request = RequestId::new_random();
-        let first_sent = Instant::now();
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let sent_at = Instant::now();
-            match store.release(&names, &self.lock.inner.owner, self.lease_ms, &request, &self.acquired_by).await {
-                Ok(release) => {
-                    holds.released(&self.hold, release, sent_at, Duration::from_millis(self.lease_ms));
-                    if release == Release::NotOwner {
-                        return Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(key));
-                    }
-                    return Ok(());
+        match release(&lock, &names, &self.hold, &self.acquired_by).await? {
+            Release::NotOwner => {
+                Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(key))
+            }
+            Release::Released | Release::StillHeld { .. } => Ok(()),
+        }
+    }
+}
+
+/// Sends the release of one guard of `hold` (already detached), retrying ambiguous
+/// outcomes and unsent commands with the same request id while a retry is sure to find
+/// the first attempt's unlock latch, and records the answer.
+async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, acquired_by: &RequestId) -> Result<Release> {
+    let client = &lock.client;
+    let request = RequestId::new_random();
+    let mut retry = ReplaySafeRetry::new();
+    // Decided once, at the first attempt: a retry answered from the latch reports what
+    // the first attempt did.
+    let mut need_ms = None;
+    loop {
+        let turn = lock.holds.turn().await;
+        let need_ms = match need_ms {
+            Some(need_ms) => need_ms,
+            None => {
+                if hold.lease.is_marked_lost() {
+                    // Ended while this release waited for its turn (the server said the
+                    // owner holds nothing): nothing of this hold is left to give back.
+                    return Err(
+                        Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(names.key())
+                    );
                 }
-                Err(error) if error.is_ambiguous() && attempt < UNLOCK_ATTEMPTS => {
-                    // A retry is only safe while the server still remembers the request
-                    // (its unlock latch lives for the replay window).
-                    let backoff = Duration::from_millis(50 * u64::from(attempt));
-                    let retry_done_by = first_sent.elapsed() + backoff + client.config.command_timeout;
-                    if retry_done_by >= client.config.replay_window {
-                        return Err(error);
-                    }
-                    tokio::time::sleep(backoff).await;
-                }
-                Err(error) => return Err(error),
+                // While a watchdog guard of the hold remains, the key must keep the
+                // watchdog lease; fixed-lease holds already have theirs (no command
+                // shortens a TTL), so the release leaves it as it is.
+                *need_ms.insert(if hold.has_watchdog_guards() { client.watchdog_lease_ms } else { 0 })
+            }
+        };
+        let first_sent = retry.sending();
+        match client.store.release(names, &lock.owner, need_ms, &request, acquired_by).await {
+            Ok(answer) => {
+                lock.holds.released(hold, answer, first_sent, Duration::from_millis(need_ms));
+                return Ok(answer);
+            }
+            Err(error) => {
+                drop(turn);
+                let Some(backoff) = retry.after(&error, &client.config) else { return Err(error) };
+                tokio::time::sleep(backoff).await;
             }
         }
     }
@@ -151,10 +197,9 @@ impl Drop for LockGuard {
         if self.done {
             return;
         }
-        let holds = &self.lock.inner.holds;
-        let current = holds.is_current(&self.hold) && !self.hold.lease.is_marked_lost();
+        let current = self.lock.holds.is_current(&self.hold);
         // Stop renewing at once, whatever happens to the release below.
-        holds.detach(&self.hold, self.mode);
+        self.lock.holds.detach(&self.hold, self.mode);
         if !current {
             return;
         }
@@ -162,18 +207,11 @@ impl Drop for LockGuard {
         let names = names.clone();
         let lock = self.lock.clone();
         let hold = self.hold.clone();
-        let lease_ms = self.lease_ms;
         let acquired_by = self.acquired_by.clone();
         // A dead runtime drops the task: the lease then expires on its own.
         drop(runtime.spawn(async move {
-            let store = &lock.inner.client.inner.store;
-            let request = RequestId::new_random();
-            let sent_at = Instant::now();
-            match store.release(&names, &lock.inner.owner, lease_ms, &request, &acquired_by).await {
-                Ok(release) => lock.inner.holds.released(&hold, release, sent_at, Duration::from_millis(lease_ms)),
-                Err(error) => {
-                    tracing::warn!(lock = %names.key(), %error, "background release of a dropped guard failed; the lease will expire");
-                }
+            if let Err(error) = release(&lock, &names, &hold, &acquired_by).await {
+                tracing::warn!(lock = %names.key(), %error, "background release of a dropped guard failed; the lease will expire");
             }
         }));
     }

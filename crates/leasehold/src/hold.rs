@@ -5,6 +5,12 @@
 //! the last hold is released, the hold is found lost, or the server says the owner no
 //! longer holds the lock. Guards of a hold that has ended are *stale*: their unlock sends
 //! nothing, so it can never give back a hold of a later acquire by the same owner.
+//!
+//! One owner can be shared by many tasks (an `Arc<Lock>`), so its acquires and releases
+//! can be in flight at once. Their script round trips take turns ([`OwnerHolds::turn`]):
+//! each is sent and its reply recorded before the next is sent, so replies are applied in
+//! the order the server ran them. Each turn has a sequence number, and the record is kept
+//! right even if replies were applied out of order (a unit test feeds them so).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,35 +36,83 @@ pub(crate) struct Hold {
     counts: Mutex<Counts>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Counts {
     guards: u32,
     watchdog_guards: u32,
     renewal: Option<Renewal>,
+    /// The earliest turn known to belong to this hold, and the hold count it saw.
+    first_seq: u64,
+    first_holds: u64,
 }
 
 impl Hold {
-    fn new(expires_at: Instant) -> Self {
-        Hold { lease: Arc::new(LeaseState::new(expires_at)), counts: Mutex::new(Counts::default()) }
+    fn new(expires_at: Instant, seq: u64, holds: u64) -> Self {
+        Hold {
+            lease: Arc::new(LeaseState::new(expires_at)),
+            counts: Mutex::new(Counts {
+                guards: 0,
+                watchdog_guards: 0,
+                renewal: None,
+                first_seq: seq,
+                first_holds: holds,
+            }),
+        }
     }
 
     /// Whether a watchdog entry renews this hold now.
     pub(crate) fn is_renewed(&self) -> bool {
         self.counts.lock().renewal.as_ref().is_some_and(Renewal::is_active)
     }
+
+    /// Whether a watchdog-mode guard of this hold is still alive.
+    pub(crate) fn has_watchdog_guards(&self) -> bool {
+        self.counts.lock().watchdog_guards > 0
+    }
+
+    fn add_guard(&self, mode: LeaseMode, register: impl FnOnce(&Arc<LeaseState>) -> Renewal) {
+        let mut counts = self.counts.lock();
+        counts.guards += 1;
+        if mode == LeaseMode::Watchdog {
+            counts.watchdog_guards += 1;
+            if counts.renewal.is_none() {
+                counts.renewal = Some(register(&self.lease));
+            }
+        }
+    }
 }
 
-/// The holds of one owner (one `Lock` handle and its clones).
+/// A turn to send one script of this owner and record its reply. Held from before the
+/// command is sent until its reply is recorded; dropping it lets the next one go.
+pub(crate) struct Turn<'a> {
+    pub(crate) seq: u64,
+    _permit: tokio::sync::MutexGuard<'a, u64>,
+}
+
+/// The holds of one owner (one `Lock` handle).
 #[derive(Debug, Default)]
 pub(crate) struct OwnerHolds {
     current: Mutex<Option<Arc<Hold>>>,
+    /// The sequencer: the next turn's number.
+    turns: tokio::sync::Mutex<u64>,
 }
 
 impl OwnerHolds {
-    /// Records an acquire the server answered with `holds` (1 = fresh). `register`
-    /// makes the watchdog entry when the hold needs one and has none.
+    /// Waits for this owner's next turn (FIFO among the tasks that share the owner).
+    ///
+    /// Cancel safety: dropping the future gives up the place in line; nothing is sent.
+    pub(crate) async fn turn(&self) -> Turn<'_> {
+        let mut next = self.turns.lock().await;
+        *next += 1;
+        Turn { seq: *next, _permit: next }
+    }
+
+    /// Records an acquire, sent in turn `seq`, that the server answered with `holds`
+    /// (1 = fresh). `register` makes the watchdog entry when the hold needs one and has
+    /// none. The deadline becomes `sent_at + lease` if that is later.
     pub(crate) fn acquired(
         &self,
+        seq: u64,
         holds: u64,
         sent_at: Instant,
         lease: Duration,
@@ -66,28 +120,41 @@ impl OwnerHolds {
         register: impl FnOnce(&Arc<LeaseState>) -> Renewal,
     ) -> Arc<Hold> {
         let mut current = self.current.lock();
-        let hold = match current.as_ref() {
-            Some(hold) if holds > 1 && !hold.lease.is_marked_lost() => hold.clone(),
-            _ => {
-                if let Some(stale) = current.take() {
-                    // The server says this is a fresh hold: whatever we had is gone.
-                    end(&stale);
+        if let Some(hold) = current.as_ref().filter(|hold| !hold.lease.is_marked_lost()) {
+            let joins = {
+                let mut counts = hold.counts.lock();
+                if seq > counts.first_seq {
+                    // In order: a count above 1 continues the hold; 1 means the server
+                    // had forgotten the owner (expired, force-unlocked) and this is new.
+                    holds > 1
+                } else if counts.first_holds > 1 {
+                    // Applied after a later turn of the same hold, which saw more than
+                    // one hold: this acquire is an earlier part of that hold.
+                    counts.first_seq = seq;
+                    counts.first_holds = holds;
+                    true
+                } else {
+                    // The current hold started fresh after this acquire ran, so the
+                    // hold this acquire took had already ended: its guard is stale.
+                    let stale = Arc::new(Hold::new(sent_at, seq, holds));
+                    stale.lease.mark_lost();
+                    stale.counts.lock().guards = 1;
+                    return stale;
                 }
-                let hold = Arc::new(Hold::new(sent_at + lease));
-                *current = Some(hold.clone());
-                hold
-            }
-        };
-        hold.lease.extend(sent_at, lease);
-        let mut counts = hold.counts.lock();
-        counts.guards += 1;
-        if mode == LeaseMode::Watchdog {
-            counts.watchdog_guards += 1;
-            if counts.renewal.is_none() {
-                counts.renewal = Some(register(&hold.lease));
+            };
+            if joins {
+                hold.lease.extend(sent_at, lease);
+                hold.add_guard(mode, register);
+                return hold.clone();
             }
         }
-        drop(counts);
+        if let Some(stale) = current.take() {
+            // The server says this is a fresh hold: whatever we had is gone.
+            end(&stale);
+        }
+        let hold = Arc::new(Hold::new(lock_core::args::instant_after(sent_at, lease), seq, holds));
+        hold.add_guard(mode, register);
+        *current = Some(hold.clone());
         hold
     }
 
@@ -96,9 +163,9 @@ impl OwnerHolds {
         self.current.lock().as_ref().is_some_and(|hold| !hold.lease.is_marked_lost())
     }
 
-    /// `true` while `hold` is this owner's current hold.
+    /// `true` while `hold` is this owner's current hold and not known lost.
     pub(crate) fn is_current(&self, hold: &Arc<Hold>) -> bool {
-        self.current.lock().as_ref().is_some_and(|c| Arc::ptr_eq(c, hold))
+        self.current.lock().as_ref().is_some_and(|c| Arc::ptr_eq(c, hold)) && !hold.lease.is_marked_lost()
     }
 
     /// A guard of `hold` is gone (unlocked, dropped). Stops the renewal when no
@@ -122,25 +189,27 @@ impl OwnerHolds {
         }
     }
 
-    /// The server says the owner holds nothing now (released, or not owner): end
-    /// `hold`. Any guard of it still around no longer holds the lock, so it is marked
-    /// lost for them.
-    pub(crate) fn ended(&self, hold: &Arc<Hold>) {
-        let mut current = self.current.lock();
-        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, hold)) {
-            *current = None;
+    /// The server says the owner holds nothing now (its last hold was released, or it
+    /// was not the owner): every hold this owner knew of has ended, and any guard of it
+    /// still around no longer holds the lock, so it is marked lost for them.
+    pub(crate) fn server_holds_nothing(&self, also: Option<&Arc<Hold>>) {
+        let stale = self.current.lock().take();
+        if let Some(stale) = stale {
+            end(&stale);
         }
-        drop(current);
-        end(hold);
+        if let Some(hold) = also {
+            end(hold);
+        }
     }
 
-    /// Records the server's answer to a release of `hold` sent at `sent_at` with
-    /// `lease`: the last hold ends it, a remaining hold moves its deadline (the script
-    /// set the TTL again), and "not owner" ends it too (the owner holds nothing).
-    pub(crate) fn released(&self, hold: &Arc<Hold>, release: Release, sent_at: Instant, lease: Duration) {
+    /// Records the server's answer to a release of `hold` whose first attempt was sent
+    /// at `first_sent` asking for `need` (zero: the TTL was left as it was). The last
+    /// hold, or "not owner", ends it; a remaining hold keeps a TTL of at least `need`.
+    pub(crate) fn released(&self, hold: &Arc<Hold>, release: Release, first_sent: Instant, need: Duration) {
         match release {
-            Release::Released | Release::NotOwner => self.ended(hold),
-            Release::StillHeld { .. } => hold.lease.extend(sent_at, lease),
+            Release::Released | Release::NotOwner => self.server_holds_nothing(Some(hold)),
+            Release::StillHeld { .. } if !need.is_zero() => hold.lease.extend(first_sent, need),
+            Release::StillHeld { .. } => {}
         }
     }
 }
@@ -148,4 +217,85 @@ impl OwnerHolds {
 fn end(hold: &Hold) {
     hold.counts.lock().renewal = None;
     hold.lease.mark_lost();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_watchdog(_: &Arc<LeaseState>) -> Renewal {
+        unreachable!("fixed-lease holds are never registered")
+    }
+
+    const LEASE: Duration = Duration::from_secs(10);
+    const FIXED: LeaseMode = LeaseMode::Fixed(LEASE);
+
+    /// Two acquires through one shared owner: the server ran #1 (count 1) then #2
+    /// (count 2), and the replies are applied the other way round. Both guards share
+    /// one live hold; today's rule ("1 means fresh") would have ended the second one's.
+    #[tokio::test(start_paused = true)]
+    async fn replies_applied_out_of_order_keep_one_live_hold() {
+        let holds = OwnerHolds::default();
+        let now = Instant::now();
+        let second = holds.acquired(2, 2, now, LEASE, FIXED, no_watchdog);
+        let first = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
+        assert!(Arc::ptr_eq(&first, &second), "one continuous hold");
+        assert!(!first.lease.is_marked_lost() && holds.is_current(&first));
+        holds.detach(&second, FIXED);
+        assert!(holds.has_current(), "one guard is left");
+        holds.detach(&first, FIXED);
+        assert!(!holds.has_current());
+    }
+
+    /// In order, a count of 1 after a live hold means the server forgot the owner: the
+    /// old hold ends (its guards are stale) and a new one starts.
+    #[tokio::test(start_paused = true)]
+    async fn a_fresh_count_in_order_ends_the_stale_hold() {
+        let holds = OwnerHolds::default();
+        let now = Instant::now();
+        let old = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
+        let new = holds.acquired(2, 1, now, LEASE, FIXED, no_watchdog);
+        assert!(!Arc::ptr_eq(&old, &new));
+        assert!(old.lease.is_marked_lost() && !holds.is_current(&old));
+        assert!(holds.is_current(&new));
+    }
+
+    /// A late reply of an acquire that ran before the current hold started fresh: its
+    /// hold had ended already, so its guard is stale and the live hold is untouched.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_reply_from_an_ended_hold_is_stale() {
+        let holds = OwnerHolds::default();
+        let now = Instant::now();
+        let live = holds.acquired(5, 1, now, LEASE, FIXED, no_watchdog);
+        let late = holds.acquired(3, 1, now, LEASE, FIXED, no_watchdog);
+        assert!(late.lease.is_marked_lost(), "the late guard is stale");
+        assert!(holds.is_current(&live) && !live.lease.is_marked_lost());
+    }
+
+    /// A release answered "still held" keeps the hold; "released" ends it and any
+    /// other guard of it.
+    #[tokio::test(start_paused = true)]
+    async fn releases_end_or_keep_the_hold() {
+        let holds = OwnerHolds::default();
+        let now = Instant::now();
+        let a = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
+        let b = holds.acquired(2, 2, now, LEASE, FIXED, no_watchdog);
+        holds.detach(&b, FIXED);
+        holds.released(&b, Release::StillHeld { holds: 1 }, now, Duration::ZERO);
+        assert!(holds.is_current(&a));
+        holds.released(&a, Release::Released, now, Duration::ZERO);
+        assert!(a.lease.is_marked_lost() && !holds.has_current());
+    }
+
+    /// A shorter nested lease never moves the hold's deadline back.
+    #[tokio::test(start_paused = true)]
+    async fn a_shorter_nested_lease_keeps_the_outer_deadline() {
+        let holds = OwnerHolds::default();
+        let now = Instant::now();
+        let outer = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
+        let deadline = outer.lease.expires_at();
+        let short = Duration::from_millis(100);
+        let inner = holds.acquired(2, 2, now, short, LeaseMode::Fixed(short), no_watchdog);
+        assert_eq!(inner.lease.expires_at(), deadline);
+    }
 }

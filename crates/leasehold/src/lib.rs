@@ -36,13 +36,65 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Ownership and reentrancy
+//!
+//! **The handle is the owner.** Each [`Client::lock`] call makes a new owner id
+//! (`CLIENT_UUID:N`, the Hash field Redisson would write for a thread). Everything
+//! acquired through one handle is one owner's: acquiring again while it holds the lock
+//! *re-enters* (the hold count goes up, and each acquire returns its own guard); the
+//! key is deleted when the last guard is released.
+//!
+//! - **Tasks that must exclude each other get their own handles.** Two handles for the
+//!   same name are two owners, even in one task: they exclude each other as two
+//!   processes would (a task that holds one and waits on the other waits for itself).
+//!
+//!   ```no_run
+//!   # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+//!   let client2 = client.clone();
+//!   let worker = tokio::spawn(async move {
+//!       let lock = client2.lock("report"); // its own owner
+//!       let guard = lock.lock().await?;
+//!       guard.unlock().await
+//!   });
+//!   let guard = client.lock("report").lock().await?; // another owner: excluded
+//!   guard.unlock().await?;
+//!   # worker.await.expect("task")?; Ok(()) }
+//!   ```
+//!
+//! - **Sharing one owner between tasks is explicit.** [`Lock`] is not `Clone`, because a
+//!   clone moved into another task would silently re-enter instead of excluding. To share
+//!   the owner on purpose (a hold that spans tasks), put the handle in an `Arc`: every
+//!   task then acquires *as the same owner* and re-enters. Acquires and releases through
+//!   one shared handle take turns on the wire, so the hold count and each guard's view of
+//!   its hold stay right however the tasks interleave.
+//!
+//!   ```no_run
+//!   # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+//!   use std::sync::Arc;
+//!   let lock = Arc::new(client.lock("batch:7"));
+//!   let outer = lock.lock().await?;
+//!   let shared = Arc::clone(&lock);
+//!   tokio::spawn(async move {
+//!       // Same owner: re-enters at once, even though `outer` is held.
+//!       if let Ok(inner) = shared.lock().await { let _ = inner.unlock().await; }
+//!   });
+//!   outer.unlock().await?;
+//!   # Ok(()) }
+//!   ```
+//!
+//! - **Leases nest.** A re-entry never shortens the key's TTL, and releasing a re-entry
+//!   keeps at least what the remaining holds need (the watchdog lease while a watchdog
+//!   guard remains).
+//!
 //! See `docs/architecture.md` for the data layout, the scripts and the state machines.
 
 mod client;
 mod config;
+mod debug;
 mod guard;
 mod hold;
 mod lock;
+mod retry;
 mod simple;
 mod wait;
 
@@ -54,6 +106,8 @@ pub use config::{
 pub use guard::LockGuard;
 pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};
+pub use lock_pubsub::SubscriberStats;
+pub use lock_watchdog::WatchdogStats;
 pub use simple::{SimpleGuard, SimpleLock};
 
 /// The fred client crate leasehold is built on, for [`Client::from_fred`] and

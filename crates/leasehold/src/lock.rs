@@ -7,29 +7,36 @@ use lock_core::{args, Acquire, Error, LockNames, OwnerId, RequestId, Result};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::Client;
+use crate::client::ClientShared;
 use crate::guard::LockGuard;
 use crate::hold::{LeaseMode, OwnerHolds};
+use crate::retry::ReplaySafeRetry;
 
 /// A handle on one reentrant lock, and the owner that holds it.
 ///
-/// The handle *is* the owner: each [`Client::lock`] call makes a new owner id
-/// (`CLIENT_UUID:N`), and clones of a handle share it. Acquiring again through the
-/// same owner while it holds the lock re-enters (hold count + 1, one more guard); another
-/// handle for the same name is another owner and is excluded, in this process as in any
-/// other. The tokio task id is deliberately not used as the owner: tasks migrate,
-/// `join!` branches share one task, and task ids are reused once a task ends.
+/// The handle *is* the owner: each [`Client::lock`](crate::Client::lock) call makes a new owner id
+/// (`CLIENT_UUID:N`). Acquiring again through the same handle while it holds the lock
+/// re-enters (hold count + 1, one more guard); another handle for the same name is
+/// another owner and is excluded, in this process as in any other. The tokio task id is
+/// deliberately not used as the owner: tasks migrate, `join!` branches share one task,
+/// and task ids are reused once a task ends.
+///
+/// `Lock` is deliberately not `Clone`: a clone would be the same owner, so two tasks
+/// given clones would re-enter instead of excluding each other. To share one owner
+/// between tasks on purpose, put the handle in an `Arc`; to make tasks exclude each
+/// other, give each its own `client.lock(name)`. See the crate docs, "Ownership and
+/// reentrancy".
 ///
 /// The data in Redis is Redisson's `RLock` layout, so a Java service using Redisson and
 /// a Rust service using leasehold exclude each other on the same name.
-#[derive(Debug, Clone)]
 pub struct Lock {
-    pub(crate) inner: Arc<LockInner>,
+    pub(crate) shared: Arc<LockShared>,
 }
 
-#[derive(Debug)]
-pub(crate) struct LockInner {
-    pub(crate) client: Client,
+/// What a lock handle and its guards share: the client, the names, the owner and its
+/// holds.
+pub(crate) struct LockShared {
+    pub(crate) client: Arc<ClientShared>,
     /// `Err` text when the name was invalid; reported by every operation.
     pub(crate) names: std::result::Result<LockNames, String>,
     pub(crate) key: String,
@@ -37,25 +44,31 @@ pub(crate) struct LockInner {
     pub(crate) holds: OwnerHolds,
 }
 
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("key", &crate::debug::Bounded(&self.shared.key))
+            .field("owner", &self.shared.owner.as_str())
+            .field("held", &self.shared.holds.has_current())
+            .finish()
+    }
+}
+
 impl Lock {
-    pub(crate) fn new(client: Client, key: String) -> Self {
+    pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
         let names = LockNames::new(&key).map_err(|e| e.to_string());
-        let owner = client.inner.id.next_owner();
-        Lock { inner: Arc::new(LockInner { client, names, key, owner, holds: OwnerHolds::default() }) }
+        let owner = client.id.next_owner();
+        Lock { shared: Arc::new(LockShared { client, names, key, owner, holds: OwnerHolds::default() }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
     pub fn key(&self) -> &str {
-        &self.inner.key
+        &self.shared.key
     }
 
     /// This handle's owner id, `CLIENT_UUID:N`: the Hash field it writes.
     pub fn owner(&self) -> &str {
-        self.inner.owner.as_str()
-    }
-
-    pub(crate) fn names(&self) -> Result<&LockNames> {
-        self.inner.names.as_ref().map_err(|message| Error::invalid_argument(message.clone()))
+        self.shared.owner.as_str()
     }
 
     /// Waits as long as it takes to acquire the lock, in watchdog mode: the lease is the
@@ -65,10 +78,17 @@ impl Lock {
     /// Waiting does not poll: the task sleeps until a release message on the lock's
     /// channel (or the holder's TTL) gives it a turn; local waiters go in FIFO order.
     ///
+    /// Transient errors (timeouts, connection errors, a server that is loading or
+    /// read-only) do not end the wait: the attempt is retried with jittered back-off
+    /// (50 ms doubling to 1 s) for as long as the wait lasts, keeping the waiter's place
+    /// in line.
+    ///
     /// # Errors
+    /// Only definite errors end the wait:
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an empty name
     /// (nothing sent); [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key
-    /// holds another type; connection errors and timeouts.
+    /// holds another type; [`ErrorKind::Redis`](crate::ErrorKind::Redis) for a script or
+    /// permission error.
     ///
     /// # Cancel safety
     /// Dropping the future leaves nothing behind: it leaves the wait queue (handing its
@@ -111,7 +131,7 @@ impl Lock {
     /// takes a fixed lease and skips the watchdog registration.
     ///
     /// # Errors
-    /// As [`Lock::lock`].
+    /// As [`Lock::lock`], and any error of its one attempt: nothing is retried.
     ///
     /// # Cancel safety
     /// As [`Lock::lock`].
@@ -120,10 +140,12 @@ impl Lock {
     }
 
     /// Waits at most `wait` (measured on the monotonic clock from the call), watchdog
-    /// mode. `None` when the wait ran out.
+    /// mode. `None` when the wait ran out. Transient errors are retried as in
+    /// [`Lock::lock`] until the wait runs out.
     ///
     /// # Errors
-    /// As [`Lock::lock`]; a wait that overflows the clock is
+    /// As [`Lock::lock`]; when the last attempt before the deadline failed with a
+    /// transient error, that error. A wait that overflows the clock is
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
     ///
     /// # Cancel safety
@@ -153,8 +175,8 @@ impl Lock {
     /// # Cancel safety
     /// Once sent, the delete happens whether or not the future is polled again.
     pub async fn force_unlock(&self) -> Result<bool> {
-        let names = self.names()?;
-        self.inner.client.inner.store.force_release(names).await
+        let names = self.shared.names()?;
+        self.shared.client.store.force_release(names).await
     }
 
     /// Whether any owner holds the lock now.
@@ -165,8 +187,8 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn is_locked(&self) -> Result<bool> {
-        let names = self.names()?;
-        self.inner.client.inner.store.exists(names.key()).await
+        let names = self.shared.names()?;
+        self.shared.client.store.exists(names.key()).await
     }
 
     /// Whether this owner holds the lock now, according to the server.
@@ -188,8 +210,8 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn hold_count(&self) -> Result<u64> {
-        let names = self.names()?;
-        self.inner.client.inner.store.hold_count(names.key(), &self.inner.owner).await
+        let names = self.shared.names()?;
+        self.shared.client.store.hold_count(names.key(), &self.shared.owner).await
     }
 
     /// The lock key's remaining TTL: `None` when nobody holds the lock (or the key has
@@ -201,29 +223,33 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
-        let names = self.names()?;
-        Ok(self.inner.client.inner.store.pttl(names.key()).await?.flatten())
+        let names = self.shared.names()?;
+        Ok(self.shared.client.store.pttl(names.key()).await?.flatten())
     }
 
     /// The shared acquire path. `wait`: `None` = unbounded, `Some(ZERO)` = one attempt.
     async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
         let start = Instant::now();
         // Every check happens before anything is sent.
-        let names = self.names()?.clone();
+        let names = self.shared.names()?.clone();
         let lease = match mode {
-            LeaseMode::Watchdog => self.inner.client.inner.config.watchdog_timeout,
+            LeaseMode::Watchdog => self.shared.client.config.watchdog_timeout,
             LeaseMode::Fixed(lease) => lease,
         };
         let lease_ms = args::lease_millis(lease, "lease")?;
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
+        let acquire = crate::wait::acquire_loop(&self.shared, &names, lease, lease_ms, mode, deadline);
+        if !tracing::enabled!(tracing::Level::DEBUG) {
+            // No span to fill: skip building it on the hot path.
+            return acquire.await;
+        }
         let span = tracing::debug_span!(
             "leasehold.acquire",
             lock = %names.key(),
             wait_ms = wait.map(|w| w.as_millis()),
             outcome = tracing::field::Empty,
         );
-        let result =
-            crate::wait::acquire_loop(self, &names, lease, lease_ms, mode, deadline).instrument(span.clone()).await;
+        let result = acquire.instrument(span.clone()).await;
         let outcome = match &result {
             Ok(Some(_)) => "acquired",
             Ok(None) => "timed out",
@@ -232,31 +258,38 @@ impl Lock {
         span.record("outcome", outcome);
         result
     }
+}
+
+impl LockShared {
+    pub(crate) fn names(&self) -> Result<&LockNames> {
+        self.names.as_ref().map_err(|message| Error::invalid_argument(message.clone()))
+    }
 
     /// One acquire attempt: `Ok(Ok(guard))` or `Ok(Err(pttl))` when held by another.
     ///
     /// Cancel safety: a drop-guard undoes the hold in the background if the future is
     /// dropped while the script is in flight, or if the outcome is ambiguous (timeout,
-    /// connection lost).
+    /// connection lost after sending).
     pub(crate) async fn attempt(
-        &self,
+        self: &Arc<Self>,
         names: &LockNames,
         lease: Duration,
         lease_ms: u64,
         mode: LeaseMode,
     ) -> Result<std::result::Result<LockGuard, Option<Duration>>> {
         let request = RequestId::new_random();
-        let store = &self.inner.client.inner.store;
-        let mut pending = PendingAcquire { lock: self, names, request: &request, lease_ms, armed: true };
+        let turn = self.holds.turn().await;
+        let mut pending = PendingAcquire { lock: self, names, request: &request, armed: true };
         let sent_at = Instant::now();
-        let reply = store.acquire(names, &self.inner.owner, lease_ms, &request).await;
+        let reply = self.client.store.acquire(names, &self.owner, lease_ms, &request).await;
         match reply {
             Ok(Acquire::Acquired { holds }) => {
                 pending.armed = false;
-                let watchdog = &self.inner.client.inner.watchdog;
-                let hold = self.inner.holds.acquired(holds, sent_at, lease, mode, |lease_state| {
-                    watchdog.register(names.key_arc().clone(), self.inner.owner.clone(), lease_state)
+                let watchdog = &self.client.watchdog;
+                let hold = self.holds.acquired(turn.seq, holds, sent_at, lease, mode, |lease_state| {
+                    watchdog.register(names.key_arc().clone(), self.owner.clone(), lease_state)
                 });
+                drop(turn);
                 Ok(Ok(LockGuard::new(self.clone(), hold, mode, lease_ms, request.clone())))
             }
             Ok(Acquire::Held { pttl }) => {
@@ -264,7 +297,8 @@ impl Lock {
                 Ok(Err(pttl))
             }
             Err(error) => {
-                // Definite errors (WRONGTYPE, bad reply) wrote nothing: no undo needed.
+                // Definite errors (WRONGTYPE, bad reply) and errors raised before sending
+                // wrote nothing: no undo needed.
                 pending.armed = error.is_ambiguous();
                 Err(error)
             }
@@ -274,10 +308,9 @@ impl Lock {
 
 /// Undoes an acquire whose outcome the caller will never see.
 struct PendingAcquire<'a> {
-    lock: &'a Lock,
+    lock: &'a Arc<LockShared>,
     names: &'a LockNames,
     request: &'a RequestId,
-    lease_ms: u64,
     armed: bool,
 }
 
@@ -287,16 +320,34 @@ impl Drop for PendingAcquire<'_> {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let store = self.lock.inner.client.inner.store.clone();
+        let lock = self.lock.clone();
         let names = self.names.clone();
-        let owner = self.lock.inner.owner.clone();
         let request = self.request.clone();
-        let lease_ms = self.lease_ms;
-        // Sent after the acquire on the same connection, so it runs after it.
+        // Takes the owner's next turn, so it runs after the acquire it undoes. Retried
+        // like an unlock: the acquire latch makes a second undo answer "nothing to undo".
         drop(runtime.spawn(async move {
-            match store.undo_acquire(&names, &owner, lease_ms, &request).await {
-                Ok(result) => tracing::debug!(lock = %names.key(), ?result, "abandoned acquire undone"),
-                Err(error) => tracing::warn!(lock = %names.key(), %error, "could not undo an abandoned acquire; its lease will expire"),
+            let mut retry = ReplaySafeRetry::new();
+            loop {
+                let turn = lock.holds.turn().await;
+                retry.sending();
+                match lock.client.store.undo_acquire(&names, &lock.owner, 0, &request).await {
+                    Ok(result) => {
+                        if result == lock_core::Release::Released {
+                            // The owner holds nothing on the server any more.
+                            lock.holds.server_holds_nothing(None);
+                        }
+                        tracing::debug!(lock = %names.key(), ?result, "abandoned acquire undone");
+                        return;
+                    }
+                    Err(error) => {
+                        drop(turn);
+                        let Some(backoff) = retry.after(&error, &lock.client.config) else {
+                            tracing::warn!(lock = %names.key(), %error, "could not undo an abandoned acquire; its lease will expire");
+                            return;
+                        };
+                        tokio::time::sleep(backoff).await;
+                    }
+                }
             }
         }));
     }

@@ -1,12 +1,13 @@
 //! The minimal lock: `SET key owner NX PX lease`, released by an atomic
 //! compare-and-delete.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::{args, Error, ErrorKind, OwnerId, Result};
 use tokio::time::Instant;
 
-use crate::client::Client;
+use crate::client::ClientShared;
 
 /// The classic minimal Redis lock, kept as the baseline leasehold improves on.
 ///
@@ -20,43 +21,57 @@ use crate::client::Client;
 /// unprotected); waiting retries on the holder's TTL instead of being woken by a
 /// release; no lost-lock signal. Its String key is not compatible with Redisson's Hash
 /// layout: do not use one name for both kinds.
-#[derive(Debug, Clone)]
+///
+/// Like [`Lock`](crate::Lock), the handle is the owner and is not `Clone`.
 pub struct SimpleLock {
-    client: Client,
+    shared: Arc<SimpleShared>,
+}
+
+/// What a simple lock handle and its guards share.
+struct SimpleShared {
+    client: Arc<ClientShared>,
     key: String,
     owner: OwnerId,
+}
+
+impl std::fmt::Debug for SimpleLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimpleLock")
+            .field("key", &crate::debug::Bounded(&self.shared.key))
+            .field("owner", &self.shared.owner.as_str())
+            .finish()
+    }
 }
 
 /// The guard of a [`SimpleLock`]. Dropping it without [`SimpleGuard::unlock`] releases it
 /// in the background on the runtime that acquired it (never blocking); if that runtime
 /// is gone, the lease expires.
-#[derive(Debug)]
 #[must_use = "dropping the guard releases the lock (in the background)"]
 pub struct SimpleGuard {
-    lock: SimpleLock,
+    lock: Arc<SimpleShared>,
     deadline: Instant,
     runtime: Option<tokio::runtime::Handle>,
     done: bool,
 }
 
 impl SimpleLock {
-    pub(crate) fn new(client: Client, key: String) -> Self {
-        let owner = client.inner.id.next_simple_owner();
-        SimpleLock { client, key, owner }
+    pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
+        let owner = client.id.next_simple_owner();
+        SimpleLock { shared: Arc::new(SimpleShared { client, key, owner }) }
     }
 
     /// The Redis key.
     pub fn key(&self) -> &str {
-        &self.key
+        &self.shared.key
     }
 
     /// The owner value this handle writes, `CLIENT_UUID-N`.
     pub fn owner(&self) -> &str {
-        self.owner.as_str()
+        self.shared.owner.as_str()
     }
 
     fn check_name(&self) -> Result<()> {
-        if self.key.is_empty() {
+        if self.shared.key.is_empty() {
             return Err(Error::invalid_argument("a lock name must not be empty"));
         }
         Ok(())
@@ -74,8 +89,8 @@ impl SimpleLock {
         self.check_name()?;
         let lease_ms = args::lease_millis(lease, "lease")?;
         let sent_at = Instant::now();
-        match self.client.inner.store.simple_acquire(&self.key, &self.owner, lease_ms).await? {
-            None => Ok(Some(SimpleGuard::new(self.clone(), sent_at + lease))),
+        match self.shared.client.store.simple_acquire(&self.shared.key, &self.shared.owner, lease_ms).await? {
+            None => Ok(Some(SimpleGuard::new(self.shared.clone(), args::instant_after(sent_at, lease)))),
             Some(_) => Ok(None),
         }
     }
@@ -94,15 +109,16 @@ impl SimpleLock {
         let deadline = args::wait_deadline(Instant::now(), wait)?;
         loop {
             let sent_at = Instant::now();
-            match self.client.inner.store.simple_acquire(&self.key, &self.owner, lease_ms).await? {
-                None => return Ok(Some(SimpleGuard::new(self.clone(), sent_at + lease))),
+            match self.shared.client.store.simple_acquire(&self.shared.key, &self.shared.owner, lease_ms).await? {
+                None => return Ok(Some(SimpleGuard::new(self.shared.clone(), args::instant_after(sent_at, lease)))),
                 Some(pttl) => {
                     let now = Instant::now();
                     if now >= deadline {
                         return Ok(None);
                     }
                     // No expiry on the holder: retry at the deadline only.
-                    let retry = pttl.map_or(deadline, |p| (now + p.max(Duration::from_millis(1))).min(deadline));
+                    let retry = pttl
+                        .map_or(deadline, |p| args::instant_after(now, p.max(Duration::from_millis(1))).min(deadline));
                     tokio::time::sleep_until(retry).await;
                 }
             }
@@ -110,8 +126,18 @@ impl SimpleLock {
     }
 }
 
+impl std::fmt::Debug for SimpleGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimpleGuard")
+            .field("key", &crate::debug::Bounded(&self.lock.key))
+            .field("owner", &self.lock.owner.as_str())
+            .field("deadline", &self.deadline)
+            .finish()
+    }
+}
+
 impl SimpleGuard {
-    fn new(lock: SimpleLock, deadline: Instant) -> Self {
+    fn new(lock: Arc<SimpleShared>, deadline: Instant) -> Self {
         SimpleGuard { lock, deadline, runtime: tokio::runtime::Handle::try_current().ok(), done: false }
     }
 
@@ -130,7 +156,7 @@ impl SimpleGuard {
     /// Once sent, the compare-and-delete applies.
     pub async fn unlock(mut self) -> Result<()> {
         self.done = true;
-        if self.lock.client.inner.store.simple_release(&self.lock.key, &self.lock.owner).await? {
+        if self.lock.client.store.simple_release(&self.lock.key, &self.lock.owner).await? {
             Ok(())
         } else {
             Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(self.lock.key.clone()))
@@ -146,7 +172,7 @@ impl Drop for SimpleGuard {
         let Some(runtime) = self.runtime.as_ref() else { return };
         let lock = self.lock.clone();
         drop(runtime.spawn(async move {
-            let _ = lock.client.inner.store.simple_release(&lock.key, &lock.owner).await;
+            let _ = lock.client.store.simple_release(&lock.key, &lock.owner).await;
         }));
     }
 }

@@ -41,6 +41,27 @@ pub fn wait_deadline(start: Instant, wait: Duration) -> Result<Instant> {
     start.checked_add(wait).ok_or_else(|| Error::invalid_argument(format!("wait of {wait:?} overflows the clock")))
 }
 
+/// `start + by`, or a point about 30 years ahead of `start` when that overflows the
+/// monotonic clock (a hostile PTTL, say): never a panic.
+pub fn instant_after(start: Instant, by: Duration) -> Instant {
+    start.checked_add(by).unwrap_or_else(|| far_future(start))
+}
+
+/// A point far enough ahead of `start` to stand for "never" (about 30 years, or less
+/// when the clock cannot represent that).
+pub fn far_future(start: Instant) -> Instant {
+    let mut ahead = Duration::from_secs(30 * 365 * 24 * 3600);
+    loop {
+        if let Some(at) = start.checked_add(ahead) {
+            return at;
+        }
+        ahead /= 2;
+        if ahead.is_zero() {
+            return start;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +82,15 @@ mod tests {
     fn leases_round_up_to_whole_milliseconds() {
         assert_eq!(lease_millis(Duration::from_millis(30_000), "lease").ok(), Some(30_000));
         assert_eq!(lease_millis(Duration::from_micros(1_500), "lease").ok(), Some(2));
+    }
+
+    #[test]
+    fn instants_saturate_instead_of_overflowing() {
+        let now = Instant::now();
+        assert!(instant_after(now, Duration::MAX) > now + Duration::from_secs(365 * 24 * 3600));
+        assert_eq!(instant_after(now, Duration::from_secs(1)), now + Duration::from_secs(1));
+        // What a hostile holder can make the server answer: PTTL of i64::MAX ms.
+        assert!(instant_after(now, Duration::from_millis(u64::MAX)) > now);
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct Error {
     message: Cow<'static, str>,
     key: Option<String>,
     source: Option<fred::error::Error>,
+    /// The command is known never to have been written to Redis.
+    not_sent: bool,
 }
 
 /// `Result` with leasehold's [`Error`].
@@ -69,7 +71,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// An error of `kind` with a human-readable message.
     pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
-        Error { kind, message: message.into(), key: None, source: None }
+        Error { kind, message: message.into(), key: None, source: None, not_sent: false }
     }
 
     /// An [`ErrorKind::InvalidArgument`] error.
@@ -84,30 +86,44 @@ impl Error {
         self
     }
 
-    /// Classifies a fred error. `WRONGTYPE` replies become [`ErrorKind::WrongType`],
-    /// I/O and cancellation [`ErrorKind::Connection`], fred timeouts
-    /// [`ErrorKind::Timeout`], everything else from the server [`ErrorKind::Redis`].
+    /// Classifies a fred error. `WRONGTYPE` replies become [`ErrorKind::WrongType`];
+    /// I/O, cancellation, routing and back-pressure errors, and fred's "Failed to route
+    /// command" and "Too many failed write attempts", [`ErrorKind::Connection`]; fred
+    /// timeouts [`ErrorKind::Timeout`]; everything else from the server
+    /// [`ErrorKind::Redis`].
+    ///
+    /// Errors fred raises before writing the command (no connection to route it to,
+    /// back-pressure) are marked [`Error::is_not_sent`], so they are not ambiguous.
     pub fn from_fred(error: fred::error::Error) -> Self {
         use fred::error::ErrorKind as F;
         let details = error.details();
-        let kind = if details.contains("WRONGTYPE") {
-            ErrorKind::WrongType
+        let (kind, not_sent) = if details.contains("WRONGTYPE") {
+            (ErrorKind::WrongType, false)
+        } else if details.starts_with("Failed to route command") {
+            // Raised while looking for a connection to write to: nothing was written.
+            (ErrorKind::Connection, true)
+        } else if details.starts_with("Too many failed write attempts") {
+            // A re-send after a dropped connection or a redirect: the first write may
+            // have run, so the outcome is unknown.
+            (ErrorKind::Connection, false)
         } else {
             match error.kind() {
-                F::IO | F::Canceled | F::Routing | F::Backpressure => ErrorKind::Connection,
-                F::Timeout => ErrorKind::Timeout,
-                F::Url | F::Config => ErrorKind::InvalidArgument,
-                _ => ErrorKind::Redis,
+                F::Backpressure => (ErrorKind::Connection, true),
+                F::IO | F::Canceled | F::Routing => (ErrorKind::Connection, false),
+                F::Timeout => (ErrorKind::Timeout, false),
+                F::Url | F::Config => (ErrorKind::InvalidArgument, true),
+                _ => (ErrorKind::Redis, false),
             }
         };
         let message = match kind {
             ErrorKind::WrongType => "WRONGTYPE: the key holds a value of another Redis type",
+            ErrorKind::Connection if not_sent => "not connected to Redis: the command was not sent",
             ErrorKind::Connection => "the connection to Redis failed",
             ErrorKind::Timeout => "Redis did not answer in time",
             ErrorKind::InvalidArgument => "invalid Redis configuration",
             _ => "Redis returned an error (see the source error)",
         };
-        Error { kind, message: Cow::Borrowed(message), key: None, source: Some(error) }
+        Error { kind, message: Cow::Borrowed(message), key: None, source: Some(error), not_sent }
     }
 
     /// What kind of error this is.
@@ -155,10 +171,34 @@ impl Error {
         self.kind == ErrorKind::Connection
     }
 
-    /// `true` when the outcome of the command is unknown (timeout or a connection
-    /// lost while it was in flight): retrying with the same request id is safe.
+    /// `true` when the command is known never to have reached Redis (fred had no
+    /// connection to write it to): nothing was applied, so any retry is safe.
+    pub fn is_not_sent(&self) -> bool {
+        self.not_sent
+    }
+
+    /// `true` when the outcome of the command is unknown (a timeout, or a connection
+    /// lost after the command may have been written): retrying with the same request id
+    /// is safe. A connection error raised before writing ([`Error::is_not_sent`]) is not
+    /// ambiguous.
     pub fn is_ambiguous(&self) -> bool {
-        matches!(self.kind, ErrorKind::Timeout | ErrorKind::Connection)
+        !self.not_sent && matches!(self.kind, ErrorKind::Timeout | ErrorKind::Connection)
+    }
+
+    /// `true` for errors that may pass by themselves: timeouts, connection errors, and
+    /// the server's transient states (`LOADING`, `READONLY`, `MASTERDOWN`,
+    /// `CLUSTERDOWN`, `TRYAGAIN`, `BUSY`). Waits retry these; anything else (wrong
+    /// type, invalid argument, a script or permission error) is definite.
+    pub fn is_transient(&self) -> bool {
+        match self.kind {
+            ErrorKind::Timeout | ErrorKind::Connection => true,
+            ErrorKind::Redis => self.source.as_ref().is_some_and(|source| {
+                const TRANSIENT: [&str; 6] = ["LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY"];
+                let details = source.details().trim_start_matches("ERR ").trim_start();
+                TRANSIENT.iter().any(|prefix| details.starts_with(prefix))
+            }),
+            _ => false,
+        }
     }
 }
 
@@ -184,6 +224,7 @@ impl fmt::Debug for Error {
             .field("message", &self.message)
             .field("key", &self.key)
             .field("source", &self.source)
+            .field("not_sent", &self.not_sent)
             .finish()
     }
 }
@@ -224,6 +265,42 @@ mod tests {
         let err = Error::from_fred(fred::error::Error::new(fred::error::ErrorKind::IO, "reset"));
         assert!(err.is_connection());
         assert!(err.is_ambiguous());
+    }
+
+    #[test]
+    fn fred_route_failures_are_connection_errors_that_were_not_sent() {
+        // fred 10.1 raises this (kind Unknown, or Routing with replicas) when it has no
+        // connection to write the command to.
+        let err =
+            Error::from_fred(fred::error::Error::new(fred::error::ErrorKind::Unknown, "Failed to route command."));
+        assert!(err.is_connection(), "{err}");
+        assert!(err.is_not_sent() && !err.is_ambiguous() && err.is_transient());
+        let routing =
+            Error::from_fred(fred::error::Error::new(fred::error::ErrorKind::Routing, "Failed to route command."));
+        assert!(routing.is_connection() && routing.is_not_sent());
+    }
+
+    #[test]
+    fn a_resend_refused_by_fred_is_an_ambiguous_connection_error() {
+        let err = Error::from_fred(fred::error::Error::new(
+            fred::error::ErrorKind::Unknown,
+            "Too many failed write attempts.",
+        ));
+        assert!(err.is_connection() && err.is_ambiguous());
+    }
+
+    #[test]
+    fn transient_server_states_are_retried_definite_errors_are_not() {
+        let loading = Error::from_fred(fred::error::Error::new(
+            fred::error::ErrorKind::Unknown,
+            "LOADING Redis is loading the dataset in memory",
+        ));
+        assert!(loading.kind() == ErrorKind::Redis && loading.is_transient());
+        let script =
+            Error::from_fred(fred::error::Error::new(fred::error::ErrorKind::Unknown, "ERR user_script:1: boom"));
+        assert!(!script.is_transient());
+        assert!(!Error::invalid_argument("x").is_transient());
+        assert!(Error::new(ErrorKind::Timeout, "t").is_transient());
     }
 
     #[test]

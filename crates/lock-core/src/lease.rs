@@ -32,12 +32,15 @@ impl LeaseState {
         LeaseState { inner: Mutex::new(Inner { expires_at, lost: false }), changed: Notify::new() }
     }
 
-    /// Records that a command sent at `sent_at` set the server's TTL to `lease`.
-    /// Does nothing once the hold is lost: a lost hold is never revived.
+    /// Records that a command sent at `sent_at` made the server's TTL at least `lease`:
+    /// the deadline moves to `sent_at + lease` if that is later. leasehold's scripts
+    /// never shorten a lock's TTL, so a deadline never has to move back. Does nothing
+    /// once the hold is lost: a lost hold is never revived.
     pub fn extend(&self, sent_at: Instant, lease: Duration) {
+        let until = crate::args::instant_after(sent_at, lease);
         let mut inner = self.inner.lock();
-        if !inner.lost {
-            inner.expires_at = sent_at + lease;
+        if !inner.lost && until > inner.expires_at {
+            inner.expires_at = until;
             drop(inner);
             self.changed.notify_waiters();
         }
@@ -109,6 +112,9 @@ mod tests {
         assert!(waited.is_err(), "not lost before the deadline");
         lease.extend(Instant::now(), Duration::from_secs(3));
         assert!(!lease.is_lost());
+        let extended = lease.expires_at();
+        lease.extend(Instant::now(), Duration::from_secs(1));
+        assert_eq!(lease.expires_at(), extended, "a shorter lease never moves the deadline back");
         lease.lost().await;
         assert!(Instant::now() >= start + Duration::from_secs(5));
         assert!(lease.is_lost());

@@ -1,9 +1,20 @@
-//! Key and channel names, exactly as Redisson derives them.
+//! Key and channel names, as Redisson derives them wherever that keeps every key of a
+//! lock in the lock key's cluster hash slot.
 //!
-//! The lock key is the name itself. Every other key of the lock is `PREFIX:{NAME}`, so
-//! that in a cluster it hashes to the same slot as `NAME` (a key without braces hashes
-//! whole; `{NAME}` hashes `NAME`). When `NAME` already contains `{`, the user chose the
-//! hash tag, and the derived key is `PREFIX:NAME` (Redisson's `prefixName`).
+//! The lock key is the name itself. Every other key of the lock, and its channel, is
+//! derived from it so that it hashes to the same slot as `NAME` (a Redis Cluster script
+//! may only touch keys of one slot, and sharded pub/sub needs the channel there too):
+//!
+//! | `NAME` | derived | why |
+//! |---|---|---|
+//! | has a hash tag (`{user:7}:cart`) | `PREFIX:NAME` | Redisson's rule: the user's tag decides the slot |
+//! | no `{`, no `}` (`order:1`) | `PREFIX:{NAME}` | Redisson's rule: `{NAME}` hashes like `NAME` |
+//! | braces but no valid tag, no `}` (`a{b`, `{`) | `PREFIX:{NAME}` | deviation: Redisson's `PREFIX:NAME` hashes to another slot |
+//! | braces but no valid tag, with `}` (`{}`, `}{`, `a}b`) | `PREFIX:{T}:NAME` | deviation: `T` is a short decimal "slot tag" that hashes to `NAME`'s slot |
+//!
+//! A valid hash tag is Redis's: the text between the first `{` and the first `}` after
+//! it, when not empty. `PREFIX` never contains a brace, so the first `{` of a derived
+//! key is either `NAME`'s own (first row) or the one added here.
 
 use std::sync::Arc;
 
@@ -25,13 +36,59 @@ pub const UNLOCK_MESSAGE: &str = "0";
 /// Payload published when a read lock is released: wakes every waiter.
 pub const READ_UNLOCK_MESSAGE: &str = "1";
 
-/// Builds `prefix:{name}`, or `prefix:name` when `name` already contains `{`.
+/// Redis's hash tag of `key`: the text between the first `{` and the first `}` after
+/// it, when that is not empty.
+pub fn hash_tag(key: &[u8]) -> Option<&[u8]> {
+    let open = key.iter().position(|&b| b == b'{')?;
+    let rest = &key[open + 1..];
+    let close = rest.iter().position(|&b| b == b'}')?;
+    (close > 0).then(|| &rest[..close])
+}
+
+/// The cluster hash slot of `key` (CRC16 of its hash tag, or of the whole key).
+pub fn key_slot(key: &[u8]) -> u16 {
+    fred::util::redis_keyslot(key)
+}
+
+/// The shortest decimal string that hashes to `slot` (0..16384), used as a hash tag
+/// for names whose own braces make Redisson's derivation leave the slot.
+fn slot_tag(slot: u16) -> u32 {
+    static TAGS: std::sync::LazyLock<Vec<u32>> = std::sync::LazyLock::new(|| {
+        // About 170,000 CRC16s of short strings, once per process: a few milliseconds.
+        let mut tags = vec![u32::MAX; 16384];
+        let mut missing = tags.len();
+        let mut n: u32 = 0;
+        while missing > 0 {
+            let slot = usize::from(key_slot(n.to_string().as_bytes()));
+            if tags[slot] == u32::MAX {
+                tags[slot] = n;
+                missing -= 1;
+            }
+            n += 1;
+        }
+        tags
+    });
+    TAGS[usize::from(slot) % 16384]
+}
+
+/// Builds the key or channel `prefix` derives from the lock key `name`, in `name`'s hash
+/// slot (see the module docs for the rule and where it departs from Redisson's).
 pub fn derived_key(prefix: &str, name: &str) -> String {
-    if name.contains('{') {
+    if hash_tag(name.as_bytes()).is_some() {
         format!("{prefix}:{name}")
-    } else {
+    } else if !name.contains('}') {
+        // No `}` inside, so the one added here closes the tag: `{NAME}` hashes as NAME.
         format!("{prefix}:{{{name}}}")
+    } else {
+        format!("{prefix}:{{{}}}:{name}", slot_tag(key_slot(name.as_bytes())))
     }
+}
+
+/// `true` when [`derived_key`] follows Redisson's naming for the lock key `name`
+/// (`false` for names with braces but no valid hash tag, where Redisson's names would
+/// leave the lock's slot).
+pub fn is_redisson_derivation(name: &str) -> bool {
+    hash_tag(name.as_bytes()).is_some() || !name.contains(['{', '}'])
 }
 
 /// The names of one lock: its key and the keys and channel derived from it.
@@ -115,6 +172,61 @@ mod tests {
     fn empty_names_are_rejected() {
         let err = LockNames::new("").expect_err("empty");
         assert!(err.is_invalid_argument());
+    }
+
+    /// Every derived key and the channel hash to the lock key's slot, for every name,
+    /// hostile ones included.
+    #[test]
+    fn every_derived_name_is_in_the_lock_keys_slot() {
+        let names = [
+            "x",
+            "{x}",
+            "{user:7}:cart",
+            "a}b{c}",
+            "}{",
+            "{}",
+            "{",
+            "}",
+            "a{b",
+            "a{}b",
+            "{}x}",
+            "}{x}",
+            "a}b",
+            "{{}}",
+            "{}{x}",
+            "x{",
+            "x}",
+            "}}}",
+            "{{{",
+            "\u{0}{\u{1}}",
+            "\n{}\t",
+            "日本{語",
+        ];
+        let request = RequestId::from_raw("0123456789abcdef0123456789abcdef");
+        for name in names {
+            let lock = LockNames::new(name).expect("valid");
+            let slot = key_slot(name.as_bytes());
+            for derived in
+                [lock.channel().to_owned(), lock.token_key(), lock.unlock_latch(&request), lock.acquire_latch(&request)]
+            {
+                assert_eq!(key_slot(derived.as_bytes()), slot, "{derived:?} is not in the slot of {name:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn redisson_names_are_kept_where_they_stay_in_the_slot() {
+        assert!(is_redisson_derivation("order:1") && is_redisson_derivation("{user:7}:cart"));
+        assert!(!is_redisson_derivation("a{b") && !is_redisson_derivation("{}") && !is_redisson_derivation("a}b"));
+        assert_eq!(derived_key("p", "a{b"), "p:{a{b}");
+        assert_eq!(derived_key("p", "}{").split(':').count(), 3);
+    }
+
+    #[test]
+    fn slot_tags_cover_every_slot() {
+        for slot in [0u16, 1, 5000, 16383] {
+            assert_eq!(key_slot(slot_tag(slot).to_string().as_bytes()), slot);
+        }
     }
 
     #[test]

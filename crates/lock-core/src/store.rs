@@ -110,8 +110,9 @@ impl LockStore {
         }
     }
 
-    /// Runs `release.lua`: give back one hold of `owner`. `lease_ms` is re-applied while
-    /// holds remain. A retry with the same `request` returns the first call's answer.
+    /// Runs `release.lua`: give back one hold of `owner`. While holds remain, the key's
+    /// TTL is raised to `need_ms` (never lowered; 0 leaves it as it is). A retry with the
+    /// same `request` returns the first call's answer.
     /// `acquired_by` is the request that took this hold: its acquire latch is deleted.
     ///
     /// # Errors
@@ -124,7 +125,7 @@ impl LockStore {
         &self,
         names: &LockNames,
         owner: &OwnerId,
-        lease_ms: u64,
+        need_ms: u64,
         request: &RequestId,
         acquired_by: &RequestId,
     ) -> Result<Release> {
@@ -135,7 +136,7 @@ impl LockStore {
             names.acquire_latch(acquired_by),
         ];
         let args = vec![
-            lease_ms.to_string(),
+            need_ms.to_string(),
             owner.as_str().to_owned(),
             self.latch_ttl_ms.to_string(),
             UNLOCK_MESSAGE.to_owned(),
@@ -145,7 +146,8 @@ impl LockStore {
     }
 
     /// Runs `undo_acquire.lua`: give back the hold that the acquire `request` took, if
-    /// it took one. Used when the caller of an acquire went away mid-flight.
+    /// it took one. Used when the caller of an acquire went away mid-flight. While holds
+    /// remain, the key's TTL is raised to `need_ms` (0 leaves it as it is).
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
@@ -157,11 +159,11 @@ impl LockStore {
         &self,
         names: &LockNames,
         owner: &OwnerId,
-        lease_ms: u64,
+        need_ms: u64,
         request: &RequestId,
     ) -> Result<Release> {
         let keys = vec![names.key().to_owned(), names.channel().to_owned(), names.acquire_latch(request)];
-        let args = vec![owner.as_str().to_owned(), lease_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
+        let args = vec![owner.as_str().to_owned(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
         let reply: i64 = scripts::UNDO_ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
         Ok(release_from_reply(reply))
     }

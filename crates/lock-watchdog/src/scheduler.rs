@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lock_core::{LeaseState, OwnerId};
 use parking_lot::Mutex;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -75,6 +75,10 @@ struct Shared {
     next_id: AtomicU64,
     /// In an `Arc` so the idle scheduler can wait on it without keeping `Shared` alive.
     registered: Arc<Notify>,
+    /// Asks for a full round now (after a reconnect). In an `Arc` for the same reason.
+    kick: Arc<Notify>,
+    /// Kept so that every helper task can stop with the watchdog.
+    shutdown_rx: watch::Receiver<()>,
     stats: Counters,
     _shutdown: watch::Sender<()>,
 }
@@ -138,6 +142,8 @@ impl Watchdog {
             entries: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             registered: Arc::new(Notify::new()),
+            kick: Arc::new(Notify::new()),
+            shutdown_rx: shutdown_rx.clone(),
             stats: Counters::default(),
             _shutdown: shutdown_tx,
         });
@@ -166,6 +172,34 @@ impl Watchdog {
         Renewal { shared: Arc::downgrade(&self.shared), id }
     }
 
+    /// Runs a full renewal round now rather than at the next period. Call it when the
+    /// server may have lost locks (a reconnect): holders whose lock is gone hear
+    /// `lost()` within a round trip. Does nothing while nothing is registered.
+    pub fn renew_now(&self) {
+        self.shared.kick.notify_one();
+    }
+
+    /// Calls [`Watchdog::renew_now`] on every event of `events` (fred's
+    /// `reconnect_rx()`, say), from a task that ends with the watchdog.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn renew_on_each<T: Clone + Send + 'static>(&self, mut events: broadcast::Receiver<T>) {
+        let kick = Arc::clone(&self.shared.kick);
+        let mut shutdown = self.shared.shutdown_rx.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = shutdown.changed() => return,
+                    event = events.recv() => match event {
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => kick.notify_one(),
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                }
+            }
+        });
+    }
+
     /// Counters since start.
     pub fn stats(&self) -> WatchdogStats {
         let c = &self.shared.stats;
@@ -183,11 +217,14 @@ impl Watchdog {
 type Job = (u64, String, String);
 
 async fn run<R: Renewer>(weak: Weak<Shared>, renewer: R, mut shutdown: watch::Receiver<()>) {
-    let Some((period, registered)) = weak.upgrade().map(|s| (s.config.period(), Arc::clone(&s.registered))) else {
+    let Some((period, registered, kick)) =
+        weak.upgrade().map(|s| (s.config.period(), Arc::clone(&s.registered), Arc::clone(&s.kick)))
+    else {
         return;
     };
     let mut next_tick = Instant::now() + period;
     let mut retry_at: Option<Instant> = None;
+    let mut force_round = false;
     loop {
         let wake_at = retry_at.map_or(next_tick, |r| r.min(next_tick));
         {
@@ -201,17 +238,29 @@ async fn run<R: Renewer>(weak: Weak<Shared>, renewer: R, mut shutdown: watch::Re
                 tokio::select! {
                     _ = shutdown.changed() => return,
                     () = registered.notified() => {}
+                    () = kick.notified() => {
+                        // A reconnect while idle: nothing to check, unless a hold
+                        // registered in the meantime (then check it now).
+                        force_round = weak.upgrade().is_some_and(|s| !s.entries.lock().is_empty());
+                        continue;
+                    }
                 }
                 next_tick = Instant::now() + period;
                 retry_at = None;
                 continue;
             }
         }
-        tokio::select! {
-            _ = shutdown.changed() => return,
-            () = tokio::time::sleep_until(wake_at) => {}
-        }
+        let kicked = std::mem::take(&mut force_round)
+            || tokio::select! {
+                _ = shutdown.changed() => return,
+                () = tokio::time::sleep_until(wake_at) => false,
+                () = kick.notified() => true,
+            };
         let now = Instant::now();
+        if kicked {
+            // A full round now, and the rhythm restarts from it.
+            next_tick = now;
+        }
         let full_round = now >= next_tick;
         if full_round {
             next_tick += period;

@@ -577,3 +577,49 @@ fn start_refuses_a_timeout_under_3_ms() {
 fn start_refuses_a_zero_batch_size() {
     let _watchdog = Watchdog::start(FakeRenewer::default(), config(ms(300), 0));
 }
+
+// Reconnects.
+
+/// `renew_now` (what a reconnect triggers) runs a full round at once, so a hold whose
+/// owner the server forgot is reported lost then, not at the next period; the rhythm
+/// restarts from that round.
+#[tokio::test(start_paused = true)]
+async fn renew_now_runs_a_round_at_once_and_restarts_the_rhythm() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(30_000), 100));
+    let t0 = Instant::now();
+    let (lease, _renewal) = hold(&watchdog, "lock-a");
+    sleep_until(t0 + ms(1_000)).await;
+    assert_eq!(fake.call_count(), 0, "nothing before the first period");
+    fake.set_gone("lock-a");
+    watchdog.renew_now();
+    sleep_until(t0 + ms(1_001)).await;
+    assert!(lease.is_marked_lost(), "lost right after the kick, not at 10 s");
+    assert_eq!(fake.offsets(t0), vec![1_000]);
+
+    let (_lease_b, _renewal_b) = hold(&watchdog, "lock-b");
+    watchdog.renew_now();
+    sleep_until(t0 + ms(1_002)).await;
+    sleep_until(t0 + ms(11_002)).await;
+    assert_eq!(fake.offsets(t0), vec![1_000, 1_001, 11_001], "the period counts from the kicked round");
+}
+
+/// Reconnect events forwarded with `renew_on_each` kick a round; the forwarding task
+/// ends with the watchdog.
+#[tokio::test(start_paused = true)]
+async fn renew_on_each_forwards_events_and_ends_with_the_watchdog() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(30_000), 100));
+    let (events, receiver) = broadcast::channel::<()>(4);
+    watchdog.renew_on_each(receiver);
+    let t0 = Instant::now();
+    let (_lease, _renewal) = hold(&watchdog, "lock-a");
+    sleep_until(t0 + ms(500)).await;
+    events.send(()).expect("the forwarder listens");
+    sleep_until(t0 + ms(501)).await;
+    assert_eq!(fake.offsets(t0), vec![500]);
+    drop(_renewal);
+    drop(watchdog);
+    sleep_until(t0 + ms(600)).await;
+    assert_eq!(events.receiver_count(), 0, "the forwarding task ended with the watchdog");
+}

@@ -1,0 +1,413 @@
+//! Regression tests for the reliability audit (issue "Hardening"): each failed before
+//! its fix. Real servers and real faults only.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+use leasehold_tests::{client, client_with, hgetall, pttl, raw, wait_until, Proxy, RedisServer, RespValue};
+
+const LEASE: Duration = Duration::from_secs(10);
+
+fn slot(key: &str) -> u16 {
+    leasehold::fred::util::redis_keyslot(key.as_bytes())
+}
+
+/// Every key on the server, sorted.
+fn all_keys(server: &RedisServer) -> Vec<String> {
+    match raw(server, &["KEYS", "*"]) {
+        RespValue::Array(items) => {
+            let mut keys: Vec<String> = items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+            keys.sort();
+            keys
+        }
+        other => panic!("unexpected KEYS reply {other:?}"),
+    }
+}
+
+/// How many connections of `kind` (`normal`, `pubsub`) the server has.
+fn connections(server: &RedisServer, kind: &str) -> usize {
+    raw(server, &["CLIENT", "LIST", "TYPE", kind]).as_str().map_or(0, |list| list.lines().count())
+}
+
+// 1. Ownership: one owner shared through an `Arc`.
+
+/// Four tasks acquire and release 50 times each through one shared handle (one
+/// owner, so they re-enter each other's holds): every unlock is `Ok`, no guard is told
+/// its lock was lost, and the key is gone at the end (no phantom hold).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_owner_shared_by_four_tasks_keeps_its_books_straight() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = Arc::new(client.lock("shared-owner"));
+    let mut tasks = Vec::new();
+    for t in 0..4u32 {
+        let lock = Arc::clone(&lock);
+        tasks.push(tokio::spawn(async move {
+            for round in 0..50u32 {
+                let guard = if (t + round) % 2 == 0 {
+                    lock.lock().await.expect("watchdog acquire")
+                } else {
+                    lock.lock_with_lease(LEASE).await.expect("fixed acquire")
+                };
+                tokio::task::yield_now().await;
+                assert!(!guard.is_lost(), "task {t} round {round}: a live hold was reported lost");
+                guard.unlock().await.unwrap_or_else(|e| panic!("task {t} round {round}: unlock failed: {e}"));
+            }
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(60), task).await.expect("tasks finish").expect("task");
+    }
+    assert_eq!(raw(&server, &["EXISTS", "shared-owner"]).as_int(), Some(0), "{:?}", hgetall(&server, "shared-owner"));
+    assert_eq!(client.watchdog_stats().registered, 0);
+}
+
+// 3. The local deadline is never later than the server's expiry.
+
+/// A partial unlock whose reply is lost is retried and answered from the unlock latch:
+/// the deadline it extends counts from the *first* attempt's send (which is when the
+/// TTL was set), not the retry's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partial_unlock_answered_from_its_latch_counts_from_the_first_send() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
+    let lock = client.lock("latched-partial");
+    let outer = lock.lock().await.expect("outer");
+    let inner = lock.lock().await.expect("inner");
+    proxy.lose_next_reply();
+    inner.unlock().await.expect("retried and answered from the latch");
+    assert_eq!(proxy.lost_replies(), 1);
+    // The server's expiry lies within [before + PTTL, after + PTTL].
+    let after = Instant::now();
+    let ttl = u64::try_from(pttl(&server, "latched-partial")).expect("the key has a TTL");
+    let server_expiry_at_most = after + Duration::from_millis(ttl + 1);
+    let deadline = outer.lease_deadline();
+    assert!(
+        deadline <= server_expiry_at_most,
+        "local deadline {:?} after the server's expiry",
+        deadline.duration_since(server_expiry_at_most)
+    );
+    outer.unlock().await.expect("unlock");
+}
+
+/// A re-entry with a shorter lease never cuts the outer hold short: the key keeps the
+/// outer lease, so another owner stays excluded after the short lease has passed, and
+/// the outer guard's deadline stays within the server's expiry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shorter_nested_lease_never_shortens_the_outer_hold() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("nested");
+    let other = client.lock("nested");
+    let outer = lock.lock_with_lease(LEASE).await.expect("outer");
+    let inner =
+        lock.try_lock_with(Duration::ZERO, Duration::from_millis(100)).await.expect("inner").expect("re-enters");
+    assert!(pttl(&server, "nested") > 9_000, "the re-entry kept the outer TTL");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(other.try_lock().await.expect("other").is_none(), "still held after the inner lease passed");
+    assert!(!outer.is_lost());
+    let server_expiry_at_most =
+        Instant::now() + Duration::from_millis(u64::try_from(pttl(&server, "nested")).expect("ttl") + 1);
+    assert!(outer.lease_deadline() <= server_expiry_at_most);
+    inner.unlock().await.expect("inner unlock");
+    assert!(pttl(&server, "nested") > 9_000, "releasing the re-entry kept the outer TTL");
+    outer.unlock().await.expect("outer unlock");
+    assert_eq!(pttl(&server, "nested"), -2);
+}
+
+// 4. Nested leases and the watchdog.
+
+/// A fixed-lease re-entry inside a watchdog hold: its release keeps the watchdog lease
+/// on the key, the watchdog keeps renewing, and `is_renewed()` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releasing_a_short_re_entry_keeps_the_watchdog_lease() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_secs(3)).await;
+    let lock = client.lock("wd-nested");
+    let other = client.lock("wd-nested");
+    let outer = lock.lock().await.expect("outer");
+    let inner = lock.lock_with_lease(Duration::from_millis(50)).await.expect("inner");
+    assert!(pttl(&server, "wd-nested") > 2_500, "the short re-entry did not cut the watchdog lease");
+    inner.unlock().await.expect("inner unlock");
+    assert!(pttl(&server, "wd-nested") > 2_500, "the release kept the watchdog lease");
+    assert!(outer.is_renewed(), "the watchdog still renews the outer hold");
+    // Two renewal periods later it is still held and renewed.
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    assert!(other.try_lock().await.expect("other").is_none());
+    assert!(outer.is_renewed() && !outer.is_lost());
+    outer.unlock().await.expect("outer unlock");
+}
+
+// 6. Waits survive transient errors.
+
+/// The server stalls while a waiter waits, so its attempts time out: an unbounded
+/// `lock()` keeps retrying and acquires once the server answers again, where it used to
+/// fail at the first timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unbounded_wait_survives_a_stalled_server() {
+    let mut server = RedisServer::start();
+    let holder = client(&server).await;
+    let waiter_client = client_with(&server.url(), Duration::from_secs(3)).await;
+    let held = holder.lock("stall-wait").lock_with_lease(Duration::from_millis(400)).await.expect("holder");
+    let waiter = tokio::spawn(async move { waiter_client.lock("stall-wait").lock().await.map(|g| g.is_lost()) });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.pause();
+    // The waiter's retry on the holder's TTL (400 ms) runs into the stall and times out
+    // (command timeout 999 ms) at least once.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    server.resume();
+    let lost = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the wait ends")
+        .expect("task")
+        .expect("lock() retried the timeouts and acquired");
+    assert!(!lost);
+    drop(held);
+}
+
+/// A bounded wait retries until its deadline, then returns the last transient error
+/// (each attempt times out after 400 ms; the wait lasts 1.5 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_wait_returns_the_last_error_at_its_deadline() {
+    let mut server = RedisServer::start();
+    let client = leasehold::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_millis(400))
+        .connect()
+        .await
+        .expect("connect");
+    server.pause();
+    let started = Instant::now();
+    let result = client.lock("stall-bounded").try_lock_for(Duration::from_millis(1_500)).await;
+    server.resume();
+    let err = result.expect_err("every attempt timed out");
+    assert!(err.is_timeout(), "{err}");
+    assert!(started.elapsed() >= Duration::from_millis(1_500), "retried until the deadline");
+}
+
+// 7. No overflow, no impossible config.
+
+/// Settings that cannot work are refused before anything connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impossible_settings_are_rejected_before_connecting() {
+    let url = "redis://127.0.0.1:1"; // nothing listens: a connection attempt would fail
+    let cases = [
+        leasehold::Client::builder().url(url).command_timeout(Duration::MAX),
+        leasehold::Client::builder()
+            .url(url)
+            .watchdog_timeout(Duration::from_secs(3))
+            .command_timeout(Duration::from_secs(1)),
+        leasehold::Client::builder()
+            .url(url)
+            .command_timeout(Duration::from_secs(2))
+            .replay_window(Duration::from_secs(1)),
+        leasehold::Client::builder().url(url).replay_window(Duration::MAX),
+    ];
+    for builder in cases {
+        let err = builder.connect().await.expect_err("invalid");
+        assert!(err.is_invalid_argument(), "{err}");
+    }
+}
+
+/// A hostile holder that gives the key an absurd TTL cannot panic a waiter: the
+/// bounded wait ends at its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_pttl_never_panics_a_waiter() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    raw(&server, &["HSET", "hostile", "someone:1", "1"]);
+    raw(&server, &["PEXPIRE", "hostile", "9000000000000000000"]);
+    assert!(pttl(&server, "hostile") > 1_000_000_000_000);
+    let lock = client.lock("hostile");
+    assert!(lock.try_lock_for(Duration::from_millis(300)).await.expect("no error").is_none());
+    assert!(lock.try_lock().await.expect("no error").is_none());
+}
+
+// 8. Lost within a reconnect.
+
+/// A restart without persistence loses every lock: with a 30 s watchdog, the holder is
+/// told within a reconnect and a round trip, not at the next 10 s period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_is_reported_lost_within_a_reconnect() {
+    let mut server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_secs(30)).await;
+    let guard = client.lock("restarted").lock().await.expect("lock");
+    let restarted = Instant::now();
+    server.restart();
+    tokio::time::timeout(Duration::from_secs(3), guard.lost()).await.expect("lost() within 3 s of the restart");
+    assert!(restarted.elapsed() < Duration::from_secs(3));
+    assert!(guard.is_lost());
+    assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
+}
+
+// 10 and 13. Hostile names, waited on.
+
+/// Names whose braces defeat Redisson's naming: each is waited on and woken by the
+/// release message (the lease is far longer than the wait), and every key the lock
+/// leaves behind is in the lock key's hash slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_names_are_waited_on_and_keep_every_key_in_their_slot() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let waiter_client = client(&server).await;
+    let long = "n".repeat(64 * 1024);
+    let names = ["{}", "{", "}", "}{", "a{b", "a{}b", "a}b{c}", "{}x}", "a}b", "{x}", "\u{0}\u{1}{\u{7f}", &long];
+    for name in names {
+        let shown: String = name.chars().take(20).collect();
+        let held = holder_client.lock(name).lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+        let waiter = {
+            let client = waiter_client.clone();
+            let name = name.to_owned();
+            tokio::spawn(async move {
+                let lock = client.lock(&name);
+                let guard = lock.lock().await.expect("waiter");
+                guard.unlock().await.expect("waiter unlock");
+            })
+        };
+        assert!(
+            wait_until(Duration::from_secs(5), || waiter_client.local_waiters(name) == 1).await,
+            "{shown:?}: the waiter queued"
+        );
+        held.unlock().await.expect("holder unlock");
+        tokio::time::timeout(Duration::from_secs(3), waiter)
+            .await
+            .unwrap_or_else(|_| panic!("{shown:?}: the waiter was not woken by the release"))
+            .expect("task");
+        let lock_slot = slot(name);
+        for key in all_keys(&server) {
+            assert_eq!(
+                slot(&key),
+                lock_slot,
+                "{shown:?}: {:?} is in another slot",
+                key.chars().take(60).collect::<String>()
+            );
+        }
+        raw(&server, &["FLUSHALL"]);
+    }
+    assert!(wait_until(Duration::from_secs(5), || leasehold_tests::pubsub_channels(&server).is_empty()).await);
+}
+
+// 11. `from_fred` and error paths close only what leasehold made.
+
+/// The caller's fred client survives the leasehold client made from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_fred_never_closes_the_callers_client() {
+    let server = RedisServer::start();
+    let mut builder = Builder::from_config(Config::from_url(&server.url()).expect("url"));
+    builder.set_policy(ReconnectPolicy::new_constant(0, 50));
+    let fred = builder.build().expect("fred client");
+    fred.init().await.expect("connect");
+    let client =
+        leasehold::Client::from_fred(fred.clone(), leasehold::ClientConfig::default()).await.expect("from_fred");
+    client.lock("ff").lock().await.expect("lock").unlock().await.expect("unlock");
+    drop(client);
+    assert!(wait_until(Duration::from_secs(5), || connections(&server, "pubsub") == 0).await, "subscriber closed");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pong: String = fred.ping(None).await.expect("the caller's client still works");
+    assert_eq!(pong, "PONG");
+}
+
+/// A user that may not run scripts: `from_fred` and `connect` fail with a clear
+/// error, the caller's client keeps working, and no connection leasehold made is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_setups_close_what_leasehold_opened() {
+    let server = RedisServer::start();
+    let acl = raw(&server, &["ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-@scripting"]);
+    assert_eq!(acl.as_str(), Some("OK"));
+    let url = format!("redis://noscript:pw@{}", server.addr());
+    let mut builder = Builder::from_config(Config::from_url(&url).expect("url"));
+    builder.set_policy(ReconnectPolicy::new_constant(0, 50));
+    let fred = builder.build().expect("fred client");
+    fred.init().await.expect("connect");
+    let baseline = connections(&server, "normal");
+    let err = leasehold::Client::from_fred(fred.clone(), leasehold::ClientConfig::default())
+        .await
+        .expect_err("scripts are not allowed");
+    assert_eq!(err.kind(), leasehold::ErrorKind::Redis, "{err}");
+    assert!(wait_until(Duration::from_secs(5), || connections(&server, "pubsub") == 0).await, "subscriber left open");
+    let pong: String = fred.ping(None).await.expect("the caller's client still works");
+    assert_eq!(pong, "PONG");
+
+    let err = leasehold::Client::builder()
+        .url(&url)
+        .command_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .expect_err("scripts are not allowed");
+    assert_eq!(err.kind(), leasehold::ErrorKind::Redis, "{err}");
+    assert!(
+        wait_until(Duration::from_secs(5), || connections(&server, "pubsub") == 0
+            && connections(&server, "normal") <= baseline)
+        .await,
+        "connections left open: {:?}",
+        raw(&server, &["CLIENT", "LIST"])
+    );
+}
+
+// 12. Small, bounded Debug.
+
+/// With 200 other locks held, a guard prints a few hundred bytes, and a huge name is
+/// cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_output_is_small_and_bounded() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut guards = Vec::new();
+    for i in 0..200 {
+        guards.push(client.lock(format!("many:{i}")).lock().await.expect("lock"));
+    }
+    let huge = client.lock("h".repeat(1 << 20));
+    let guard = huge.lock().await.expect("lock");
+    for shown in [format!("{guard:?}"), format!("{huge:?}"), format!("{client:?}"), format!("{:?}", guards[0])] {
+        assert!(shown.len() < 512, "{} bytes: {}", shown.len(), &shown[..200.min(shown.len())]);
+    }
+    guard.unlock().await.expect("unlock");
+}
+
+// 13. The stall test, with a waiter that must not get in before the holder knows.
+
+/// The server stalls (SIGSTOP) longer than the watchdog lease while another client
+/// waits: the holder's `lost()` fires before the waiter acquires, so the two holds
+/// never overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_server_tells_the_holder_before_a_waiter_gets_in() {
+    let mut server = RedisServer::start();
+    let holder = client_with(&server.url(), Duration::from_millis(600)).await;
+    let waiter_client = leasehold::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .expect("connect");
+    let guard = holder.lock("stall-order").lock().await.expect("lock");
+    let origin = Instant::now();
+    let acquired_at = Arc::new(AtomicU64::new(u64::MAX));
+    let waiter = {
+        let acquired_at = acquired_at.clone();
+        tokio::spawn(async move {
+            let guard = waiter_client.lock("stall-order").lock().await.expect("waiter acquires after the stall");
+            let at = u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX);
+            acquired_at.store(at, Ordering::SeqCst);
+            guard.unlock().await.expect("waiter unlock");
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || holder.watchdog_stats().calls >= 1).await);
+    server.pause();
+    tokio::time::timeout(Duration::from_secs(3), guard.lost()).await.expect("lost while the server is stalled");
+    let lost_at = u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX);
+    // Long enough that the waiter's attempts time out (500 ms) during the stall: the
+    // wait must survive them.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    server.resume();
+    tokio::time::timeout(Duration::from_secs(15), waiter).await.expect("waiter finishes").expect("task");
+    let acquired_at = acquired_at.load(Ordering::SeqCst);
+    assert!(acquired_at != u64::MAX, "the waiter acquired");
+    assert!(
+        lost_at < acquired_at,
+        "the holder heard lost() at {lost_at} us, after the waiter got in at {acquired_at} us"
+    );
+    assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
+}
