@@ -44,6 +44,7 @@ mod guard;
 mod hold;
 mod lock;
 mod simple;
+mod tls;
 mod wait;
 
 pub use client::Client;
