@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-redis.sh
-exec cargo run --release --quiet -p leasehold --example seckill -- "$@"
+exec cargo run --release --quiet -p leasehold-demo --bin seckill -- "$@"

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-pub use leasehold_test_support::{raw_command, wait_until, Monitor, Proxy, RedisServer, RespValue, ServerOptions};
+pub use leasehold_test_support::{
+    raw_command, wait_until, Monitor, Proxy, RedisServer, RespValue, ServerOptions, TlsFiles,
+};
 
 /// A client on `url` with a short watchdog timeout and command timeout for tests: 2 s,
 /// or less when the renewal period (`watchdog / 3`) is shorter (the config requires the

@@ -113,7 +113,8 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// The server's URL (`redis://host:port/db`, `rediss://…`, `redis-cluster://…`).
+    /// The server's URL (`redis://[user:password@]host:port/db`, `rediss://…` (needs the
+    /// `tls-rustls` or `tls-native-tls` feature), `redis-cluster://…`).
     /// Default: `redis://127.0.0.1:6379`.
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
@@ -177,6 +178,9 @@ impl ClientBuilder {
     /// Dropping the future drops the half-made connections.
     pub async fn connect(self) -> Result<Client> {
         self.config.validate()?;
+        if let (None, Some(url)) = (&self.fred_config, &self.url) {
+            crate::tls::require_tls_support(url, crate::tls::TLS_COMPILED)?;
+        }
         let fred_config = match (self.fred_config, self.url) {
             (Some(config), _) => config,
             (None, Some(url)) => Config::from_url(&url)

@@ -96,6 +96,7 @@ mod hold;
 mod lock;
 mod retry;
 mod simple;
+mod tls;
 mod wait;
 
 pub use client::Client;

@@ -1,8 +1,9 @@
 //! The scripts of the top-level `lua/` folder, compiled into the crate.
 //!
 //! Each file's header states its KEYS, ARGV and replies; `docs/architecture.md` walks
-//! through them. The sources are included with `include_str!` from the workspace's
-//! `lua/` folder, so the workspace must be built from a checkout (see
+//! through them. The sources are included with `include_str!` from this crate's
+//! `lua/` folder, a checked-in copy of the workspace's top-level `lua/` (so the packaged
+//! crate carries them); `tests/lua_copies.rs` checks that the two are identical (see
 //! `docs/architecture.md`, "Packaging").
 
 use std::sync::LazyLock;
@@ -11,7 +12,7 @@ use crate::script::LuaScript;
 
 macro_rules! lua {
     ($file:literal) => {
-        LazyLock::new(|| LuaScript::new($file, include_str!(concat!("../../../lua/", $file))))
+        LazyLock::new(|| LuaScript::new($file, include_str!(concat!("../lua/", $file))))
     };
 }
 

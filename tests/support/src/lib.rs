@@ -1,7 +1,8 @@
 //! Test harness for leasehold, against a real `redis-server`, never a mock.
 //!
 //! - [`RedisServer`]: a throwaway `redis-server` on a free port in a temp dir, without
-//!   persistence, killed on drop; it can be restarted, stopped (`SIGSTOP`) and resumed.
+//!   persistence, killed on drop; it can be restarted, stopped (`SIGSTOP`) and resumed,
+//!   and can serve TLS next to plaintext ([`ServerOptions::tls`]).
 //! - [`Proxy`]: a TCP proxy in front of a server that can add latency, drop replies and
 //!   cut connections, for faults that a server alone cannot produce.
 //! - [`Monitor`]: a `MONITOR` tap that records every command the server runs.
@@ -16,7 +17,7 @@ mod server;
 pub use monitor::Monitor;
 pub use proxy::Proxy;
 pub use raw::{raw_command, RespValue};
-pub use server::{RedisServer, ServerOptions};
+pub use server::{RedisServer, ServerOptions, TlsFiles};
 
 use std::time::{Duration, Instant};
 

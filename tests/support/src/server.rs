@@ -19,6 +19,21 @@ pub struct ServerOptions {
     pub extra_args: Vec<String>,
     /// Serve on this port instead of a free one. Default: `None` (pick a free port).
     pub port: Option<u16>,
+    /// Also serve TLS on a second free port (`--tls-port`) with these files. Default:
+    /// `None` (plaintext only).
+    pub tls: Option<TlsFiles>,
+}
+
+/// PEM files for a [`RedisServer`]'s TLS port (`--tls-cert-file`, `--tls-key-file`,
+/// `--tls-ca-cert-file`). Clients are not asked for a certificate (`--tls-auth-clients no`).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The server's certificate chain.
+    pub cert: PathBuf,
+    /// The server certificate's private key.
+    pub key: PathBuf,
+    /// The CA certificate (redis-server requires one even when clients do not authenticate).
+    pub ca: PathBuf,
 }
 
 impl ServerOptions {
@@ -27,6 +42,15 @@ impl ServerOptions {
     pub fn arg(mut self, name: &str, value: &str) -> Self {
         self.extra_args.push(format!("--{name}"));
         self.extra_args.push(value.to_owned());
+        self
+    }
+
+    /// Also serves TLS with `files` on a second port ([`RedisServer::tls_port`]). The
+    /// plaintext port stays open: the harness checks readiness and sends raw commands
+    /// there.
+    #[must_use]
+    pub fn tls(mut self, files: TlsFiles) -> Self {
+        self.tls = Some(files);
         self
     }
 }
@@ -39,6 +63,7 @@ impl ServerOptions {
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
+    tls_port: Option<u16>,
     dir: PathBuf,
     options: ServerOptions,
     stopped: bool,
@@ -65,9 +90,10 @@ impl RedisServer {
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = options.port.unwrap_or_else(free_port);
-            match spawn(port, &dir, &options) {
+            let tls_port = options.tls.as_ref().map(|_| free_port());
+            match spawn(port, tls_port, &dir, &options) {
                 Ok(child) => {
-                    return RedisServer { child: Some(child), port, dir, options, stopped: false };
+                    return RedisServer { child: Some(child), port, tls_port, dir, options, stopped: false };
                 }
                 Err(error) => last_error = error,
             }
@@ -90,6 +116,20 @@ impl RedisServer {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// The TLS port, when started with [`ServerOptions::tls`].
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
+    }
+
+    /// `rediss://127.0.0.1:TLS_PORT`.
+    ///
+    /// # Panics
+    /// When the server was started without [`ServerOptions::tls`].
+    pub fn tls_url(&self) -> String {
+        let port = self.tls_port.unwrap_or_else(|| panic!("this server was started without ServerOptions::tls"));
+        format!("rediss://127.0.0.1:{port}")
+    }
+
     /// Kills the server (`SIGKILL`) and starts a fresh one on the same port: every key
     /// is gone, as after a crash without persistence.
     ///
@@ -99,7 +139,7 @@ impl RedisServer {
         self.kill();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match spawn(self.port, &self.dir, &self.options) {
+            match spawn(self.port, self.tls_port, &self.dir, &self.options) {
                 Ok(child) => {
                     self.child = Some(child);
                     return;
@@ -166,17 +206,19 @@ fn free_port() -> u16 {
         .unwrap_or_else(|e| panic!("no free port: {e}"))
 }
 
-fn spawn(port: u16, dir: &Path, options: &ServerOptions) -> Result<Child, String> {
+fn spawn(port: u16, tls_port: Option<u16>, dir: &Path, options: &ServerOptions) -> Result<Child, String> {
     let mut command = Command::new("redis-server");
     command
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .args(["--enable-debug-command", "local", "--protected-mode", "no"])
-        .args(["--logfile", "redis.log"])
-        .args(&options.extra_args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .args(["--logfile", "redis.log"]);
+    if let (Some(tls_port), Some(files)) = (tls_port, &options.tls) {
+        command.args(["--tls-port", &tls_port.to_string(), "--tls-auth-clients", "no"]);
+        command.arg("--tls-cert-file").arg(&files.cert);
+        command.arg("--tls-key-file").arg(&files.key);
+        command.arg("--tls-ca-cert-file").arg(&files.ca);
+    }
+    command.args(&options.extra_args).current_dir(dir).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL_HINT}"),
@@ -200,6 +242,8 @@ fn spawn(port: u16, dir: &Path, options: &ServerOptions) -> Result<Child, String
     }
 }
 
+/// Whether the server answers on `port`: `+PONG`, or `-NOAUTH` from a server that
+/// requires a password (`--requirepass`), which is up all the same.
 fn ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
@@ -207,5 +251,5 @@ fn ping(port: u16) -> bool {
         return false;
     }
     let mut buf = [0u8; 7];
-    stream.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+    stream.read_exact(&mut buf).is_ok() && (&buf == b"+PONG\r\n" || &buf == b"-NOAUTH")
 }

@@ -31,7 +31,7 @@
 //! bash scripts/demo.sh --help       # every flag
 //! ```
 //!
-//! `scripts/demo.sh` runs `cargo run --release --quiet -p leasehold --example seckill`.
+//! `scripts/demo.sh` runs `cargo run --release --quiet -p leasehold-demo --bin seckill`.
 //!
 //! With `REDIS_URL` unset the demo starts a throwaway `redis-server` of its own (killed
 //! at exit). With `REDIS_URL` set it uses that server: every key of the run sits under a

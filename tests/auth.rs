@@ -1,0 +1,291 @@
+//! Passwords and ACL users, against a real redis-server.
+//!
+//! `leasehold_acl_rules` is the one copy of the ACL rules that docs/deployment.md gives
+//! ("ACL rules for a leasehold client"): keep the two the same.
+
+use std::time::Duration;
+
+use leasehold::{Client, ErrorKind};
+use leasehold_tests::{pttl, raw, wait_until, RedisServer, RespValue, ServerOptions};
+
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+const USER: &str = "locker";
+const PASSWORD: &str = "s3cret-pass";
+
+/// The ACL rules a leasehold client needs, for lock names (full keys, after any
+/// `key_prefix`) matching the glob `lock_keys`. As in docs/deployment.md.
+fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
+    let mut rules: Vec<String> = [
+        "resetkeys",
+        "resetchannels",
+        "-@all",
+        // Sent by the client.
+        "+evalsha",
+        "+script|load",
+        "+exists",
+        "+hget",
+        "+pttl",
+        "+subscribe",
+        "+unsubscribe",
+        // Run inside the scripts (lua/*.lua), checked against the same user.
+        "+hexists",
+        "+hincrby",
+        "+pexpire",
+        "+del",
+        "+get",
+        "+set",
+        "+publish",
+        // Keys: the lock keys, and the keys and channel derived from them. The release
+        // channel is also a key argument of the scripts, so it needs a key pattern too.
+        "~redisson_lock__channel:*",
+        "~redisson_unlock_latch:*",
+        "~leasehold_acquire_latch:*",
+        "&redisson_lock__channel:*",
+    ]
+    .iter()
+    .map(|r| (*r).to_owned())
+    .collect();
+    rules.push(format!("~{lock_keys}"));
+    rules
+}
+
+/// What fred asks on every new connection and does without when refused (docs:
+/// "optional").
+const FRED_CONNECT_EXTRAS: [&str; 2] = ["+client|id", "+info"];
+
+/// `ACL SETUSER name on >password rules…` on `server`, as the default user.
+fn set_user(server: &RedisServer, name: &str, rules: &[String]) {
+    let password = format!(">{PASSWORD}");
+    let mut args = vec!["ACL", "SETUSER", name, "reset", "on", password.as_str()];
+    args.extend(rules.iter().map(String::as_str));
+    assert_eq!(raw(server, &args), RespValue::Simple("OK".to_owned()), "ACL SETUSER {args:?}");
+}
+
+fn user_url(server: &RedisServer, user: &str) -> String {
+    format!("redis://{user}:{PASSWORD}@127.0.0.1:{}", server.port())
+}
+
+async fn connect(url: &str, watchdog: Duration) -> leasehold::Result<Client> {
+    // The command timeout must fit in a renewal period (watchdog / 3).
+    let command_timeout = leasehold_tests::command_timeout_for(watchdog).min(COMMAND_TIMEOUT);
+    Client::builder().url(url).watchdog_timeout(watchdog).command_timeout(command_timeout).connect().await
+}
+
+/// The number of entries in `ACL LOG` (denied commands, keys, channels, failed AUTHs).
+fn acl_denials(server: &RedisServer) -> Vec<RespValue> {
+    match raw(server, &["ACL", "LOG"]) {
+        RespValue::Array(entries) => entries,
+        other => panic!("ACL LOG: {other:?}"),
+    }
+}
+
+/// How many of the server's connections are authenticated as `user`.
+fn connections_of(server: &RedisServer, user: &str) -> usize {
+    let RespValue::Bulk(list) = raw(server, &["CLIENT", "LIST"]) else { panic!("CLIENT LIST") };
+    list.lines().filter(|line| line.split(' ').any(|f| f == format!("user={user}"))).count()
+}
+
+fn fred_details(err: &leasehold::Error) -> String {
+    err.fred_error().map(|e| e.details().to_owned()).unwrap_or_default()
+}
+
+/// Locks `name` on `holder` with a 30 s lease, lets `waiter` wait for it, and releases:
+/// the waiter must get the lock through the release message (within 10 s, long before
+/// the lease would run out), over its own subscriber connection.
+async fn waiter_is_woken_by_the_release(holder: &Client, waiter: &Client, name: &str) {
+    let guard = holder.lock(name).lock_with_lease(Duration::from_secs(30)).await.expect("lock");
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let messages_before = waiter.subscriber_stats().messages;
+    let waiting = {
+        let waiter = waiter.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move { waiter.lock(name).try_lock_for(Duration::from_secs(20)).await })
+    };
+    assert!(
+        wait_until(Duration::from_secs(5), || waiter.subscribed_channels().contains(&channel)).await,
+        "the server confirmed the waiter's SUBSCRIBE"
+    );
+    guard.unlock().await.expect("unlock");
+    let woken = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("woken in time").expect("task");
+    woken.expect("wait").expect("the waiter got the lock").unlock().await.expect("unlock");
+    assert!(waiter.subscriber_stats().messages > messages_before, "woken by a release message");
+}
+
+/// `redis://:password@` (the default user's password, `requirepass`): both connections
+/// authenticate; a wrong or missing password is a prompt error, not a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_the_url_authenticates_both_connections() {
+    let server = RedisServer::start_with(ServerOptions::default().arg("requirepass", PASSWORD));
+    let url = format!("redis://:{PASSWORD}@127.0.0.1:{}", server.port());
+    let first = connect(&url, Duration::from_secs(30)).await.expect("connect with the password");
+    let second = connect(&url, Duration::from_secs(30)).await.expect("connect with the password");
+    waiter_is_woken_by_the_release(&first, &second, "auth:order").await;
+
+    for (what, bad) in [
+        ("wrong password", format!("redis://:wrong@127.0.0.1:{}", server.port())),
+        ("no password", format!("redis://127.0.0.1:{}", server.port())),
+    ] {
+        let started = std::time::Instant::now();
+        let err = connect(&bad, Duration::from_secs(30)).await.expect_err(what);
+        eprintln!("{what}: {err} / {}", fred_details(&err));
+        assert!(started.elapsed() < COMMAND_TIMEOUT, "{what}: refused promptly");
+        assert_eq!(err.kind(), ErrorKind::Redis, "{what}: {err} / {}", fred_details(&err));
+    }
+}
+
+/// A user with exactly the documented rules (`redis://user:password@`): lock, a second
+/// client waits and is woken, the watchdog renews, and another client force-unlocks —
+/// and the server denied nothing (`ACL LOG` stays empty).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_acl_user_can_do_everything_a_client_does() {
+    let server = RedisServer::start();
+    set_user(&server, USER, &leasehold_acl_rules("app:*"));
+    let url = user_url(&server, USER);
+    let first = connect(&url, Duration::from_millis(600)).await.expect("connect as the ACL user");
+    let second = connect(&url, Duration::from_millis(600)).await.expect("connect as the ACL user");
+    assert_eq!(connections_of(&server, USER), 4, "both clients' command and subscriber connections are the user");
+
+    waiter_is_woken_by_the_release(&first, &second, "app:order:1").await;
+
+    // Watchdog renewal: a 600 ms lease renewed every 200 ms, held for 5 leases.
+    let lock = first.lock("app:order:2");
+    let guard = lock.lock().await.expect("lock in watchdog mode");
+    let renewals_before = first.watchdog_stats().calls;
+    assert!(
+        wait_until(Duration::from_secs(10), || first.watchdog_stats().calls >= renewals_before + 15).await,
+        "the watchdog kept renewing"
+    );
+    assert!(!guard.is_lost(), "renewals succeeded");
+    assert_eq!(first.watchdog_stats().failed_calls, 0);
+    assert!(pttl(&server, "app:order:2") > 0, "the key outlived 5 leases");
+
+    // Force-unlock from the other client: the holder learns it lost the lock.
+    assert!(second.lock("app:order:2").force_unlock().await.expect("force unlock"), "the key existed");
+    tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("the holder was told");
+    assert_eq!(pttl(&server, "app:order:2"), -2);
+    assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
+
+    // fred asks every new connection for `CLIENT ID` and `INFO server`, and carries on
+    // when they are refused: the only denials are those, until the user is allowed them.
+    assert!(!denied_objects(&server).is_empty(), "fred's connect-time questions were refused");
+    assert!(denied_objects(&server).iter().all(|o| FRED_CONNECT_EXTRAS.contains(&format!("+{o}").as_str())));
+    let mut quiet = leasehold_acl_rules("app:*");
+    quiet.extend(FRED_CONNECT_EXTRAS.iter().map(|r| (*r).to_owned()));
+    set_user(&server, "quiet-locker", &quiet);
+    raw(&server, &["ACL", "LOG", "RESET"]);
+    let third = connect(&user_url(&server, "quiet-locker"), Duration::from_millis(600)).await.expect("connect");
+    waiter_is_woken_by_the_release(&third, &first, "app:order:3").await;
+    assert_eq!(acl_denials(&server), Vec::new(), "with the two extras the server denies nothing");
+}
+
+/// The `object` (command, key or channel) of every `ACL LOG` entry.
+fn denied_objects(server: &RedisServer) -> Vec<String> {
+    acl_denials(server)
+        .iter()
+        .filter_map(|entry| match entry {
+            RespValue::Array(fields) => fields
+                .chunks(2)
+                .find(|pair| pair[0].as_str() == Some("object"))
+                .and_then(|pair| pair[1].as_str().map(str::to_owned)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A user missing one right gets a prompt `ErrorKind::Redis` whose fred error is the
+/// server's `NOPERM`, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_right_is_a_prompt_noperm_error_and_writes_nothing() {
+    let server = RedisServer::start();
+    let without =
+        |rule: &str| -> Vec<String> { leasehold_acl_rules("app:*").into_iter().filter(|r| r != rule).collect() };
+
+    // No EVALSHA: connecting works (SCRIPT LOAD is allowed), every lock call is refused.
+    set_user(&server, "no-evalsha", &without("+evalsha"));
+    let client = connect(&user_url(&server, "no-evalsha"), Duration::from_secs(30)).await.expect("connect");
+    let started = std::time::Instant::now();
+    let err = client.lock("app:order:1").try_lock().await.expect_err("no EVALSHA");
+    eprintln!("no EVALSHA: {err} / {}", fred_details(&err));
+    assert!(started.elapsed() < COMMAND_TIMEOUT, "refused promptly");
+    assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
+    assert!(fred_details(&err).starts_with("NOPERM"), "{}", fred_details(&err));
+    let err = client.lock("app:order:1").lock().await.expect_err("no EVALSHA, waiting");
+    assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
+    drop(client);
+
+    // A lock name outside the user's key pattern.
+    set_user(&server, "app-only", &leasehold_acl_rules("app:*"));
+    let client = connect(&user_url(&server, "app-only"), Duration::from_secs(30)).await.expect("connect");
+    let err = client.lock("other:order:1").try_lock().await.expect_err("outside the key pattern");
+    eprintln!("outside the key pattern: {err} / {}", fred_details(&err));
+    assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
+    assert!(fred_details(&err).starts_with("NOPERM"), "{}", fred_details(&err));
+    drop(client);
+
+    // No SCRIPT LOAD: refused when connecting (scripts are loaded then).
+    set_user(&server, "no-script-load", &without("+script|load"));
+    let err = connect(&user_url(&server, "no-script-load"), Duration::from_secs(30)).await.expect_err("no SCRIPT LOAD");
+    eprintln!("no SCRIPT LOAD: {err} / {}", fred_details(&err));
+    assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
+    assert!(fred_details(&err).starts_with("NOPERM"), "{}", fred_details(&err));
+
+    assert_eq!(raw(&server, &["DBSIZE"]), RespValue::Integer(0), "nothing was written");
+    assert!(!acl_denials(&server).is_empty(), "the server logged the denials");
+}
+
+/// Every documented rule is used: with any one of them removed, some step of a client's
+/// life fails or the server logs a denial (so the rules are minimal, not just enough).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_rule_is_needed() {
+    let server = RedisServer::start();
+    let all = leasehold_acl_rules("app:*");
+    let mut unneeded = Vec::new();
+    for (i, removed) in all.iter().enumerate().filter(|(_, r)| !r.starts_with("reset") && *r != "-@all") {
+        raw(&server, &["ACL", "LOG", "RESET"]);
+        let user = format!("probe-{i}");
+        let rules: Vec<String> = all.iter().filter(|r| *r != removed).cloned().collect();
+        set_user(&server, &user, &rules);
+        let ok = life_of_a_client(&user_url(&server, &user), &format!("app:probe:{i}")).await;
+        let denials = denied_objects(&server);
+        let denials: Vec<&String> =
+            denials.iter().filter(|o| !FRED_CONNECT_EXTRAS.contains(&format!("+{o}").as_str())).collect();
+        eprintln!("without {removed}: {ok:?}, denials {denials:?}");
+        if ok.is_ok() && denials.is_empty() {
+            unneeded.push(removed.clone());
+        }
+    }
+    assert_eq!(unneeded, Vec::<String>::new(), "rules nothing needed");
+}
+
+/// Connect two clients, lock with the watchdog, let the other wait and be woken,
+/// ask `is_locked`, `hold_count` and `remaining_ttl`, renew, force-unlock: the first
+/// error, if any.
+async fn life_of_a_client(url: &str, name: &str) -> Result<(), String> {
+    let step = |what: &'static str| move |e: leasehold::Error| format!("{what}: {e} / {}", fred_details(&e));
+    let first = connect(url, Duration::from_millis(300)).await.map_err(step("connect"))?;
+    let second = connect(url, Duration::from_millis(300)).await.map_err(step("connect"))?;
+    let guard = first.lock(name).lock_with_lease(Duration::from_secs(30)).await.map_err(step("lock"))?;
+    let waiting = {
+        let second = second.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move { second.lock(name).try_lock_for(Duration::from_secs(3)).await })
+    };
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    wait_until(Duration::from_secs(2), || second.subscribed_channels().contains(&channel)).await;
+    guard.unlock().await.map_err(step("unlock"))?;
+    let woken = waiting.await.map_err(|e| format!("task: {e}"))?.map_err(step("wait"))?;
+    woken.ok_or("not woken within 3 s")?.unlock().await.map_err(step("unlock woken"))?;
+    let lock = first.lock(name);
+    let held = lock.lock().await.map_err(step("watchdog lock"))?;
+    // The plain commands: EXISTS, HGET, PTTL.
+    lock.is_locked().await.map_err(step("is_locked"))?;
+    lock.hold_count().await.map_err(step("hold_count"))?;
+    lock.remaining_ttl().await.map_err(step("remaining_ttl"))?;
+    let calls = first.watchdog_stats().calls;
+    wait_until(Duration::from_secs(2), || first.watchdog_stats().calls >= calls + 2).await;
+    if held.is_lost() || first.watchdog_stats().failed_calls > 0 {
+        return Err("renewal failed".into());
+    }
+    second.lock(name).force_unlock().await.map_err(step("force unlock"))?;
+    Ok(())
+}
