@@ -345,3 +345,103 @@ async fn a_lagging_subscriber_wakes_every_waiter() {
     drop((first, second));
     assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
 }
+
+/// `x` and `{x}` share the channel `redisson_lock__channel:{x}`. A waiter queued on the
+/// held `x` must not hold up a caller of the free `{x}` in the same client: the local
+/// FIFO queue is per lock, not per channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_lock_does_not_queue_behind_another_lock_on_its_channel() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let channel = "redisson_lock__channel:{x}";
+    let owner_a = client.lock("x").lock_with_lease(Duration::from_secs(30)).await.expect("A holds x");
+    let w1 = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let guard = client.lock("x").lock_with_lease(LEASE).await.expect("W1");
+            guard.unlock().await.expect("W1 unlock");
+        }
+    });
+    let subscriber = client.subscriber().clone();
+    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters(channel) == 1).await, "W1 queued");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server) == [channel]).await);
+
+    let braced = client.lock("{x}");
+    let start = Instant::now();
+    let guard = tokio::time::timeout(Duration::from_secs(1), braced.lock())
+        .await
+        .expect("the free {x} was not acquired within 1 s: it queued behind the waiter on x")
+        .expect("lock {x}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(!w1.is_finished(), "W1 still waits: x is held by A");
+    guard.unlock().await.expect("unlock {x}");
+
+    owner_a.unlock().await.expect("A unlocks x");
+    tokio::time::timeout(Duration::from_secs(2), w1).await.expect("W1 acquires x once A releases it").expect("W1");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+}
+
+/// An unlock message cannot say which of the locks on a channel was released, so it
+/// wakes the first waiter of every lock on it: releasing `x` wakes the waiter on `x`
+/// even though a waiter on `{x}` (held by someone else) queued on the channel first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_its_lock_even_behind_another_lock_on_the_channel() {
+    let server = RedisServer::start();
+    let holders = client(&server).await;
+    let waiters = client(&server).await;
+    let channel = "redisson_lock__channel:{x}";
+    let hold = Duration::from_secs(30);
+    let braced_holder = holders.lock("{x}").lock_with_lease(hold).await.expect("hold {x}");
+    let plain_holder = holders.lock("x").lock_with_lease(hold).await.expect("hold x");
+    let subscriber = waiters.subscriber().clone();
+
+    let on_braced = tokio::spawn({
+        let client = waiters.clone();
+        async move {
+            let guard = client.lock("{x}").lock_with_lease(LEASE).await.expect("waiter on {x}");
+            guard.unlock().await.expect("unlock {x}");
+        }
+    });
+    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters(channel) == 1).await);
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server) == [channel]).await);
+    let attempts_before = evalsha_calls(&server);
+    let on_plain = tokio::spawn({
+        let client = waiters.clone();
+        async move {
+            let guard = client.lock("x").lock_with_lease(LEASE).await.expect("waiter on x");
+            let at = Instant::now();
+            guard.unlock().await.expect("unlock x");
+            at
+        }
+    });
+    assert!(wait_until(Duration::from_secs(5), || subscriber.waiters(channel) == 2).await);
+    // Its fast-path attempt and its first turn (as the first in line for `x`) were both
+    // answered "held", so no attempt of it is in flight when `x` is released: only a
+    // wake-up (or its 30 s timer) can let it in now.
+    let attempted = wait_until(Duration::from_secs(2), || evalsha_calls(&server) >= attempts_before + 2).await;
+
+    let released = Instant::now();
+    plain_holder.unlock().await.expect("release x");
+    let acquired = tokio::time::timeout(Duration::from_secs(2), on_plain)
+        .await
+        .expect("the release of x did not wake the waiter on x within 2 s")
+        .expect("waiter task");
+    assert!(acquired.duration_since(released) < Duration::from_secs(2));
+    assert!(attempted, "the waiter on x tried twice before the release");
+    assert!(!on_braced.is_finished(), "{{x}} is still held");
+
+    braced_holder.unlock().await.expect("release {x}");
+    tokio::time::timeout(Duration::from_secs(2), on_braced).await.expect("the waiter on {x} gets in").expect("task");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+}
+
+/// `calls` of `cmdstat_evalsha` in `INFO commandstats` (0 before the first one).
+fn evalsha_calls(server: &RedisServer) -> u64 {
+    let info = raw(server, &["INFO", "commandstats"]);
+    let text = info.as_str().unwrap_or_default();
+    text.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
+}
