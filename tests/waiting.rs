@@ -445,3 +445,73 @@ fn evalsha_calls(server: &RedisServer) -> u64 {
         .and_then(|calls| calls.parse().ok())
         .unwrap_or(0)
 }
+
+/// A subscriber on its own fred connection, with a reconnect policy.
+async fn bare_subscriber(server: &RedisServer) -> lock_pubsub::Subscriber {
+    use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+    let mut builder = Builder::from_config(Config::from_url(&server.url()).expect("url"));
+    builder.set_policy(ReconnectPolicy::new_constant(0, 50));
+    let fred = builder.build_subscriber_client().expect("subscriber client");
+    fred.init().await.expect("connect");
+    lock_pubsub::Subscriber::start(fred, Duration::from_secs(2))
+}
+
+/// The last waiter leaves a channel and a new one registers at once: before the task
+/// sends `UNSUBSCRIBE`, while it is in flight, or after. Whatever the order, the new
+/// waiter is confirmed only when the server really has the subscription (`PUBLISH`
+/// counts one receiver), and a message then wakes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_registered_again_while_unsubscribing_ends_up_subscribed() {
+    let server = RedisServer::start();
+    let subscriber = bare_subscriber(&server).await;
+    let channel: Arc<str> = Arc::from("redisson_lock__channel:{again}");
+    let lock: Arc<str> = Arc::from("again");
+    let confirm = || tokio::time::Instant::now() + Duration::from_secs(5);
+    for round in 0..1000 {
+        let first = subscriber.register_lock(&channel, &lock);
+        assert!(first.subscribed_by(confirm()).await, "round {round}: first not confirmed");
+        drop(first);
+        // A different head start for the task's UNSUBSCRIBE in each round.
+        for _ in 0..round % 8 {
+            tokio::task::yield_now().await;
+        }
+        let again = subscriber.register_lock(&channel, &lock);
+        assert!(again.subscribed_by(confirm()).await, "round {round}: {:?}", subscriber.stats());
+        assert!(again.take_turn(), "the first in line starts with a turn");
+        let receivers = raw(&server, &["PUBLISH", &channel, "0"]).as_int();
+        if receivers != Some(1) {
+            let later = wait_until(Duration::from_secs(1), || pubsub_channels(&server).len() == 1).await;
+            panic!("round {round}: {receivers:?} receivers; subscribed 1 s later: {later}; {:?}", subscriber.stats());
+        }
+        assert!(again.wait_until(confirm()).await && again.take_turn(), "round {round}: the message woke it");
+        drop(again);
+    }
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+    assert!(wait_until(Duration::from_secs(5), || subscriber.active_channels().is_empty()).await);
+}
+
+/// Two locks on one channel share one subscription: it lives while either has a
+/// waiter, and goes with the last one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_on_one_channel_share_one_subscription() {
+    let server = RedisServer::start();
+    let subscriber = bare_subscriber(&server).await;
+    let channel: Arc<str> = Arc::from("redisson_lock__channel:{shared}");
+    let deadline = || tokio::time::Instant::now() + Duration::from_secs(5);
+    let plain = subscriber.register_lock(&channel, &Arc::from("shared"));
+    let braced = subscriber.register_lock(&channel, &Arc::from("{shared}"));
+    assert!(plain.subscribed_by(deadline()).await && braced.subscribed_by(deadline()).await);
+    assert!(plain.take_turn() && braced.take_turn(), "each is first in its own line");
+    assert_eq!(subscriber.waiters(&channel), 2);
+    assert_eq!(subscriber.lock_waiters(&channel, "shared"), 1);
+    assert_eq!(subscriber.lock_waiters(&channel, "{shared}"), 1);
+    assert_eq!(subscriber.stats().subscribe_calls, 1, "one SUBSCRIBE for both");
+    drop(plain);
+    assert_eq!(raw(&server, &["PUBLISH", &channel, "0"]).as_int(), Some(1), "still subscribed for {{shared}}");
+    assert!(braced.wait_until(deadline()).await && braced.take_turn());
+    assert_eq!(subscriber.active_channels(), vec![channel.to_string()]);
+    drop(braced);
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+    assert!(wait_until(Duration::from_secs(5), || subscriber.active_channels().is_empty()).await);
+    assert_eq!(subscriber.stats().unsubscribe_calls, 1);
+}

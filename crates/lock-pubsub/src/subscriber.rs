@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fred::clients::SubscriberClient;
 use fred::prelude::{ClientLike, EventInterface, PubsubInterface};
-use fred::types::Message;
+use fred::types::{Message, Value};
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::time::Instant;
@@ -333,7 +333,16 @@ impl Task {
         if !to_subscribe.is_empty() {
             shared.stats.subscribe_calls.fetch_add(1, Ordering::Relaxed);
             let names: Vec<String> = to_subscribe.iter().map(|c| c.to_string()).collect();
-            match tokio::time::timeout(self.command_timeout, self.client.subscribe(names)).await {
+            let confirm = async {
+                self.client.subscribe(names).await?;
+                // fred 10.1 resolves SUBSCRIBE as soon as it is written (it answers the
+                // caller at once and drops the server's confirmations), so its `Ok`
+                // says nothing about the server. A PING on the same connection is
+                // answered only after the server has run everything sent before it, so
+                // its reply is the confirmation.
+                self.client.ping::<Value>(None).await.map(drop)
+            };
+            match tokio::time::timeout(self.command_timeout, confirm).await {
                 Ok(Ok(())) => {
                     shared.active.lock().extend(to_subscribe.iter().cloned());
                     for channel in &to_subscribe {
