@@ -27,6 +27,8 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+pttl",
         "+subscribe",
         "+unsubscribe",
+        // Confirms each SUBSCRIBE (lock-pubsub sends it behind the subscribe).
+        "+ping",
         // Run inside the scripts (lua/*.lua), checked against the same user.
         "+hexists",
         "+hincrby",

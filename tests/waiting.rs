@@ -351,3 +351,171 @@ async fn a_lagging_subscriber_wakes_every_waiter() {
     drop((first, second));
     assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
 }
+
+/// `x` and `{x}` share the channel `redisson_lock__channel:{x}`. A waiter queued on the
+/// held `x` must not hold up a caller of the free `{x}` in the same client: the local
+/// FIFO queue is per lock, not per channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_lock_does_not_queue_behind_another_lock_on_its_channel() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let channel = "redisson_lock__channel:{x}";
+    let owner_a = client.lock("x").lock_with_lease(Duration::from_secs(30)).await.expect("A holds x");
+    let w1 = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let guard = client.lock("x").lock_with_lease(LEASE).await.expect("W1");
+            guard.unlock().await.expect("W1 unlock");
+        }
+    });
+    assert!(wait_until(Duration::from_secs(5), || client.local_waiters("x") == 1).await, "W1 queued");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server) == [channel]).await);
+
+    let braced = client.lock("{x}");
+    let start = Instant::now();
+    let guard = tokio::time::timeout(Duration::from_secs(1), braced.lock())
+        .await
+        .expect("the free {x} was not acquired within 1 s: it queued behind the waiter on x")
+        .expect("lock {x}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(!w1.is_finished(), "W1 still waits: x is held by A");
+    guard.unlock().await.expect("unlock {x}");
+
+    owner_a.unlock().await.expect("A unlocks x");
+    tokio::time::timeout(Duration::from_secs(2), w1).await.expect("W1 acquires x once A releases it").expect("W1");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+}
+
+/// An unlock message cannot say which of the locks on a channel was released, so it
+/// wakes the first waiter of every lock on it: releasing `x` wakes the waiter on `x`
+/// even though a waiter on `{x}` (held by someone else) queued on the channel first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_its_lock_even_behind_another_lock_on_the_channel() {
+    let server = RedisServer::start();
+    let holders = client(&server).await;
+    let waiters = client(&server).await;
+    let channel = "redisson_lock__channel:{x}";
+    let hold = Duration::from_secs(30);
+    let braced_holder = holders.lock("{x}").lock_with_lease(hold).await.expect("hold {x}");
+    let plain_holder = holders.lock("x").lock_with_lease(hold).await.expect("hold x");
+
+    let on_braced = tokio::spawn({
+        let client = waiters.clone();
+        async move {
+            let guard = client.lock("{x}").lock_with_lease(LEASE).await.expect("waiter on {x}");
+            guard.unlock().await.expect("unlock {x}");
+        }
+    });
+    assert!(wait_until(Duration::from_secs(5), || waiters.local_waiters("{x}") == 1).await);
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server) == [channel]).await);
+    let attempts_before = evalsha_calls(&server);
+    let on_plain = tokio::spawn({
+        let client = waiters.clone();
+        async move {
+            let guard = client.lock("x").lock_with_lease(LEASE).await.expect("waiter on x");
+            let at = Instant::now();
+            guard.unlock().await.expect("unlock x");
+            at
+        }
+    });
+    assert!(wait_until(Duration::from_secs(5), || waiters.local_waiters("x") == 1).await);
+    // Its fast-path attempt and its first turn (as the first in line for `x`) were both
+    // answered "held", so no attempt of it is in flight when `x` is released: only a
+    // wake-up (or its 30 s timer) can let it in now.
+    let attempted = wait_until(Duration::from_secs(2), || evalsha_calls(&server) >= attempts_before + 2).await;
+
+    let released = Instant::now();
+    plain_holder.unlock().await.expect("release x");
+    let acquired = tokio::time::timeout(Duration::from_secs(2), on_plain)
+        .await
+        .expect("the release of x did not wake the waiter on x within 2 s")
+        .expect("waiter task");
+    assert!(acquired.duration_since(released) < Duration::from_secs(2));
+    assert!(attempted, "the waiter on x tried twice before the release");
+    assert!(!on_braced.is_finished(), "{{x}} is still held");
+
+    braced_holder.unlock().await.expect("release {x}");
+    tokio::time::timeout(Duration::from_secs(2), on_braced).await.expect("the waiter on {x} gets in").expect("task");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+}
+
+/// `calls` of `cmdstat_evalsha` in `INFO commandstats` (0 before the first one).
+fn evalsha_calls(server: &RedisServer) -> u64 {
+    let info = raw(server, &["INFO", "commandstats"]);
+    let text = info.as_str().unwrap_or_default();
+    text.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A subscriber on its own fred connection, with a reconnect policy.
+async fn bare_subscriber(server: &RedisServer) -> lock_pubsub::Subscriber {
+    use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+    let mut builder = Builder::from_config(Config::from_url(&server.url()).expect("url"));
+    builder.set_policy(ReconnectPolicy::new_constant(0, 50));
+    let fred = builder.build_subscriber_client().expect("subscriber client");
+    fred.init().await.expect("connect");
+    lock_pubsub::Subscriber::start(fred, Duration::from_secs(2))
+}
+
+/// The last waiter leaves a channel and a new one registers at once: before the task
+/// sends `UNSUBSCRIBE`, while it is in flight, or after. Whatever the order, the new
+/// waiter is confirmed only when the server really has the subscription (`PUBLISH`
+/// counts one receiver), and a message then wakes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_registered_again_while_unsubscribing_ends_up_subscribed() {
+    let server = RedisServer::start();
+    let subscriber = bare_subscriber(&server).await;
+    let channel: Arc<str> = Arc::from("redisson_lock__channel:{again}");
+    let lock: Arc<str> = Arc::from("again");
+    let confirm = || tokio::time::Instant::now() + Duration::from_secs(5);
+    for round in 0..1000 {
+        let first = subscriber.register_lock(&channel, &lock);
+        assert!(first.subscribed_by(confirm()).await, "round {round}: first not confirmed");
+        drop(first);
+        // A different head start for the task's UNSUBSCRIBE in each round.
+        for _ in 0..round % 8 {
+            tokio::task::yield_now().await;
+        }
+        let again = subscriber.register_lock(&channel, &lock);
+        assert!(again.subscribed_by(confirm()).await, "round {round}: {:?}", subscriber.stats());
+        assert!(again.take_turn(), "the first in line starts with a turn");
+        let receivers = raw(&server, &["PUBLISH", &channel, "0"]).as_int();
+        if receivers != Some(1) {
+            let later = wait_until(Duration::from_secs(1), || pubsub_channels(&server).len() == 1).await;
+            panic!("round {round}: {receivers:?} receivers; subscribed 1 s later: {later}; {:?}", subscriber.stats());
+        }
+        assert!(again.wait_until(confirm()).await && again.take_turn(), "round {round}: the message woke it");
+        drop(again);
+    }
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+    assert!(wait_until(Duration::from_secs(5), || subscriber.active_channels().is_empty()).await);
+}
+
+/// Two locks on one channel share one subscription: it lives while either has a
+/// waiter, and goes with the last one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_on_one_channel_share_one_subscription() {
+    let server = RedisServer::start();
+    let subscriber = bare_subscriber(&server).await;
+    let channel: Arc<str> = Arc::from("redisson_lock__channel:{shared}");
+    let deadline = || tokio::time::Instant::now() + Duration::from_secs(5);
+    let plain = subscriber.register_lock(&channel, &Arc::from("shared"));
+    let braced = subscriber.register_lock(&channel, &Arc::from("{shared}"));
+    assert!(plain.subscribed_by(deadline()).await && braced.subscribed_by(deadline()).await);
+    assert!(plain.take_turn() && braced.take_turn(), "each is first in its own line");
+    assert_eq!(subscriber.waiters(&channel), 2);
+    assert_eq!(subscriber.lock_waiters(&channel, "shared"), 1);
+    assert_eq!(subscriber.lock_waiters(&channel, "{shared}"), 1);
+    assert_eq!(subscriber.stats().subscribe_calls, 1, "one SUBSCRIBE for both");
+    drop(plain);
+    assert_eq!(raw(&server, &["PUBLISH", &channel, "0"]).as_int(), Some(1), "still subscribed for {{shared}}");
+    assert!(braced.wait_until(deadline()).await && braced.take_turn());
+    assert_eq!(subscriber.active_channels(), vec![channel.to_string()]);
+    drop(braced);
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).is_empty()).await);
+    assert!(wait_until(Duration::from_secs(5), || subscriber.active_channels().is_empty()).await);
+    assert_eq!(subscriber.stats().unsubscribe_calls, 1);
+}

@@ -233,7 +233,7 @@ impl Client {
     /// client's key prefix is applied, as in [`Client::lock`]).
     pub fn local_waiters(&self, name: impl AsRef<str>) -> usize {
         match lock_core::LockNames::new(&self.full_key(name.as_ref())) {
-            Ok(names) => self.inner.subscriber.waiters(names.channel()),
+            Ok(names) => self.inner.subscriber.lock_waiters(names.channel(), names.key()),
             Err(_) => 0,
         }
     }

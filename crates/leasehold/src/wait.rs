@@ -72,8 +72,9 @@ pub(crate) async fn acquire_loop(
     // Fast path: one round trip, no subscription. Skipped when local waiters are already
     // queued on this lock, so a newcomer does not overtake them (FIFO among local
     // waiters) — unless this owner holds the lock already: a re-entry must never queue
-    // behind waiters who are waiting for it.
-    if zero_wait || subscriber.waiters(names.channel()) == 0 || lock.holds.has_current() {
+    // behind waiters who are waiting for it. Waiters on another lock that shares the
+    // channel (`x` and `{x}`) do not count.
+    if zero_wait || subscriber.lock_waiters(names.channel(), names.key()) == 0 || lock.holds.has_current() {
         match lock.attempt(names, lease, lease_ms, mode).await {
             Ok(Ok(guard)) => return Ok(Some(guard)),
             Ok(Err(_)) if zero_wait => return Ok(None),
@@ -93,7 +94,7 @@ pub(crate) async fn acquire_loop(
         return last_error.map_or(Ok(None), Err);
     }
     // Register before the next attempt: a release published from here on wakes us.
-    let waiter = subscriber.register(names.channel_arc());
+    let waiter = subscriber.register_lock(names.channel_arc(), names.key_arc());
     let subscribe_by = deadline.min(args::instant_after(Instant::now(), client.config.command_timeout));
     if !waiter.subscribed_by(subscribe_by).await {
         // Degraded, not stuck: we still retry on the holder's TTL, and the resubscribe

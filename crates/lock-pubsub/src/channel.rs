@@ -1,6 +1,11 @@
-//! The local waiters of one release channel: a FIFO queue of slots.
+//! The local waiters of one release channel: one FIFO queue of slots per lock.
+//!
+//! Several locks can share a channel: `x` and `{x}` both publish on
+//! `redisson_lock__channel:{x}` (Redisson's naming). Their waiters queue separately, so
+//! a waiter on a free lock never waits behind a waiter on a held one. The strict FIFO
+//! rules below hold within each lock's queue.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -22,12 +27,20 @@ struct Slot {
 
 #[derive(Debug, Default)]
 struct State {
-    queue: VecDeque<Slot>,
+    /// Lock key → its waiters in line. A lock's entry goes when its last waiter leaves.
+    locks: HashMap<Arc<str>, VecDeque<Slot>>,
     subscribed: bool,
     next_id: u64,
 }
 
-/// The waiters of one channel, and whether the server confirmed the subscription.
+impl State {
+    fn slot(&mut self, lock: &str, id: u64) -> Option<&mut Slot> {
+        self.locks.get_mut(lock)?.iter_mut().find(|slot| slot.id == id)
+    }
+}
+
+/// The waiters of one channel, queued per lock, and whether the server confirmed the
+/// subscription (one per channel, shared by every lock on it).
 #[derive(Debug)]
 pub(crate) struct ChannelWaiters {
     pub(crate) name: Arc<str>,
@@ -37,9 +50,9 @@ pub(crate) struct ChannelWaiters {
 
 /// What a departing waiter leaves behind.
 pub(crate) enum Departure {
-    /// Others still wait.
+    /// Others still wait on the channel (on this lock or another).
     Others,
-    /// The queue is empty: the channel can be unsubscribed.
+    /// No waiter is left on the channel: it can be unsubscribed.
     Empty,
 }
 
@@ -48,88 +61,101 @@ impl ChannelWaiters {
         ChannelWaiters { name, state: Mutex::new(State::default()), subscribed_signal: Notify::new() }
     }
 
-    /// Joins the end of the queue. The first in line starts woken: it may try at once.
-    pub(crate) fn join(&self, signal: Arc<Notify>) -> u64 {
+    /// Joins the end of `lock`'s queue. The first in line starts woken: it may try at
+    /// once (waiters on other locks of the channel do not count).
+    pub(crate) fn join(&self, lock: &Arc<str>, signal: Arc<Notify>) -> u64 {
         let mut state = self.state.lock();
         let id = state.next_id;
         state.next_id += 1;
-        let woken = state.queue.is_empty();
-        state.queue.push_back(Slot { id, woken, held_until: None, signal });
+        let queue = state.locks.entry(lock.clone()).or_default();
+        let woken = queue.is_empty();
+        queue.push_back(Slot { id, woken, held_until: None, signal });
         id
     }
 
-    /// Leaves the queue. A departing first waiter hands the turn to the next one, so
-    /// the turn is never lost (whether it timed out, was cancelled with an unused
+    /// Leaves `lock`'s queue. A departing first waiter hands the turn to the next one,
+    /// so the turn is never lost (whether it timed out, was cancelled with an unused
     /// wake-up, or failed). One that leaves because it *acquired* the lock (`held_until`
     /// is the end of its lease) instead gives the next one a timer: that one waits for
     /// the release message, or the timer if the message is lost, rather than spend a
-    /// round trip on a lock that was just taken.
-    pub(crate) fn leave(&self, id: u64, held_until: Option<Instant>) -> Departure {
+    /// round trip on a lock that was just taken. Other locks' queues are not touched.
+    pub(crate) fn leave(&self, lock: &str, id: u64, held_until: Option<Instant>) -> Departure {
         let mut state = self.state.lock();
-        let Some(index) = state.queue.iter().position(|slot| slot.id == id) else {
-            return if state.queue.is_empty() { Departure::Empty } else { Departure::Others };
-        };
-        let Some(slot) = state.queue.remove(index) else { return Departure::Others };
-        if state.queue.is_empty() {
-            return Departure::Empty;
+        let departure = |state: &State| if state.locks.is_empty() { Departure::Empty } else { Departure::Others };
+        let Some(queue) = state.locks.get_mut(lock) else { return departure(&state) };
+        let Some(index) = queue.iter().position(|slot| slot.id == id) else { return departure(&state) };
+        let Some(slot) = queue.remove(index) else { return departure(&state) };
+        if queue.is_empty() {
+            state.locks.remove(lock);
+            return departure(&state);
         }
         if index == 0 {
             match held_until {
                 // An unused wake-up means a release came in meanwhile: hand on the turn.
                 Some(until) if !slot.woken => {
-                    if let Some(next) = state.queue.front_mut() {
+                    if let Some(next) = queue.front_mut() {
                         next.held_until = Some(until);
                         // Not a turn: just makes it re-plan its wait as the first in line.
                         next.signal.notify_one();
                     }
                 }
-                _ => wake_first(&mut state.queue),
+                _ => wake_first(queue),
             }
         }
         Departure::Others
     }
 
     /// Takes the timer a departing acquirer left this waiter, if any.
-    pub(crate) fn take_held_until(&self, id: u64) -> Option<Instant> {
-        let mut state = self.state.lock();
-        state.queue.iter_mut().find(|slot| slot.id == id).and_then(|slot| slot.held_until.take())
+    pub(crate) fn take_held_until(&self, lock: &str, id: u64) -> Option<Instant> {
+        self.state.lock().slot(lock, id).and_then(|slot| slot.held_until.take())
     }
 
     /// Consumes this waiter's wake-up, if it has one.
-    pub(crate) fn take_wake(&self, id: u64) -> bool {
-        let mut state = self.state.lock();
-        state.queue.iter_mut().find(|slot| slot.id == id).is_some_and(|slot| std::mem::take(&mut slot.woken))
+    pub(crate) fn take_wake(&self, lock: &str, id: u64) -> bool {
+        self.state.lock().slot(lock, id).is_some_and(|slot| std::mem::take(&mut slot.woken))
     }
 
     /// `true` if this waiter holds a wake-up, without consuming it.
-    pub(crate) fn has_wake(&self, id: u64) -> bool {
-        self.state.lock().queue.iter().any(|slot| slot.id == id && slot.woken)
+    pub(crate) fn has_wake(&self, lock: &str, id: u64) -> bool {
+        self.state.lock().slot(lock, id).is_some_and(|slot| slot.woken)
     }
 
-    /// `true` while this waiter is first in line.
-    pub(crate) fn is_first(&self, id: u64) -> bool {
-        self.state.lock().queue.front().is_some_and(|slot| slot.id == id)
+    /// `true` while this waiter is first in its lock's line.
+    pub(crate) fn is_first(&self, lock: &str, id: u64) -> bool {
+        self.state.lock().locks.get(lock).and_then(VecDeque::front).is_some_and(|slot| slot.id == id)
     }
 
-    /// Wakes the first waiter in line (an unlock message). Only the first is woken,
-    /// even when it already holds a wake-up: a mutex admits one holder, and waking
-    /// anyone further back would let it overtake (a message can arrive after the next
-    /// waiter already got in through its turn, so extra messages are normal).
+    /// An unlock message: wakes the first waiter in line of **every** lock on the
+    /// channel, since the message does not say which lock was released. Only the first
+    /// of each is woken, even when it already holds a wake-up: a mutex admits one
+    /// holder, and waking anyone further back would let it overtake (a message can
+    /// arrive after the next waiter already got in through its turn, so extra messages
+    /// are normal). Waking the first waiter of a lock that is still held costs it one
+    /// attempt, answered "held", and it keeps its place.
     pub(crate) fn wake_one(&self) {
-        wake_first(&mut self.state.lock().queue);
+        for queue in self.state.lock().locks.values_mut() {
+            wake_first(queue);
+        }
     }
 
-    /// Wakes every waiter (a read-unlock message, lost messages, a reconnect).
+    /// Wakes every waiter of every lock (a read-unlock message, lost messages, a
+    /// reconnect).
     pub(crate) fn wake_all(&self) {
         let mut state = self.state.lock();
-        for slot in &mut state.queue {
+        for slot in state.locks.values_mut().flatten() {
             slot.woken = true;
             slot.signal.notify_one();
         }
     }
 
+    /// Waiters on the channel, over all its locks.
     pub(crate) fn len(&self) -> usize {
-        self.state.lock().queue.len()
+        self.state.lock().locks.values().map(VecDeque::len).sum()
+    }
+
+    /// Waiters on `lock`.
+    pub(crate) fn lock_len(&self, lock: &str) -> usize {
+        self.state.lock().locks.get(lock).map_or(0, VecDeque::len)
     }
 
     pub(crate) fn set_subscribed(&self, subscribed: bool) {
@@ -168,8 +194,42 @@ fn wake_first(queue: &mut VecDeque<Slot>) {
 mod tests {
     use super::*;
 
-    fn channel() -> ChannelWaiters {
-        ChannelWaiters::new(Arc::from("c"))
+    /// The queue of one lock on a channel, with the one-lock tests' calls.
+    struct OneLock {
+        channel: ChannelWaiters,
+        lock: Arc<str>,
+    }
+
+    impl OneLock {
+        fn join(&self, signal: Arc<Notify>) -> u64 {
+            self.channel.join(&self.lock, signal)
+        }
+        fn leave(&self, id: u64, held_until: Option<Instant>) -> Departure {
+            self.channel.leave(&self.lock, id, held_until)
+        }
+        fn take_wake(&self, id: u64) -> bool {
+            self.channel.take_wake(&self.lock, id)
+        }
+        fn take_held_until(&self, id: u64) -> Option<Instant> {
+            self.channel.take_held_until(&self.lock, id)
+        }
+        fn is_first(&self, id: u64) -> bool {
+            self.channel.is_first(&self.lock, id)
+        }
+        fn wake_one(&self) {
+            self.channel.wake_one();
+        }
+        fn wake_all(&self) {
+            self.channel.wake_all();
+        }
+    }
+
+    fn channel() -> OneLock {
+        OneLock { channel: ChannelWaiters::new(Arc::from("c")), lock: Arc::from("x") }
+    }
+
+    fn join(ch: &ChannelWaiters, lock: &str) -> u64 {
+        ch.join(&Arc::from(lock), Arc::new(Notify::new()))
     }
 
     #[test]
@@ -247,5 +307,63 @@ mod tests {
         assert!(!ch.take_wake(c));
         ch.leave(a, None);
         assert!(ch.is_first(c) && ch.take_wake(c), "the turn moved on with the cancelled waiter");
+    }
+
+    #[test]
+    fn each_lock_on_a_channel_has_its_own_line() {
+        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"));
+        let x1 = join(&ch, "x");
+        let x2 = join(&ch, "x");
+        let braced = join(&ch, "{x}");
+        assert!(ch.is_first("x", x1) && !ch.is_first("x", x2));
+        assert!(ch.is_first("{x}", braced), "a waiter on another lock is not behind x's waiters");
+        assert!(ch.take_wake("{x}", braced), "and starts with a turn");
+        assert!(ch.take_wake("x", x1) && !ch.take_wake("x", x2));
+        assert_eq!((ch.len(), ch.lock_len("x"), ch.lock_len("{x}"), ch.lock_len("y")), (3, 2, 1, 0));
+        // A waiter of one lock cannot be reached through another lock's key.
+        assert!(!ch.is_first("{x}", x1) && !ch.take_wake("{x}", x2));
+    }
+
+    #[test]
+    fn unlock_wakes_the_first_of_every_lock_and_nobody_further_back() {
+        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"));
+        let x: Vec<u64> = (0..3).map(|_| join(&ch, "x")).collect();
+        let braced: Vec<u64> = (0..2).map(|_| join(&ch, "{x}")).collect();
+        assert!(ch.take_wake("x", x[0]) && ch.take_wake("{x}", braced[0]));
+        ch.wake_one();
+        ch.wake_one(); // redundant messages
+        assert!(ch.take_wake("x", x[0]), "x's first in line is woken: the release may have been x's");
+        assert!(ch.take_wake("{x}", braced[0]), "so is {{x}}'s: it may have been {{x}}'s");
+        assert!(!ch.take_wake("x", x[0]) && !ch.take_wake("{x}", braced[0]), "two messages still make one turn");
+        assert!(!ch.take_wake("x", x[1]) && !ch.take_wake("x", x[2]) && !ch.take_wake("{x}", braced[1]));
+        ch.wake_all();
+        assert!(x.iter().all(|&id| ch.take_wake("x", id)) && braced.iter().all(|&id| ch.take_wake("{x}", id)));
+    }
+
+    #[test]
+    fn departures_hand_on_within_their_own_lock() {
+        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"));
+        let x1 = join(&ch, "x");
+        let x2 = join(&ch, "x");
+        let b1 = join(&ch, "{x}");
+        let b2 = join(&ch, "{x}");
+        assert!(ch.take_wake("x", x1) && ch.take_wake("{x}", b1));
+        // x's first acquires: x's next gets a timer, {x}'s line is untouched.
+        let until = Instant::now() + std::time::Duration::from_secs(10);
+        assert!(matches!(ch.leave("x", x1, Some(until)), Departure::Others));
+        assert!(ch.is_first("x", x2) && !ch.take_wake("x", x2));
+        assert_eq!(ch.take_held_until("x", x2), Some(until));
+        assert!(!ch.take_wake("{x}", b2) && ch.take_held_until("{x}", b2).is_none());
+        // {x}'s first times out: {x}'s next gets the turn, x's waiter does not.
+        assert!(matches!(ch.leave("{x}", b1, None), Departure::Others));
+        assert!(ch.take_wake("{x}", b2) && !ch.take_wake("x", x2));
+        // The channel is empty only when every lock's line is.
+        assert!(matches!(ch.leave("x", x2, None), Departure::Others));
+        assert_eq!(ch.lock_len("x"), 0);
+        assert!(matches!(ch.leave("{x}", b2, None), Departure::Empty));
+        assert_eq!(ch.len(), 0);
+        // A lock that emptied starts a fresh line: its next waiter is first, with a turn.
+        let x3 = join(&ch, "x");
+        assert!(ch.is_first("x", x3) && ch.take_wake("x", x3));
     }
 }

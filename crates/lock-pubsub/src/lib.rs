@@ -2,11 +2,11 @@
 //! every waiter, which wakes waiters when a release message arrives.
 //!
 //! The model is tokio's `Notified::enable`: register interest first, then check (try to
-//! acquire), then wait. A [`Waiter`] joins its channel's FIFO queue when it is made, so a
+//! acquire), then wait. A [`Waiter`] joins its lock's FIFO queue when it is made, so a
 //! release published after that cannot be missed:
 //!
 //! ```text
-//! let waiter = subscriber.register(channel);     // join the queue (first in line: may try now)
+//! let waiter = subscriber.register_lock(channel, lock_key);  // join the queue (first in line: may try now)
 //! waiter.subscribed_by(deadline).await;           // SUBSCRIBE confirmed by the server
 //! loop {
 //!     if waiter.take_turn() { try to acquire; on success return }
@@ -14,14 +14,22 @@
 //! }
 //! ```
 //!
-//! - **One subscription per channel**, reference-counted by the queue: the first waiter's
-//!   registration makes the subscriber task `SUBSCRIBE`, the last one's departure makes it
-//!   `UNSUBSCRIBE`. Only that task sends (un)subscribe commands, so they never race.
-//! - **Wake one**: an unlock message (`0`) wakes the first waiter in line, never one
-//!   further back; a read-unlock message (`1`, or anything unknown) wakes all.
-//! - **FIFO among local waiters**: only the first waiter in line (or one woken by a
-//!   message) tries to acquire; a wake that finds the lock taken again keeps its place.
-//!   When the first waiter leaves (acquired, timed out, cancelled), the next one is woken.
+//! - **One queue per lock, one subscription per channel.** Locks can share a channel
+//!   (`x` and `{x}` both use `redisson_lock__channel:{x}`), so a channel holds one FIFO
+//!   queue per lock key, and its subscription is reference-counted over all of them: the
+//!   first waiter on the channel makes the subscriber task `SUBSCRIBE`, the last one to
+//!   leave makes it `UNSUBSCRIBE`. Only that task sends (un)subscribe commands, so they
+//!   never race.
+//! - **Wake one per lock**: an unlock message (`0`) cannot say which lock was released,
+//!   so it wakes the first waiter in line of every lock on the channel, never one further
+//!   back; a read-unlock message (`1`, or anything unknown) wakes all.
+//! - **FIFO among local waiters of a lock**: only the first waiter in line (or one woken
+//!   by a message) tries to acquire; a wake that finds the lock taken again keeps its
+//!   place. When the first waiter leaves (acquired, timed out, cancelled), the next one is
+//!   woken. A waiter on one lock never waits behind a waiter on another.
+//! - **A message costs the same whatever the number of channels**: the task reconciles
+//!   subscriptions only for the channels a registration or departure touched, and only
+//!   on those events, never per message.
 //! - **Lost messages are survived**: a broadcast lag or a reconnect (after the
 //!   resubscribe is confirmed) wakes every waiter; a message that never comes is covered by
 //!   the waiter's own timer on the holder's TTL.

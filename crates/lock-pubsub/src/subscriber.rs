@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fred::clients::SubscriberClient;
 use fred::prelude::{ClientLike, EventInterface, PubsubInterface};
-use fred::types::Message;
+use fred::types::{Message, Value};
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::time::Instant;
@@ -40,7 +40,7 @@ pub struct SubscriberStats {
 
 #[derive(Debug)]
 pub(crate) struct Shared {
-    channels: Mutex<HashMap<Arc<str>, Arc<ChannelWaiters>>>,
+    registry: Mutex<Registry>,
     /// Channels the server has confirmed. Written only by the task (which alone sends
     /// (un)subscribe commands); read by diagnostics.
     active: Mutex<HashSet<Arc<str>>>,
@@ -49,6 +49,19 @@ pub(crate) struct Shared {
     client: SubscriberClient,
     /// Dropped with `Shared`: tells the task to stop.
     _shutdown: watch::Sender<()>,
+}
+
+/// The channels waiters want, and which of them changed since the task last looked.
+#[derive(Debug, Default)]
+struct Registry {
+    /// *Desired*: channel → its waiters, present while at least one waiter is queued on
+    /// it (on any of its locks).
+    channels: HashMap<Arc<str>, Arc<ChannelWaiters>>,
+    /// Channels whose entry appeared or went since the task last took this set: the
+    /// only ones a reconcile has to look at, so that its cost (and, since it runs on
+    /// the task that dispatches messages, the cost of a message) does not grow with the
+    /// number of channels waited on.
+    dirty: HashSet<Arc<str>>,
 }
 
 #[derive(Debug, Default)]
@@ -72,7 +85,7 @@ impl Subscriber {
         let messages = client.message_rx();
         let reconnects = client.reconnect_rx();
         let shared = Arc::new(Shared {
-            channels: Mutex::new(HashMap::new()),
+            registry: Mutex::new(Registry::default()),
             active: Mutex::new(HashSet::new()),
             reconcile: reconcile.clone(),
             stats: Stats::default(),
@@ -86,39 +99,59 @@ impl Subscriber {
             retry_at: None,
             retry_delay: Duration::from_millis(50),
             wake_after_subscribe: false,
+            failed: HashSet::new(),
         };
         tokio::spawn(task.run(messages, reconnects, shutdown_rx, reconcile));
         Subscriber { shared }
     }
 
-    /// Joins the queue of `channel` (register-then-check; see the crate docs). The
-    /// subscription is requested now and confirmed asynchronously.
-    pub fn register(&self, channel: &Arc<str>) -> Waiter {
+    /// Joins the queue of the lock `lock_key` on its release channel `channel`
+    /// (register-then-check; see the crate docs). Each lock on a channel has its own
+    /// FIFO queue; the channel has one subscription, shared by all of them, requested
+    /// now (for the first waiter on the channel) and confirmed asynchronously.
+    pub fn register_lock(&self, channel: &Arc<str>, lock_key: &Arc<str>) -> Waiter {
         let signal = Arc::new(Notify::new());
         let (waiters, id, first_on_channel) = {
-            let mut channels = self.shared.channels.lock();
+            let mut registry = self.shared.registry.lock();
+            let registry = &mut *registry;
             let mut first_on_channel = false;
-            let waiters = channels
+            let waiters = registry
+                .channels
                 .entry(channel.clone())
                 .or_insert_with(|| {
                     first_on_channel = true;
                     Arc::new(ChannelWaiters::new(channel.clone()))
                 })
                 .clone();
-            // Even when the channel is still subscribed for an earlier waiter, only the
-            // task may confirm it: an UNSUBSCRIBE for it may be in flight right now.
-            let id = waiters.join(signal.clone());
+            if first_on_channel {
+                // Even when the channel is still subscribed for an earlier entry, only
+                // the task may confirm it: an UNSUBSCRIBE for it may be in flight now.
+                registry.dirty.insert(channel.clone());
+            }
+            let id = waiters.join(lock_key, signal.clone());
             (waiters, id, first_on_channel)
         };
         if first_on_channel {
             self.shared.reconcile.notify_one();
         }
-        Waiter::new(self.shared.clone(), waiters, id, signal)
+        Waiter::new(self.shared.clone(), waiters, lock_key.clone(), id, signal)
     }
 
-    /// How many local waiters wait on `channel` now.
+    /// Joins a queue of `channel` for a caller with one lock per channel: the same as
+    /// [`Subscriber::register_lock`] with the channel name as the lock key (no real
+    /// lock key on a channel equals the channel's own name).
+    pub fn register(&self, channel: &Arc<str>) -> Waiter {
+        self.register_lock(channel, channel)
+    }
+
+    /// How many local waiters wait on `channel` now, over all its locks.
     pub fn waiters(&self, channel: &str) -> usize {
-        self.shared.channels.lock().get(channel).map_or(0, |w| w.len())
+        self.shared.registry.lock().channels.get(channel).map_or(0, |w| w.len())
+    }
+
+    /// How many local waiters are queued for the lock `lock_key` on `channel` now.
+    pub fn lock_waiters(&self, channel: &str, lock_key: &str) -> usize {
+        self.shared.registry.lock().channels.get(channel).map_or(0, |w| w.lock_len(lock_key))
     }
 
     /// The channels the server has confirmed, as the subscriber task last saw them.
@@ -147,13 +180,14 @@ impl Subscriber {
 
 impl Shared {
     /// Called by a departing waiter.
-    pub(crate) fn leave(&self, waiters: &Arc<ChannelWaiters>, id: u64, held_until: Option<Instant>) {
-        let mut channels = self.channels.lock();
-        if let Departure::Empty = waiters.leave(id, held_until) {
+    pub(crate) fn leave(&self, waiters: &Arc<ChannelWaiters>, lock: &str, id: u64, held_until: Option<Instant>) {
+        let mut registry = self.registry.lock();
+        if let Departure::Empty = waiters.leave(lock, id, held_until) {
             // Remove the entry only if it is still this one (a new entry may have replaced it).
-            if channels.get(&waiters.name).is_some_and(|current| Arc::ptr_eq(current, waiters)) {
-                channels.remove(&waiters.name);
-                drop(channels);
+            if registry.channels.get(&waiters.name).is_some_and(|current| Arc::ptr_eq(current, waiters)) {
+                registry.channels.remove(&waiters.name);
+                registry.dirty.insert(waiters.name.clone());
+                drop(registry);
                 self.reconcile.notify_one();
             }
         }
@@ -161,7 +195,7 @@ impl Shared {
 
     fn wake_all(&self) {
         self.stats.wake_alls.fetch_add(1, Ordering::Relaxed);
-        let channels: Vec<Arc<ChannelWaiters>> = self.channels.lock().values().cloned().collect();
+        let channels: Vec<Arc<ChannelWaiters>> = self.registry.lock().channels.values().cloned().collect();
         for waiters in channels {
             waiters.wake_all();
         }
@@ -169,15 +203,22 @@ impl Shared {
 
     fn dispatch(&self, message: &Message) {
         self.stats.messages.fetch_add(1, Ordering::Relaxed);
-        let Some(waiters) = self.channels.lock().get(&*message.channel).cloned() else { return };
+        let Some(waiters) = self.registry.lock().channels.get(&*message.channel).cloned() else { return };
         let unlock = message.value.as_str().is_some_and(|payload| payload == lock_core::names::UNLOCK_MESSAGE);
         if unlock {
+            // The message does not say which of the channel's locks was released: the
+            // first waiter of each gets a turn.
             waiters.wake_one();
         } else {
             // Read-unlock ("1") frees the lock for every reader; anything unknown is
             // treated the same way, since waking too many only costs a retry.
             waiters.wake_all();
         }
+    }
+
+    /// The current entry of `channel`, if any waiter wants it.
+    fn desired(&self, channel: &str) -> Option<Arc<ChannelWaiters>> {
+        self.registry.lock().channels.get(channel).cloned()
     }
 }
 
@@ -191,6 +232,11 @@ struct Task {
     /// Set by a reconnect: messages may have been lost, so wake everyone once the
     /// resubscribe is confirmed.
     wake_after_subscribe: bool,
+    /// Channels whose last (un)subscribe failed or timed out, looked at again on the
+    /// next retry (or reconnect). The server may or may not have run a command that
+    /// timed out, so such a channel counts as possibly subscribed: if no waiter wants
+    /// it any more, it is unsubscribed even though it was never confirmed.
+    failed: HashSet<Arc<str>>,
 }
 
 impl Task {
@@ -205,86 +251,129 @@ impl Task {
             // Wait without holding the registry: dropping the last `Subscriber` must be
             // able to free it, which drops the shutdown sender and ends this loop.
             let retry = self.retry_at;
+            // Messages come last: they can arrive in an unbounded flood, while each of
+            // the other branches fires once per event (a reconnect, a batch of
+            // registrations, a retry timer), so none of them can starve the messages,
+            // and a flood of messages cannot delay a subscription.
             let event = tokio::select! {
                 biased;
                 _ = shutdown.changed() => break,
-                message = messages.recv() => Event::Message(message),
                 reconnect = reconnects.recv() => {
                     Event::Reconnect(!matches!(reconnect, Err(broadcast::error::RecvError::Closed)))
                 }
                 () = reconcile.notified() => Event::Reconcile,
                 () = sleep_until_opt(retry) => Event::Retry,
+                message = messages.recv() => Event::Message(message),
             };
             let Some(shared) = self.shared.upgrade() else { break };
             match event {
-                Event::Message(Ok(message)) => shared.dispatch(&message),
+                // A message changes no subscription: nothing to reconcile, so its cost
+                // does not depend on how many channels are subscribed.
+                Event::Message(Ok(message)) => {
+                    shared.dispatch(&message);
+                    continue;
+                }
                 Event::Message(Err(broadcast::error::RecvError::Lagged(missed))) => {
                     tracing::debug!(missed, "subscriber lagged: waking every waiter");
                     shared.wake_all();
+                    continue;
                 }
                 Event::Message(Err(broadcast::error::RecvError::Closed)) | Event::Reconnect(false) => break,
                 Event::Reconnect(true) => {
                     tracing::debug!("subscriber reconnected: resubscribing");
-                    // The server forgot our subscriptions with the old connection.
+                    // The server forgot our subscriptions with the old connection:
+                    // every channel must be subscribed again, and confirmed again.
                     shared.active.lock().clear();
-                    for waiters in shared.channels.lock().values() {
-                        waiters.set_subscribed(false);
+                    {
+                        let mut registry = shared.registry.lock();
+                        let registry = &mut *registry;
+                        for (channel, waiters) in &registry.channels {
+                            waiters.set_subscribed(false);
+                            registry.dirty.insert(channel.clone());
+                        }
+                        registry.dirty.extend(self.failed.drain());
                     }
                     self.wake_after_subscribe = true;
                     self.retry_at = None;
                 }
                 Event::Reconcile => {}
-                Event::Retry => self.retry_at = None,
+                Event::Retry => {
+                    self.retry_at = None;
+                    shared.registry.lock().dirty.extend(self.failed.drain());
+                }
             }
             self.reconcile(&shared).await;
         }
         let _ = tokio::time::timeout(self.command_timeout, self.client.quit()).await;
     }
 
+    /// Brings the subscriptions of the dirty channels in line with what waiters want.
+    /// Channels nobody touched since the last reconcile are not looked at.
     async fn reconcile(&mut self, shared: &Shared) {
-        let desired: HashMap<Arc<str>, Arc<ChannelWaiters>> =
-            shared.channels.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let (to_subscribe, to_unsubscribe) = {
+        let dirty = std::mem::take(&mut shared.registry.lock().dirty);
+        let mut to_subscribe = Vec::new();
+        let mut to_unsubscribe = Vec::new();
+        {
             let active = shared.active.lock();
-            let to_subscribe: Vec<Arc<str>> = desired.keys().filter(|c| !active.contains(*c)).cloned().collect();
-            let to_unsubscribe: Vec<Arc<str>> = active.iter().filter(|c| !desired.contains_key(*c)).cloned().collect();
-            (to_subscribe, to_unsubscribe)
-        };
+            for channel in dirty {
+                let was_failed = self.failed.remove(&channel);
+                match shared.desired(&channel) {
+                    Some(_) if !active.contains(&channel) => to_subscribe.push(channel),
+                    // Still subscribed for an earlier entry, and no UNSUBSCRIBE is in
+                    // flight (only this task sends one, and it is not sending now):
+                    // the new entry is subscribed.
+                    Some(waiters) => waiters.set_subscribed(true),
+                    None if active.contains(&channel) || was_failed => to_unsubscribe.push(channel),
+                    None => {}
+                }
+            }
+        }
         let mut failed = false;
 
         if !to_subscribe.is_empty() {
             shared.stats.subscribe_calls.fetch_add(1, Ordering::Relaxed);
             let names: Vec<String> = to_subscribe.iter().map(|c| c.to_string()).collect();
-            match tokio::time::timeout(self.command_timeout, self.client.subscribe(names)).await {
+            let confirm = async {
+                self.client.subscribe(names).await?;
+                // fred 10.1 resolves SUBSCRIBE as soon as it is written (it answers the
+                // caller at once and drops the server's confirmations), so its `Ok`
+                // says nothing about the server. A PING on the same connection is
+                // answered only after the server has run everything sent before it, so
+                // its reply is the confirmation.
+                self.client.ping::<Value>(None).await.map(drop)
+            };
+            match tokio::time::timeout(self.command_timeout, confirm).await {
                 Ok(Ok(())) => {
                     shared.active.lock().extend(to_subscribe.iter().cloned());
+                    for channel in &to_subscribe {
+                        // Mark the entry waiting now. If it went meanwhile, its leave
+                        // marked the channel dirty and the next reconcile unsubscribes;
+                        // a newer entry is subscribed, since no UNSUBSCRIBE followed.
+                        if let Some(waiters) = shared.desired(channel) {
+                            waiters.set_subscribed(true);
+                        }
+                    }
                 }
                 Ok(Err(error)) => {
                     tracing::debug!(%error, "SUBSCRIBE failed; will retry");
+                    self.failed.extend(to_subscribe.iter().cloned());
                     failed = true;
                 }
                 Err(_) => {
                     tracing::debug!("SUBSCRIBE timed out; will retry");
+                    self.failed.extend(to_subscribe.iter().cloned());
                     failed = true;
                 }
             }
         }
-        // Mark every desired channel the server has confirmed (including channels still
-        // subscribed for an earlier entry).
-        let confirmed: Vec<&Arc<ChannelWaiters>> = {
-            let active = shared.active.lock();
-            desired.iter().filter(|(channel, _)| active.contains(*channel)).map(|(_, waiters)| waiters).collect()
-        };
-        for waiters in confirmed {
-            if !waiters.is_subscribed() {
-                waiters.set_subscribed(true);
-            }
-        }
-        if !failed && self.wake_after_subscribe {
+        if self.wake_after_subscribe && self.resubscribed(shared) {
             self.wake_after_subscribe = false;
             shared.wake_all();
         }
 
+        // A channel registered again while the SUBSCRIBE above was in flight is wanted
+        // after all: keep it (the new entry is dirty, and the next reconcile marks it).
+        to_unsubscribe.retain(|channel| shared.desired(channel).is_none());
         if !to_unsubscribe.is_empty() {
             shared.stats.unsubscribe_calls.fetch_add(1, Ordering::Relaxed);
             let names: Vec<String> = to_unsubscribe.iter().map(|c| c.to_string()).collect();
@@ -297,18 +386,33 @@ impl Task {
                 }
                 Ok(Err(error)) => {
                     tracing::debug!(%error, "UNSUBSCRIBE failed; will retry");
+                    self.failed.extend(to_unsubscribe.iter().cloned());
                     failed = true;
                 }
-                Err(_) => failed = true,
+                Err(_) => {
+                    tracing::debug!("UNSUBSCRIBE timed out; will retry");
+                    self.failed.extend(to_unsubscribe.iter().cloned());
+                    failed = true;
+                }
             }
         }
 
         if failed {
             self.retry_at = Some(Instant::now() + self.retry_delay);
             self.retry_delay = (self.retry_delay * 2).min(Duration::from_secs(1));
-        } else {
+        } else if self.failed.is_empty() {
             self.retry_delay = Duration::from_millis(50);
         }
+    }
+
+    /// `true` once no channel that waiters want is still waiting for its resubscribe
+    /// (a failed SUBSCRIBE) after a reconnect. A reconnect makes every channel dirty, so
+    /// the first reconcile after it subscribes them all; only the failed ones are left.
+    /// Channels registered since are not waited for: their waiters registered after the
+    /// reconnect, and a brand-new registration must not hold the wake-all back.
+    fn resubscribed(&self, shared: &Shared) -> bool {
+        let active = shared.active.lock();
+        !self.failed.iter().any(|channel| !active.contains(channel) && shared.desired(channel).is_some())
     }
 }
 

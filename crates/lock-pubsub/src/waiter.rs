@@ -1,4 +1,4 @@
-//! One waiter's place in its channel's queue.
+//! One waiter's place in its lock's queue (on the lock's release channel).
 
 use std::sync::Arc;
 
@@ -8,13 +8,16 @@ use tokio::time::Instant;
 use crate::channel::ChannelWaiters;
 use crate::subscriber::Shared;
 
-/// A place in line for one channel. Dropping it leaves the line (handing the turn on
-/// when needed) and, for the last waiter, unsubscribes in the background.
+/// A place in line for one lock, on that lock's release channel. Dropping it leaves the
+/// line (handing the turn on when needed) and, for the last waiter on the channel (over
+/// all its locks), unsubscribes in the background.
 #[derive(Debug)]
 #[must_use = "a waiter leaves the line as soon as it is dropped"]
 pub struct Waiter {
     shared: Arc<Shared>,
     waiters: Arc<ChannelWaiters>,
+    /// The lock key: which of the channel's queues this waiter is in.
+    lock: Arc<str>,
     id: u64,
     signal: Arc<Notify>,
     /// Set by [`Waiter::acquired`]: the end of the lease this waiter just took.
@@ -22,8 +25,14 @@ pub struct Waiter {
 }
 
 impl Waiter {
-    pub(crate) fn new(shared: Arc<Shared>, waiters: Arc<ChannelWaiters>, id: u64, signal: Arc<Notify>) -> Self {
-        Waiter { shared, waiters, id, signal, held_until: None }
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        waiters: Arc<ChannelWaiters>,
+        lock: Arc<str>,
+        id: u64,
+        signal: Arc<Notify>,
+    ) -> Self {
+        Waiter { shared, waiters, lock, id, signal, held_until: None }
     }
 
     /// Leaves the line because this waiter acquired the lock, which it holds until
@@ -36,22 +45,24 @@ impl Waiter {
     /// The timer a departing acquirer left this waiter (see [`Waiter::acquired`]), if
     /// any. Taking it clears it.
     pub fn take_held_until(&self) -> Option<Instant> {
-        self.waiters.take_held_until(self.id)
+        self.waiters.take_held_until(&self.lock, self.id)
     }
 
     /// `true` if this waiter may try to acquire now: it was first in line when it
     /// registered, became first, or a release message woke it. Consumes the turn.
     pub fn take_turn(&self) -> bool {
-        self.waiters.take_wake(self.id)
+        self.waiters.take_wake(&self.lock, self.id)
     }
 
-    /// `true` while this waiter is first in line. Only the first waiter retries on the
-    /// holder's TTL; the others wait for their turn.
+    /// `true` while this waiter is first in line for its lock (waiters on other locks
+    /// of the same channel do not count). Only the first waiter retries on the holder's
+    /// TTL; the others wait for their turn.
     pub fn is_first(&self) -> bool {
-        self.waiters.is_first(self.id)
+        self.waiters.is_first(&self.lock, self.id)
     }
 
-    /// `true` once the server confirmed the channel's subscription.
+    /// `true` once the server confirmed the channel's subscription (one per channel,
+    /// shared by every lock on it).
     pub fn is_subscribed(&self) -> bool {
         self.waiters.is_subscribed()
     }
@@ -73,14 +84,14 @@ impl Waiter {
     /// # Cancel safety
     /// Cancel safe: a wake-up that arrives meanwhile stays recorded on the waiter.
     pub async fn wait_until(&self, deadline: Instant) -> bool {
-        if self.waiters.has_wake(self.id) {
+        if self.waiters.has_wake(&self.lock, self.id) {
             return true;
         }
         tokio::select! {
             () = self.signal.notified() => {}
             () = tokio::time::sleep_until(deadline) => {}
         }
-        self.waiters.has_wake(self.id)
+        self.waiters.has_wake(&self.lock, self.id)
     }
 }
 
@@ -88,6 +99,6 @@ impl Drop for Waiter {
     fn drop(&mut self) {
         // Synchronous and non-blocking: the UNSUBSCRIBE, if any, is sent by the
         // subscriber task.
-        self.shared.leave(&self.waiters, self.id, self.held_until);
+        self.shared.leave(&self.waiters, &self.lock, self.id, self.held_until);
     }
 }
