@@ -31,17 +31,14 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+ping",
         // Run inside the scripts (lua/*.lua), checked against the same user.
         "+hexists",
-        "+hincrby",
+        "+hset",
+        "+hdel",
         "+pexpire",
         "+del",
-        "+get",
-        "+set",
         "+publish",
-        // Keys: the lock keys, and the keys and channel derived from them. The release
-        // channel is also a key argument of the scripts, so it needs a key pattern too.
+        // Keys: the lock keys, and the channel derived from them. The release channel is
+        // also a key argument of the scripts, so it needs a key pattern too.
         "~redisson_lock__channel:*",
-        "~redisson_unlock_latch:*",
-        "~leasehold_acquire_latch:*",
         "&redisson_lock__channel:*",
     ]
     .iter()

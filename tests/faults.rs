@@ -13,8 +13,8 @@ async fn warm_scripts(client: &leasehold::Client) {
     guard.unlock().await.expect("warm unlock");
 }
 
-/// The reply to a release is lost after the server applied it; the retry with the same
-/// request id is answered from the unlock latch: the hold count drops exactly once.
+/// The reply to a release is lost after the server applied it; the retry sets the same
+/// absolute hold count again: the hold count drops exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_release_reply_counts_once() {
     let server = RedisServer::start();
@@ -49,7 +49,7 @@ async fn lost_acquire_reply_is_undone() {
     assert!(err.is_ambiguous(), "{err}");
     assert_eq!(proxy.lost_replies(), 1);
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "lost-acquire") == -2).await, "hold given back");
-    assert!(monitor.lines().iter().any(|l| l.contains("\"hincrby\" \"lost-acquire\"")), "the acquire had applied");
+    assert!(monitor.lines().iter().any(|l| l.contains("\"hset\" \"lost-acquire\"")), "the acquire had applied");
     let guard = lock.lock_with_lease(LEASE).await.expect("acquire again");
     assert_eq!(lock.hold_count().await.expect("count"), 1);
     guard.unlock().await.expect("unlock");
@@ -84,7 +84,8 @@ async fn a_wait_survives_a_lost_acquire_reply() {
 }
 
 /// With a fred client that replays in-flight commands after a reconnect (fred's default
-/// `max_command_attempts = 3`), the replayed acquire is answered from the acquire latch.
+/// `max_command_attempts = 3`), the replayed acquire sets the same absolute count again:
+/// it counts once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replayed_acquire_from_a_fred_client_counts_once() {
     let server = RedisServer::start();

@@ -66,9 +66,8 @@ async fn one_owner_shared_by_four_tasks_keeps_its_books_straight() {
 
 // 3. The local deadline is never later than the server's expiry.
 
-/// A partial unlock whose reply is lost is retried and answered from the unlock latch:
-/// the deadline it extends counts from the *first* attempt's send (which is when the
-/// TTL was set), not the retry's.
+/// A partial unlock whose reply is lost is retried: the deadline it extends counts from
+/// the *first* attempt's send (when the TTL may have been set), not the retry's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partial_unlock_answered_from_its_latch_counts_from_the_first_send() {
     let server = RedisServer::start();
@@ -78,7 +77,7 @@ async fn a_partial_unlock_answered_from_its_latch_counts_from_the_first_send() {
     let outer = lock.lock().await.expect("outer");
     let inner = lock.lock().await.expect("inner");
     proxy.lose_next_reply();
-    inner.unlock().await.expect("retried and answered from the latch");
+    inner.unlock().await.expect("retried");
     assert_eq!(proxy.lost_replies(), 1);
     // The server's expiry lies within [before + PTTL, after + PTTL].
     let after = Instant::now();

@@ -178,10 +178,8 @@ async fn lock_cancelled_while_acquiring_gives_the_hold_back() {
     task.abort();
     let _ = task.await;
     assert!(
-        wait_until(Duration::from_secs(5), || {
-            monitor.lines().iter().any(|l| l.contains("\"hincrby\" \"inflight\""))
-        })
-        .await,
+        wait_until(Duration::from_secs(5), || { monitor.lines().iter().any(|l| l.contains("\"hset\" \"inflight\"")) })
+            .await,
         "the acquire did reach the server"
     );
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "inflight") == -2).await, "the hold was given back");

@@ -152,7 +152,7 @@ impl Client {
     fn assemble(client: FredClient, subscriber: SubscriberClient, config: ClientConfig, owns: bool) -> Client {
         let group_by_slot = client.is_clustered();
         let reconnects = client.reconnect_rx();
-        let store = LockStore::new(client, config.command_timeout, config.replay_window);
+        let store = LockStore::new(client, config.command_timeout);
         let mut watchdog_config = WatchdogConfig::default();
         watchdog_config.timeout = config.watchdog_timeout;
         watchdog_config.batch_size = config.renew_batch_size;

@@ -11,7 +11,7 @@ use crate::client::Client;
 pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bound on each Redis call.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default time the server remembers a request id (acquire and unlock latches).
+/// Default time within which an unlock whose outcome is unknown may be retried.
 pub const DEFAULT_REPLAY_WINDOW: Duration = Duration::from_secs(10);
 /// Default number of keys per renewal script call.
 pub const DEFAULT_RENEW_BATCH: usize = 100;
@@ -31,8 +31,11 @@ pub struct ClientConfig {
     /// leasehold applies its own). Must be shorter than `watchdog_timeout / 3`.
     /// Default: 5 s.
     pub command_timeout: Duration,
-    /// How long the server remembers each acquire and unlock request id, so that a
-    /// replayed or retried call counts once. At least `command_timeout`. Default: 10 s.
+    /// How long after its first send an unlock (or the undo of an abandoned acquire)
+    /// whose outcome is unknown may still be retried. Releases are idempotent (each
+    /// sets the owner's hold count to an absolute value), so a retry is always safe; the
+    /// window only keeps a failing unlock from lingering. At least `command_timeout`.
+    /// Default: 10 s.
     pub replay_window: Duration,
     /// Most keys per renewal call. Default: 100.
     pub renew_batch_size: usize,
@@ -61,7 +64,7 @@ impl ClientConfig {
     /// clock; the watchdog timeout is at least 3 ms; the command timeout is shorter than
     /// a renewal period (`watchdog_timeout / 3`), so a renewal that times out can still be
     /// retried before the lease runs out; the replay window is at least the command
-    /// timeout, so a retried call still finds the first one's request id; the renew
+    /// timeout, so an unlock that timed out can be retried at least once; the renew
     /// batch size is at least 1.
     pub fn validate(&self) -> Result<()> {
         args::lease_millis(self.watchdog_timeout, "watchdog timeout")?;
@@ -152,8 +155,8 @@ impl ClientBuilder {
         self
     }
 
-    /// How long request ids are remembered by the server; at least the command
-    /// timeout. Default: 10 s.
+    /// How long an unlock whose outcome is unknown keeps being retried; at least the
+    /// command timeout. Default: 10 s.
     pub fn replay_window(mut self, window: Duration) -> Self {
         self.config.replay_window = window;
         self

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Error, ErrorKind, LockNames, Release, RequestId, Result};
+use lock_core::{Error, ErrorKind, LockNames, Release, Result};
 
 use crate::hold::{Hold, LeaseMode};
 use crate::lock::LockShared;
@@ -26,8 +26,6 @@ pub struct LockGuard {
     hold: Arc<Hold>,
     mode: LeaseMode,
     lease_ms: u64,
-    /// The acquire request that took this hold (its latch is deleted on release).
-    acquired_by: RequestId,
     runtime: Option<tokio::runtime::Handle>,
     /// Set once the guard was detached (unlocked); `Drop` then does nothing.
     done: bool,
@@ -51,15 +49,9 @@ impl std::fmt::Debug for LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn new(
-        lock: Arc<LockShared>,
-        hold: Arc<Hold>,
-        mode: LeaseMode,
-        lease_ms: u64,
-        acquired_by: RequestId,
-    ) -> Self {
+    pub(crate) fn new(lock: Arc<LockShared>, hold: Arc<Hold>, mode: LeaseMode, lease_ms: u64) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        LockGuard { lock, hold, mode, lease_ms, acquired_by, runtime, done: false }
+        LockGuard { lock, hold, mode, lease_ms, runtime, done: false }
     }
 
     /// The lock's Redis key.
@@ -133,14 +125,15 @@ impl LockGuard {
         let current = lock.holds.is_current(&self.hold);
         // Detach first, synchronously: if this future is dropped mid-release, renewal
         // has already stopped for this guard.
-        lock.holds.detach(&self.hold, self.mode);
+        lock.holds.detach(&self.hold, self.mode, current);
+        let counted = current.then(|| Releasing { lock: lock.clone(), hold: self.hold.clone() });
         if lost {
             return Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(key));
         }
-        if !current {
+        let Some(counted) = counted else {
             return Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(key));
-        }
-        match release(&lock, &names, &self.hold, &self.acquired_by).await? {
+        };
+        match release(&lock, &names, &self.hold, counted).await? {
             Release::NotOwner => {
                 Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(key))
             }
@@ -149,36 +142,44 @@ impl LockGuard {
     }
 }
 
-/// Sends the release of one guard of `hold` (already detached), retrying ambiguous
-/// outcomes and unsent commands with the same request id while a retry is sure to find
-/// the first attempt's unlock latch, and records the answer.
-async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, acquired_by: &RequestId) -> Result<Release> {
+/// Sends the release of one guard of `hold` (already detached, counted as releasing)
+/// and records the answer.
+///
+/// Each attempt takes the owner's turn and sets the owner's count to what it accounts
+/// for then, less this guard's hold, so a retry after an ambiguous failure or an unsent
+/// command is harmless: it sets the same count again (`retry.rs` bounds how long it
+/// retries). However it ends (answered, failed, or dropped), the guard stops counting.
+async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, counted: Releasing) -> Result<Release> {
+    let _counted = counted;
     let client = &lock.client;
-    let request = RequestId::new_random();
     let mut retry = ReplaySafeRetry::new();
-    // Decided once, at the first attempt: a retry answered from the latch reports what
-    // the first attempt did.
-    let mut need_ms = None;
     loop {
         let turn = lock.holds.turn().await;
-        let need_ms = match need_ms {
-            Some(need_ms) => need_ms,
-            None => {
-                if hold.lease.is_marked_lost() {
-                    // Ended while this release waited for its turn (the server said the
-                    // owner holds nothing): nothing of this hold is left to give back.
-                    return Err(
-                        Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(names.key())
-                    );
-                }
-                // While a watchdog guard of the hold remains, the key must keep the
-                // watchdog lease; fixed-lease holds already have theirs (no command
-                // shortens a TTL), so the release leaves it as it is.
-                *need_ms.insert(if hold.has_watchdog_guards() { client.watchdog_lease_ms } else { 0 })
+        if hold.lease.is_marked_lost() {
+            if retry.may_have_applied() {
+                // The server said meanwhile that the owner holds nothing, after an
+                // attempt of this release may have run: nothing is left to give back.
+                return Ok(Release::Released);
             }
-        };
+            // Ended while this release waited for its turn: nothing of this hold is
+            // left to give back.
+            return Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(names.key()));
+        }
+        // Not lost, so `hold` is the current hold, and this guard is counted in it.
+        let target = lock.holds.accounted().saturating_sub(1);
+        // While a watchdog guard of the hold remains, the key must keep the watchdog
+        // lease; fixed-lease holds already have theirs (no command shortens a TTL), so
+        // the release leaves it as it is.
+        let need_ms = if target > 0 && hold.has_watchdog_guards() { client.watchdog_lease_ms } else { 0 };
         let first_sent = retry.sending();
-        match client.store.release(names, &lock.owner, need_ms, &request, acquired_by).await {
+        match client.store.release(names, &lock.owner, target, need_ms).await {
+            Ok(Release::NotOwner) if target == 0 && retry.may_have_applied() => {
+                // An earlier attempt of this release may have run and removed the owner
+                // (its reply was lost): the owner holds nothing, which is what was asked.
+                tracing::debug!(lock = %names.key(), "unlock retried after a lost reply: nothing left to release");
+                lock.holds.released(hold, Release::Released, first_sent, Duration::ZERO);
+                return Ok(Release::Released);
+            }
             Ok(answer) => {
                 lock.holds.released(hold, answer, first_sent, Duration::from_millis(need_ms));
                 return Ok(answer);
@@ -192,25 +193,37 @@ async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, acquire
     }
 }
 
+/// Keeps a detached guard counted in its hold while its release is on the way; made
+/// by `detach(.., true)`'s caller and dropped however the release ends (answered,
+/// failed, cancelled, or its task dropped by a runtime shutting down).
+struct Releasing {
+    lock: Arc<LockShared>,
+    hold: Arc<Hold>,
+}
+
+impl Drop for Releasing {
+    fn drop(&mut self) {
+        self.lock.holds.released_sent(&self.hold);
+    }
+}
+
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if self.done {
             return;
         }
-        let current = self.lock.holds.is_current(&self.hold);
+        let names = self.lock.names().ok().cloned();
+        let sends = self.lock.holds.is_current(&self.hold) && self.runtime.is_some() && names.is_some();
         // Stop renewing at once, whatever happens to the release below.
-        self.lock.holds.detach(&self.hold, self.mode);
-        if !current {
-            return;
-        }
-        let (Some(runtime), Ok(names)) = (self.runtime.as_ref(), self.lock.names()) else { return };
-        let names = names.clone();
+        self.lock.holds.detach(&self.hold, self.mode, sends);
+        let (true, Some(runtime), Some(names)) = (sends, self.runtime.as_ref(), names) else { return };
         let lock = self.lock.clone();
         let hold = self.hold.clone();
-        let acquired_by = self.acquired_by.clone();
-        // A dead runtime drops the task: the lease then expires on its own.
+        let counted = Releasing { lock: lock.clone(), hold: hold.clone() };
+        // A dead runtime drops the task (and `counted` with it): the lease then expires
+        // on its own.
         drop(runtime.spawn(async move {
-            if let Err(error) = release(&lock, &names, &hold, &acquired_by).await {
+            if let Err(error) = release(&lock, &names, &hold, counted).await {
                 tracing::warn!(lock = %names.key(), %error, "background release of a dropped guard failed; the lease will expire");
             }
         }));

@@ -38,7 +38,11 @@ pub(crate) struct Hold {
 
 #[derive(Debug)]
 struct Counts {
+    /// Guards alive (not yet unlocked or dropped).
     guards: u32,
+    /// Guards detached whose release has not been sent and answered yet: their holds
+    /// still count on the server, so every count sent meanwhile includes them.
+    releasing: u32,
     watchdog_guards: u32,
     renewal: Option<Renewal>,
     /// The earliest turn known to belong to this hold, and the hold count it saw.
@@ -52,6 +56,7 @@ impl Hold {
             lease: Arc::new(LeaseState::new(expires_at)),
             counts: Mutex::new(Counts {
                 guards: 0,
+                releasing: 0,
                 watchdog_guards: 0,
                 renewal: None,
                 first_seq: seq,
@@ -158,6 +163,17 @@ impl OwnerHolds {
         hold
     }
 
+    /// How many holds the owner accounts for: the live guards of its current hold plus
+    /// those whose release is still to be sent (0 when it has no current hold). Read
+    /// under the owner's turn, this is the count the server should have; acquire sends
+    /// it plus one, a release minus one, an undo as it is.
+    pub(crate) fn accounted(&self) -> u64 {
+        self.current.lock().as_ref().filter(|hold| !hold.lease.is_marked_lost()).map_or(0, |hold| {
+            let counts = hold.counts.lock();
+            u64::from(counts.guards) + u64::from(counts.releasing)
+        })
+    }
+
     /// `true` while this owner has a current hold (it holds the lock, as far as it knows).
     pub(crate) fn has_current(&self) -> bool {
         self.current.lock().as_ref().is_some_and(|hold| !hold.lease.is_marked_lost())
@@ -169,11 +185,16 @@ impl OwnerHolds {
     }
 
     /// A guard of `hold` is gone (unlocked, dropped). Stops the renewal when no
-    /// watchdog guard is left, and ends the hold when no guard is left.
-    pub(crate) fn detach(&self, hold: &Arc<Hold>, mode: LeaseMode) {
+    /// watchdog guard is left. With `will_release`, its hold keeps counting until
+    /// [`OwnerHolds::released_sent`]; the hold stops being current when nothing of it is
+    /// left.
+    pub(crate) fn detach(&self, hold: &Arc<Hold>, mode: LeaseMode, will_release: bool) {
         let mut current = self.current.lock();
         let mut counts = hold.counts.lock();
         counts.guards = counts.guards.saturating_sub(1);
+        if will_release {
+            counts.releasing += 1;
+        }
         if mode == LeaseMode::Watchdog {
             counts.watchdog_guards = counts.watchdog_guards.saturating_sub(1);
             if counts.watchdog_guards == 0 {
@@ -182,7 +203,20 @@ impl OwnerHolds {
                 counts.renewal = None;
             }
         }
-        let last = counts.guards == 0;
+        let last = counts.guards == 0 && counts.releasing == 0;
+        drop(counts);
+        if last && current.as_ref().is_some_and(|c| Arc::ptr_eq(c, hold)) {
+            *current = None;
+        }
+    }
+
+    /// The release of a detached guard of `hold` was sent and answered, or given up:
+    /// it no longer counts. The hold stops being current when nothing of it is left.
+    pub(crate) fn released_sent(&self, hold: &Arc<Hold>) {
+        let mut current = self.current.lock();
+        let mut counts = hold.counts.lock();
+        counts.releasing = counts.releasing.saturating_sub(1);
+        let last = counts.guards == 0 && counts.releasing == 0;
         drop(counts);
         if last && current.as_ref().is_some_and(|c| Arc::ptr_eq(c, hold)) {
             *current = None;
@@ -241,9 +275,9 @@ mod tests {
         let first = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
         assert!(Arc::ptr_eq(&first, &second), "one continuous hold");
         assert!(!first.lease.is_marked_lost() && holds.is_current(&first));
-        holds.detach(&second, FIXED);
+        holds.detach(&second, FIXED, false);
         assert!(holds.has_current(), "one guard is left");
-        holds.detach(&first, FIXED);
+        holds.detach(&first, FIXED, false);
         assert!(!holds.has_current());
     }
 
@@ -280,11 +314,30 @@ mod tests {
         let now = Instant::now();
         let a = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
         let b = holds.acquired(2, 2, now, LEASE, FIXED, no_watchdog);
-        holds.detach(&b, FIXED);
+        holds.detach(&b, FIXED, false);
         holds.released(&b, Release::StillHeld { holds: 1 }, now, Duration::ZERO);
         assert!(holds.is_current(&a));
         holds.released(&a, Release::Released, now, Duration::ZERO);
         assert!(a.lease.is_marked_lost() && !holds.has_current());
+    }
+
+    /// Two guards detach before either release is sent: the counts each release sends
+    /// still include the other's hold, so the first leaves 1 and the second 0 (not 0
+    /// then "not owner").
+    #[tokio::test(start_paused = true)]
+    async fn a_pending_release_still_counts_until_it_is_sent() {
+        let holds = OwnerHolds::default();
+        let now = Instant::now();
+        let a = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
+        let b = holds.acquired(2, 2, now, LEASE, FIXED, no_watchdog);
+        holds.detach(&a, FIXED, true);
+        holds.detach(&b, FIXED, true);
+        assert_eq!(holds.accounted(), 2, "both holds still count on the server");
+        assert_eq!(holds.accounted() - 1, 1, "the first release leaves one hold");
+        holds.released_sent(&a);
+        assert_eq!(holds.accounted() - 1, 0, "the second release gives back the last");
+        holds.released_sent(&b);
+        assert!(!holds.has_current());
     }
 
     /// A shorter nested lease never moves the hold's deadline back.

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{args, Acquire, Error, LockNames, OwnerId, RequestId, Result};
+use lock_core::{args, Acquire, Error, LockNames, OwnerId, Result};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -267,9 +267,9 @@ impl LockShared {
 
     /// One acquire attempt: `Ok(Ok(guard))` or `Ok(Err(pttl))` when held by another.
     ///
-    /// Cancel safety: a drop-guard undoes the hold in the background if the future is
-    /// dropped while the script is in flight, or if the outcome is ambiguous (timeout,
-    /// connection lost after sending).
+    /// Cancel safety: a drop-guard gives back, in the background, any hold the attempt
+    /// may have taken if the future is dropped while the script is in flight, or if the
+    /// outcome is ambiguous (timeout, connection lost after sending).
     pub(crate) async fn attempt(
         self: &Arc<Self>,
         names: &LockNames,
@@ -277,11 +277,12 @@ impl LockShared {
         lease_ms: u64,
         mode: LeaseMode,
     ) -> Result<std::result::Result<LockGuard, Option<Duration>>> {
-        let request = RequestId::new_random();
         let turn = self.holds.turn().await;
-        let mut pending = PendingAcquire { lock: self, names, request: &request, armed: true };
+        // Under the turn, the accounted holds are exactly what the server should count.
+        let target = self.holds.accounted() + 1;
+        let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        let reply = self.client.store.acquire(names, &self.owner, lease_ms, &request).await;
+        let reply = self.client.store.acquire(names, &self.owner, lease_ms, target).await;
         match reply {
             Ok(Acquire::Acquired { holds }) => {
                 pending.armed = false;
@@ -290,7 +291,7 @@ impl LockShared {
                     watchdog.register(names.key_arc().clone(), self.owner.clone(), lease_state)
                 });
                 drop(turn);
-                Ok(Ok(LockGuard::new(self.clone(), hold, mode, lease_ms, request.clone())))
+                Ok(Ok(LockGuard::new(self.clone(), hold, mode, lease_ms)))
             }
             Ok(Acquire::Held { pttl }) => {
                 pending.armed = false;
@@ -306,11 +307,10 @@ impl LockShared {
     }
 }
 
-/// Undoes an acquire whose outcome the caller will never see.
+/// Gives back a hold whose acquire's outcome the caller will never see.
 struct PendingAcquire<'a> {
     lock: &'a Arc<LockShared>,
     names: &'a LockNames,
-    request: &'a RequestId,
     armed: bool,
 }
 
@@ -322,15 +322,17 @@ impl Drop for PendingAcquire<'_> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let lock = self.lock.clone();
         let names = self.names.clone();
-        let request = self.request.clone();
-        // Takes the owner's next turn, so it runs after the acquire it undoes. Retried
-        // like an unlock: the acquire latch makes a second undo answer "nothing to undo".
+        // Takes the owner's next turn, so it runs after the acquire it undoes (same
+        // connection, sent later). It sets the owner's count to what its live guards
+        // account for, which gives back the abandoned hold if it was taken and changes
+        // nothing if it was not; a retry sets the same count again.
         drop(runtime.spawn(async move {
             let mut retry = ReplaySafeRetry::new();
             loop {
                 let turn = lock.holds.turn().await;
                 retry.sending();
-                match lock.client.store.undo_acquire(&names, &lock.owner, 0, &request).await {
+                let target = lock.holds.accounted();
+                match lock.client.store.release(&names, &lock.owner, target, 0).await {
                     Ok(result) => {
                         if result == lock_core::Release::Released {
                             // The owner holds nothing on the server any more.

@@ -19,17 +19,11 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::owner::RequestId;
 
 /// Prefix of the release channel: `redisson_lock__channel:{NAME}` (two underscores).
 pub const CHANNEL_PREFIX: &str = "redisson_lock__channel";
 /// Prefix of the fencing counter of a fenced lock: `redisson_lock_token:{NAME}`.
 pub const TOKEN_PREFIX: &str = "redisson_lock_token";
-/// Prefix of the unlock latch: `redisson_unlock_latch:{NAME}:REQUEST_ID`.
-pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
-/// Prefix of leasehold's acquire latch: `leasehold_acquire_latch:{NAME}:REQUEST_ID`.
-/// Redisson has no such key; it makes a replayed acquire count once.
-pub const ACQUIRE_LATCH_PREFIX: &str = "leasehold_acquire_latch";
 
 /// Payload published on the release channel when a lock is released.
 pub const UNLOCK_MESSAGE: &str = "0";
@@ -136,16 +130,6 @@ impl LockNames {
     pub fn token_key(&self) -> String {
         derived_key(TOKEN_PREFIX, &self.key)
     }
-
-    /// The unlock latch of one release request, `redisson_unlock_latch:{NAME}:REQUEST_ID`.
-    pub fn unlock_latch(&self, request: &RequestId) -> String {
-        format!("{}:{request}", derived_key(UNLOCK_LATCH_PREFIX, &self.key))
-    }
-
-    /// The acquire latch of one acquire request, `leasehold_acquire_latch:{NAME}:REQUEST_ID`.
-    pub fn acquire_latch(&self, request: &RequestId) -> String {
-        format!("{}:{request}", derived_key(ACQUIRE_LATCH_PREFIX, &self.key))
-    }
 }
 
 #[cfg(test)]
@@ -164,8 +148,7 @@ mod tests {
     fn names_with_a_hash_tag_keep_it() {
         let names = LockNames::new("{user:7}:cart").expect("valid");
         assert_eq!(names.channel(), "redisson_lock__channel:{user:7}:cart");
-        let request = RequestId::from_raw("r1");
-        assert_eq!(names.unlock_latch(&request), "redisson_unlock_latch:{user:7}:cart:r1");
+        assert_eq!(names.token_key(), "redisson_lock_token:{user:7}:cart");
     }
 
     #[test]
@@ -202,13 +185,11 @@ mod tests {
             "\n{}\t",
             "日本{語",
         ];
-        let request = RequestId::from_raw("0123456789abcdef0123456789abcdef");
         for name in names {
             let lock = LockNames::new(name).expect("valid");
             let slot = key_slot(name.as_bytes());
-            for derived in
-                [lock.channel().to_owned(), lock.token_key(), lock.unlock_latch(&request), lock.acquire_latch(&request)]
-            {
+            // Any further key a feature derives (`PREFIX:{NAME}` + a suffix) stays too.
+            for derived in [lock.channel().to_owned(), lock.token_key(), format!("{}:r1", derived_key("p", name))] {
                 assert_eq!(key_slot(derived.as_bytes()), slot, "{derived:?} is not in the slot of {name:?}");
             }
         }
@@ -227,13 +208,5 @@ mod tests {
         for slot in [0u16, 1, 5000, 16383] {
             assert_eq!(key_slot(slot_tag(slot).to_string().as_bytes()), slot);
         }
-    }
-
-    #[test]
-    fn latches_share_the_lock_hash_tag() {
-        let names = LockNames::new("a").expect("valid");
-        let request = RequestId::from_raw("r");
-        assert_eq!(names.acquire_latch(&request), "leasehold_acquire_latch:{a}:r");
-        assert_eq!(names.unlock_latch(&request), "redisson_unlock_latch:{a}:r");
     }
 }

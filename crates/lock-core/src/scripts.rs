@@ -18,10 +18,9 @@ macro_rules! lua {
 
 /// `acquire.lua`: take or re-enter the reentrant lock.
 pub static ACQUIRE: LazyLock<LuaScript> = lua!("acquire.lua");
-/// `release.lua`: give back one hold; the last deletes the key and publishes.
+/// `release.lua`: set the owner's hold count to its remaining guards; at 0 remove it
+/// and publish (also undoes an acquire whose caller went away).
 pub static RELEASE: LazyLock<LuaScript> = lua!("release.lua");
-/// `undo_acquire.lua`: give back the hold of an acquire whose caller went away.
-pub static UNDO_ACQUIRE: LazyLock<LuaScript> = lua!("undo_acquire.lua");
 /// `force_release.lua`: delete the lock whoever holds it, and publish.
 pub static FORCE_RELEASE: LazyLock<LuaScript> = lua!("force_release.lua");
 /// `renew_batch.lua`: extend many leases whose owner fields still exist.
@@ -32,8 +31,8 @@ pub static SIMPLE_ACQUIRE: LazyLock<LuaScript> = lua!("simple_acquire.lua");
 pub static SIMPLE_RELEASE: LazyLock<LuaScript> = lua!("simple_release.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 7] {
-    [&ACQUIRE, &RELEASE, &UNDO_ACQUIRE, &FORCE_RELEASE, &RENEW_BATCH, &SIMPLE_ACQUIRE, &SIMPLE_RELEASE]
+pub fn all() -> [&'static LuaScript; 6] {
+    [&ACQUIRE, &RELEASE, &FORCE_RELEASE, &RENEW_BATCH, &SIMPLE_ACQUIRE, &SIMPLE_RELEASE]
 }
 
 #[cfg(test)]

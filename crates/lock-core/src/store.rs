@@ -10,7 +10,7 @@ use fred::prelude::{Client, HashesInterface, KeysInterface};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::{LockNames, UNLOCK_MESSAGE};
-use crate::owner::{OwnerId, RequestId};
+use crate::owner::OwnerId;
 use crate::scripts;
 
 /// The answer to an acquire.
@@ -31,9 +31,9 @@ pub enum Acquire {
 /// The answer to a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Release {
-    /// The last hold was given back: the key is deleted and the unlock message published.
+    /// The last hold was given back: the owner is removed and the unlock message published.
     Released,
-    /// Holds remain; the key's TTL was set to the lease again.
+    /// Holds remain; the key's TTL is at least what they need.
     StillHeld {
         /// How many holds remain.
         holds: u64,
@@ -47,15 +47,12 @@ pub enum Release {
 pub struct LockStore {
     client: Client,
     command_timeout: Duration,
-    latch_ttl_ms: u64,
 }
 
 impl LockStore {
-    /// A store on `client`. `command_timeout` bounds each call; `latch_ttl` is how long
-    /// the server remembers a request id (a replay later than that could count twice).
-    pub fn new(client: Client, command_timeout: Duration, latch_ttl: Duration) -> Self {
-        let latch_ttl_ms = u64::try_from(latch_ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        LockStore { client, command_timeout, latch_ttl_ms }
+    /// A store on `client`; `command_timeout` bounds each call.
+    pub fn new(client: Client, command_timeout: Duration) -> Self {
+        LockStore { client, command_timeout }
     }
 
     /// The fred client.
@@ -85,7 +82,8 @@ impl LockStore {
         Ok(())
     }
 
-    /// Runs `acquire.lua`: take the lock for `owner`, or re-enter it.
+    /// Runs `acquire.lua`: take the lock for `owner`, or re-enter it, ending with
+    /// `target` holds (the owner's live guards + 1). A replay sets the same count again.
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
@@ -93,15 +91,9 @@ impl LockStore {
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
-    pub async fn acquire(
-        &self,
-        names: &LockNames,
-        owner: &OwnerId,
-        lease_ms: u64,
-        request: &RequestId,
-    ) -> Result<Acquire> {
-        let keys = vec![names.key().to_owned(), names.acquire_latch(request)];
-        let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), self.latch_ttl_ms.to_string()];
+    pub async fn acquire(&self, names: &LockNames, owner: &OwnerId, lease_ms: u64, target: u64) -> Result<Acquire> {
+        let keys = vec![names.key().to_owned()];
+        let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string()];
         let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
         match reply.as_slice() {
             [1, holds] => Ok(Acquire::Acquired { holds: non_negative(*holds) }),
@@ -110,10 +102,11 @@ impl LockStore {
         }
     }
 
-    /// Runs `release.lua`: give back one hold of `owner`. While holds remain, the key's
-    /// TTL is raised to `need_ms` (never lowered; 0 leaves it as it is). A retry with the
-    /// same `request` returns the first call's answer.
-    /// `acquired_by` is the request that took this hold: its acquire latch is deleted.
+    /// Runs `release.lua`: set `owner`'s hold count to `target` (the holds its other
+    /// live guards account for); at 0 the owner is removed and the unlock message
+    /// published. While holds remain, the key's TTL is raised to `need_ms` (never
+    /// lowered; 0 leaves it as it is). A replay sets the same count again. Also undoes
+    /// an acquire whose caller went away (`target` = the live guards, `need_ms` = 0).
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
@@ -121,50 +114,10 @@ impl LockStore {
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
-    pub async fn release(
-        &self,
-        names: &LockNames,
-        owner: &OwnerId,
-        need_ms: u64,
-        request: &RequestId,
-        acquired_by: &RequestId,
-    ) -> Result<Release> {
-        let keys = vec![
-            names.key().to_owned(),
-            names.channel().to_owned(),
-            names.unlock_latch(request),
-            names.acquire_latch(acquired_by),
-        ];
-        let args = vec![
-            need_ms.to_string(),
-            owner.as_str().to_owned(),
-            self.latch_ttl_ms.to_string(),
-            UNLOCK_MESSAGE.to_owned(),
-        ];
+    pub async fn release(&self, names: &LockNames, owner: &OwnerId, target: u64, need_ms: u64) -> Result<Release> {
+        let keys = vec![names.key().to_owned(), names.channel().to_owned()];
+        let args = vec![owner.as_str().to_owned(), target.to_string(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
         let reply: i64 = scripts::RELEASE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
-        Ok(release_from_reply(reply))
-    }
-
-    /// Runs `undo_acquire.lua`: give back the hold that the acquire `request` took, if
-    /// it took one. Used when the caller of an acquire went away mid-flight. While holds
-    /// remain, the key's TTL is raised to `need_ms` (0 leaves it as it is).
-    ///
-    /// # Errors
-    /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
-    ///
-    /// # Cancel safety
-    /// Dropping the future does not take the command back: once written it runs, and
-    /// only its answer is lost.
-    pub async fn undo_acquire(
-        &self,
-        names: &LockNames,
-        owner: &OwnerId,
-        need_ms: u64,
-        request: &RequestId,
-    ) -> Result<Release> {
-        let keys = vec![names.key().to_owned(), names.channel().to_owned(), names.acquire_latch(request)];
-        let args = vec![owner.as_str().to_owned(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
-        let reply: i64 = scripts::UNDO_ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
         Ok(release_from_reply(reply))
     }
 
