@@ -133,7 +133,7 @@ impl Client {
         builder.set_policy(policy.clone());
         builder.with_connection_config(|c| {
             // No silent replays of in-flight scripts: an ambiguous outcome surfaces as
-            // an error and leasehold undoes or retries it by request id.
+            // an error and leasehold undoes or retries it (the scripts are idempotent).
             c.max_command_attempts = 1;
             c.connection_timeout = config.command_timeout;
         });

@@ -108,9 +108,9 @@ impl LockGuard {
     ///   ran out, or it was force-unlocked); nothing is written or published. Also when
     ///   this guard's hold already ended (nothing is sent, so a later hold of the same
     ///   owner is never released by mistake).
-    /// - Timeouts and connection errors, after retrying with the same request id while
-    ///   the server still remembers it (the replay window); the hold is then no longer
-    ///   renewed and expires with its lease.
+    /// - Timeouts and connection errors, after retrying (releases are idempotent) within
+    ///   the replay window; the hold is then no longer renewed and expires with its
+    ///   lease. A retry that finds the owner gone after a lost reply counts as released.
     ///
     /// # Cancel safety
     /// The guard is consumed: renewal for it stops before anything is sent, so dropping

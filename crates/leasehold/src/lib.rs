@@ -10,8 +10,8 @@
 //!   wakes one local waiter, in FIFO order.
 //! - **Told when lost**: [`LockGuard::lost`] resolves when a renewal finds the lock gone
 //!   or the lease runs out.
-//! - **Replay-safe**: acquire and release carry request ids, so a retried or replayed
-//!   script counts once.
+//! - **Replay-safe**: acquire and release set the owner's absolute hold count, so a
+//!   retried or replayed script counts once, and no latch key is left behind.
 //!
 //! ```no_run
 //! # async fn demo() -> leasehold::Result<()> {

@@ -21,7 +21,7 @@ pub enum ErrorKind {
     /// The lock's key holds another Redis type (`WRONGTYPE`). The value is untouched.
     WrongType,
     /// A command did not answer within the configured command timeout. Whether it
-    /// was applied is unknown; acquire and release carry request ids, so leasehold can
+    /// was applied is unknown; acquire and release are idempotent, so leasehold can
     /// retry or undo them safely.
     Timeout,
     /// The connection to Redis failed or was closed while the command was in flight.
@@ -178,7 +178,7 @@ impl Error {
     }
 
     /// `true` when the outcome of the command is unknown (a timeout, or a connection
-    /// lost after the command may have been written): retrying with the same request id
+    /// lost after the command may have been written): retrying an idempotent command
     /// is safe. A connection error raised before writing ([`Error::is_not_sent`]) is not
     /// ambiguous.
     pub fn is_ambiguous(&self) -> bool {

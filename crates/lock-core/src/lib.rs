@@ -2,7 +2,7 @@
 //!
 //! - [`names`]: the lock key and the keys and channel derived from it, exactly as
 //!   Redisson names them, so Java and Rust services share one lock.
-//! - [`owner`]: owner ids (`CLIENT_UUID:N`) and request ids.
+//! - [`owner`]: owner ids (`CLIENT_UUID:N`).
 //! - [`scripts`]: the Lua scripts of `lua/`, each wrapped with its precomputed SHA1.
 //! - [`store`]: typed async operations (acquire, release, renew, …) on a fred client.
 //! - [`lease`]: the shared, monotonic-clock view of one hold's lease and its lost signal.
@@ -23,5 +23,5 @@ pub mod store;
 pub use error::{Error, ErrorKind, Result};
 pub use lease::LeaseState;
 pub use names::LockNames;
-pub use owner::{ClientId, OwnerId, RequestId};
+pub use owner::{ClientId, OwnerId};
 pub use store::{Acquire, LockStore, Release};

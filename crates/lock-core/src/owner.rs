@@ -1,4 +1,4 @@
-//! Owner ids and request ids.
+//! Owner ids.
 //!
 //! An owner is `CLIENT_UUID:N`: the client's UUID in its 36-character hyphenated form
 //! and a decimal counter, Redisson's field format. Redisson takes `N` from the Java
@@ -74,30 +74,6 @@ impl fmt::Display for OwnerId {
     }
 }
 
-/// The id of one acquire or release request, used to make replays count once.
-///
-/// Random (UUID v4, 32 hex digits), so two clients never share one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RequestId(Arc<str>);
-
-impl RequestId {
-    /// A fresh random request id.
-    pub fn new_random() -> Self {
-        RequestId(Arc::from(Uuid::new_v4().simple().to_string()))
-    }
-
-    /// A request id from its text (tests).
-    pub fn from_raw(raw: &str) -> Self {
-        RequestId(Arc::from(raw))
-    }
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,10 +85,5 @@ mod tests {
         assert_eq!(client.next_owner().as_str(), "0f3c4b7e-9a43-4ff3-8a39-2a7a7d3c5e10:1");
         assert_eq!(client.next_owner().as_str(), "0f3c4b7e-9a43-4ff3-8a39-2a7a7d3c5e10:2");
         assert_eq!(client.next_simple_owner().as_str(), "0f3c4b7e-9a43-4ff3-8a39-2a7a7d3c5e10-3");
-    }
-
-    #[test]
-    fn request_ids_differ() {
-        assert_ne!(RequestId::new_random(), RequestId::new_random());
     }
 }

@@ -62,7 +62,8 @@ impl LuaScript {
     ///
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written, it runs on the
-    /// server. That is why acquire and release carry request ids (see `lua/`).
+    /// server. That is why acquire and release set absolute counts (see `lua/`): a replay is
+    /// harmless.
     pub async fn run<R, K, V>(&self, client: &Client, key: &str, timeout: Duration, keys: K, args: V) -> Result<R>
     where
         R: FromValue,
