@@ -29,6 +29,8 @@ pub struct LockGuard {
     /// The acquire request that took this hold (its latch is deleted on release).
     acquired_by: RequestId,
     runtime: Option<tokio::runtime::Handle>,
+    /// The hold's fencing token (acquired through a [`FencedLock`](crate::FencedLock)).
+    token: Option<u64>,
     /// Set once the guard was detached (unlocked); `Drop` then does nothing.
     done: bool,
 }
@@ -59,7 +61,23 @@ impl LockGuard {
         acquired_by: RequestId,
     ) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        LockGuard { lock, hold, mode, lease_ms, acquired_by, runtime, done: false }
+        LockGuard { lock, hold, mode, lease_ms, acquired_by, runtime, token: None, done: false }
+    }
+
+    /// The guard with the fencing token its acquire answered.
+    pub(crate) fn with_token(mut self, token: Option<u64>) -> Self {
+        self.token = token;
+        self
+    }
+
+    /// The fencing token of a fenced acquire.
+    pub(crate) fn token(&self) -> Option<u64> {
+        self.token
+    }
+
+    /// The client the guard's lock belongs to.
+    pub(crate) fn client(&self) -> &crate::client::ClientShared {
+        &self.lock.client
     }
 
     /// The lock's Redis key.

@@ -31,6 +31,16 @@ pub const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
 /// Redisson has no such key; it makes a replayed acquire count once.
 pub const ACQUIRE_LATCH_PREFIX: &str = "leasehold_acquire_latch";
 
+/// Prefix of a fenced resource's fence: `leasehold_fence:{RESOURCE}` (leasehold only;
+/// see `lua/fenced_write.lua`).
+pub const FENCE_PREFIX: &str = "leasehold_fence";
+
+/// The fence of the resource key `resource`, `leasehold_fence:{RESOURCE}`, in the
+/// resource's hash slot (derived like every lock key's names, [`derived_key`]).
+pub fn fence_key(resource: &str) -> String {
+    derived_key(FENCE_PREFIX, resource)
+}
+
 /// Payload published on the release channel when a lock is released.
 pub const UNLOCK_MESSAGE: &str = "0";
 /// Payload published when a read lock is released: wakes every waiter.

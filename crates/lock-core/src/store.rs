@@ -100,14 +100,28 @@ impl LockStore {
         lease_ms: u64,
         request: &RequestId,
     ) -> Result<Acquire> {
+        let (keys, args) = self.acquire_args(names, owner, lease_ms, request);
+        let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
+        acquire_from_reply("acquire.lua", names, &reply)
+    }
+
+    /// The KEYS and ARGV of `acquire.lua` (shared with the replica-synced acquire in
+    /// `replicas.rs`, so the two cannot drift apart).
+    pub(crate) fn acquire_args(
+        &self,
+        names: &LockNames,
+        owner: &OwnerId,
+        lease_ms: u64,
+        request: &RequestId,
+    ) -> (Vec<String>, Vec<String>) {
         let keys = vec![names.key().to_owned(), names.acquire_latch(request)];
         let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), self.latch_ttl_ms.to_string()];
-        let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
-        match reply.as_slice() {
-            [1, holds] => Ok(Acquire::Acquired { holds: non_negative(*holds) }),
-            [0, pttl] => Ok(Acquire::Held { pttl: pttl_from_reply(*pttl) }),
-            other => Err(unexpected("acquire.lua", names, other)),
-        }
+        (keys, args)
+    }
+
+    /// The TTL of the replay latches, in milliseconds.
+    pub fn latch_ttl_ms(&self) -> u64 {
+        self.latch_ttl_ms
     }
 
     /// Runs `release.lua`: give back one hold of `owner`. While holds remain, the key's
@@ -300,7 +314,16 @@ impl LockStore {
     }
 }
 
-fn non_negative(n: i64) -> u64 {
+/// Maps the first two entries of an acquire script's reply (`{1, holds}`, `{0, pttl}`).
+pub(crate) fn acquire_from_reply(script: &str, names: &LockNames, reply: &[i64]) -> Result<Acquire> {
+    match reply {
+        [1, holds, ..] => Ok(Acquire::Acquired { holds: non_negative(*holds) }),
+        [0, pttl] => Ok(Acquire::Held { pttl: pttl_from_reply(*pttl) }),
+        other => Err(unexpected(script, names, other)),
+    }
+}
+
+pub(crate) fn non_negative(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
@@ -317,6 +340,6 @@ fn release_from_reply(reply: i64) -> Release {
     }
 }
 
-fn unexpected(script: &str, names: &LockNames, reply: &[i64]) -> Error {
+pub(crate) fn unexpected(script: &str, names: &LockNames, reply: &[i64]) -> Error {
     Error::new(ErrorKind::Redis, format!("{script} gave an unexpected reply {reply:?}")).with_key(names.key())
 }
