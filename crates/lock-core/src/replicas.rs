@@ -187,9 +187,11 @@ async fn run_then_wait(
             CustomCommand::new_static("WAIT", ClusterHash::Custom(slot), false),
             vec![u64::from(sync.replicas), sync.timeout_ms],
         );
-        async move { tokio::join!(biased; script_call, wait_call) }
+        // Boxed: fred's futures are several KB each, and a debug build would otherwise
+        // put the pair on the stack of whoever polls the acquire.
+        Box::pin(async move { tokio::join!(biased; script_call, wait_call) })
     };
-    let call = async {
+    let call = Box::pin(async {
         let (reply, waited) = match pair().await {
             (Err(error), _) if error.details().starts_with("NOSCRIPT") => {
                 let _: String = client.script_load(script.source()).await?;
@@ -198,7 +200,7 @@ async fn run_then_wait(
             other => other,
         };
         Ok::<_, fred::error::Error>((reply?, waited))
-    };
+    });
     let (reply, waited) = crate::script::bounded(timeout, script.name(), key, call).await?;
     let acknowledged = waited
         .map_err(|error| Error::from_fred(error).with_key(key))
