@@ -152,3 +152,28 @@ async fn a_promoted_lagging_replica_has_no_lock_and_issues_larger_tokens() {
     guard.unlock().await.expect("unlock");
     drop(unsynced);
 }
+
+/// After the server forgot the scripts (`SCRIPT FLUSH`, as after a restart or a failover),
+/// the script is loaded and sent again *with* a `WAIT` behind it: with the replica stopped
+/// the acquire still fails. (Reloading after the first `WAIT`, as fred's
+/// `evalsha_with_reload` would, leaves the retried script uncovered: that `WAIT` answered
+/// for earlier writes only, and the acquire would succeed unreplicated.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_script_is_still_covered_by_a_wait() {
+    let primary = RedisServer::start();
+    let mut replica = RedisServer::start_replica_of(&primary);
+    let client = synced_client(&primary.url()).await;
+    let lock = client.fenced_lock("reload:1");
+    let guard = lock.lock().await.expect("in step");
+    guard.unlock().await.expect("unlock");
+    assert_eq!(raw(&primary, &["SCRIPT", "FLUSH"]).as_str(), Some("OK"));
+    replica.pause();
+    let err = lock.try_lock().await.expect_err("stopped replica, reloaded script");
+    assert!(err.is_replica_sync(), "{err}");
+    assert!(!exists(&primary, "reload:1"));
+    replica.resume();
+    assert_eq!(raw(&primary, &["SCRIPT", "FLUSH"]).as_str(), Some("OK"));
+    let guard = lock.try_lock().await.expect("try").expect("reloaded and acknowledged");
+    assert!(exists(&replica, "reload:1"));
+    guard.unlock().await.expect("unlock");
+}
