@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use leasehold::Client;
-use leasehold_tests::{client, raw, Monitor, Proxy, RedisServer};
+use leasehold_tests::{client, raw, wait_until, Monitor, Proxy, RedisServer};
 
 const SYNC_TIMEOUT: Duration = Duration::from_millis(300);
 
@@ -167,6 +167,8 @@ async fn a_reloaded_script_is_still_covered_by_a_wait() {
     let guard = lock.lock().await.expect("in step");
     guard.unlock().await.expect("unlock");
     assert_eq!(raw(&primary, &["SCRIPT", "FLUSH"]).as_str(), Some("OK"));
+    // Every earlier write acknowledged, so a WAIT that does not cover the script answers 1.
+    assert!(wait_until(Duration::from_secs(5), || primary.replicas_acknowledged_all()).await, "replica caught up");
     replica.pause();
     let err = lock.try_lock().await.expect_err("stopped replica, reloaded script");
     assert!(err.is_replica_sync(), "{err}");

@@ -78,6 +78,19 @@ impl RedisServer {
     }
 }
 
+impl RedisServer {
+    /// On a primary: `true` when every replica has acknowledged everything written so far
+    /// (each `slaveN:…,offset=X` equals `master_repl_offset`). Replicas acknowledge about
+    /// once a second on their own.
+    pub fn replicas_acknowledged_all(&self) -> bool {
+        let info = self.info("replication");
+        let Some(offset) = info.lines().find_map(|l| l.strip_prefix("master_repl_offset:")) else { return false };
+        let offset = offset.trim();
+        let mut replicas = info.lines().filter(|l| l.starts_with("slave") && l.contains("ip=")).peekable();
+        replicas.peek().is_some() && replicas.all(|l| l.split(',').any(|f| f.strip_prefix("offset=") == Some(offset)))
+    }
+}
+
 fn poll(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + deadline;
     loop {
