@@ -109,7 +109,7 @@ async fn tokens_strictly_increase_across_contending_clients() {
     assert_eq!(clients.len(), 4, "every client held the lock");
 }
 
-/// A tiny append-only log (std Mutex; the tests crate has no parking_lot).
+/// A tiny append-only log (a std `Mutex`: the tests crate has no `parking_lot`).
 mod parking_lot_free {
     #[derive(Default)]
     pub(crate) struct Log(std::sync::Mutex<Vec<(u64, i32)>>);
