@@ -36,9 +36,20 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+pexpire",
         "+del",
         "+publish",
+        // Only for FencedLock (fenced_acquire.lua) and fenced writes (fenced_write.lua).
+        "+time",
+        "+incr",
+        "+get",
+        "+set",
+        "+strlen",
+        // Only with ClientBuilder::sync_replicas (sent by the client behind each acquire).
+        "+wait",
         // Keys: the lock keys, and the channel derived from them. The release channel is
         // also a key argument of the scripts, so it needs a key pattern too.
         "~redisson_lock__channel:*",
+        // FencedLock's token counters and the fences of resources written with fenced_set.
+        "~redisson_lock_token:*",
+        "~leasehold_fence:*",
         "&redisson_lock__channel:*",
     ]
     .iter()
@@ -62,6 +73,16 @@ fn set_user(server: &RedisServer, name: &str, rules: &[String]) {
 
 fn user_url(server: &RedisServer, user: &str) -> String {
     format!("redis://{user}:{PASSWORD}@127.0.0.1:{}", server.port())
+}
+
+/// A client whose acquires wait for one replica (`WAIT`).
+async fn connect_synced(url: &str) -> leasehold::Result<Client> {
+    Client::builder()
+        .url(url)
+        .command_timeout(COMMAND_TIMEOUT)
+        .sync_replicas(1, Duration::from_millis(500))
+        .connect()
+        .await
 }
 
 async fn connect(url: &str, watchdog: Duration) -> leasehold::Result<Client> {
@@ -138,6 +159,7 @@ async fn a_password_in_the_url_authenticates_both_connections() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_documented_acl_user_can_do_everything_a_client_does() {
     let server = RedisServer::start();
+    let _replica = RedisServer::start_replica_of(&server);
     set_user(&server, USER, &leasehold_acl_rules("app:*"));
     let url = user_url(&server, USER);
     let first = connect(&url, Duration::from_millis(600)).await.expect("connect as the ACL user");
@@ -163,6 +185,9 @@ async fn the_documented_acl_user_can_do_everything_a_client_does() {
     tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("the holder was told");
     assert_eq!(pttl(&server, "app:order:2"), -2);
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
+
+    // A fenced lock and a fenced write; an acquire acknowledged by the replica.
+    fenced_and_synced(&url, "app:order:4").await.expect("fenced lock, fenced write, synced acquire");
 
     // fred asks every new connection for `CLIENT ID` and `INFO server`, and carries on
     // when they are refused: the only denials are those, until the user is allowed them.
@@ -237,6 +262,8 @@ async fn a_missing_right_is_a_prompt_noperm_error_and_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_documented_rule_is_needed() {
     let server = RedisServer::start();
+    // For the `+wait` rule: a synced acquire needs a replica to acknowledge it.
+    let _replica = RedisServer::start_replica_of(&server);
     let all = leasehold_acl_rules("app:*");
     let mut unneeded = Vec::new();
     for (i, removed) in all.iter().enumerate().filter(|(_, r)| !r.starts_with("reset") && *r != "-@all") {
@@ -286,5 +313,23 @@ async fn life_of_a_client(url: &str, name: &str) -> Result<(), String> {
         return Err("renewal failed".into());
     }
     second.lock(name).force_unlock().await.map_err(step("force unlock"))?;
+    fenced_and_synced(url, name).await
+}
+
+/// A fenced lock (`fenced_acquire.lua`) and a fenced write (`fenced_write.lua`) on
+/// `NAME:res`, then an acquire acknowledged by a replica (`WAIT`): the first error, if any.
+async fn fenced_and_synced(url: &str, name: &str) -> Result<(), String> {
+    let step = |what: &'static str| move |e: leasehold::Error| format!("{what}: {e} / {}", fred_details(&e));
+    let client = connect(url, Duration::from_secs(30)).await.map_err(step("connect"))?;
+    let fenced = client.fenced_lock(format!("{name}:fenced"));
+    let guard = fenced.lock_with_lease(Duration::from_secs(30)).await.map_err(step("fenced lock"))?;
+    let written = guard.fenced_set(&format!("{name}:res"), "v").await.map_err(step("fenced write"))?;
+    if !written.is_written() {
+        return Err(format!("fenced write rejected: {written:?}"));
+    }
+    guard.unlock().await.map_err(step("fenced unlock"))?;
+    let synced = connect_synced(url).await.map_err(step("connect synced"))?;
+    let held = synced.lock(format!("{name}:synced")).try_lock().await.map_err(step("synced acquire"))?;
+    held.ok_or("the synced lock was held")?.unlock().await.map_err(step("synced unlock"))?;
     Ok(())
 }

@@ -521,8 +521,8 @@ impl Audit {
     }
 }
 
-/// Deletes every key of this run from a shared server. The lock's request-id latches are
-/// named `…:{<lock key>}:<request id>`, so the prefix is matched anywhere in the name.
+/// Deletes every key of this run from a shared server (the prefix is matched anywhere in
+/// the name, so derived keys such as `…:{<lock key>}` go too).
 async fn delete_run_keys(redis: &leasehold::Client, prefix: &str) -> Result<u64, DynError> {
     let redis = redis.fred();
     let pattern = format!("*{prefix}*");

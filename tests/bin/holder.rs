@@ -1,9 +1,13 @@
 //! A lock holder in its own process, for tests that kill (`SIGKILL`) or stop
 //! (`SIGSTOP`) the holder.
 //!
-//! Usage: `holder URL NAME WATCHDOG_MS`. It takes `NAME` in watchdog mode and prints
-//! `LOCKED <owner>`; prints `LOST` when the guard learns the lock is lost; on a stdin
-//! line `UNLOCK` it unlocks and prints `UNLOCK OK` or `UNLOCK ERR <kind>`, then exits.
+//! Usage: `holder URL NAME WATCHDOG_MS [fenced]`. It takes `NAME` in watchdog mode and
+//! prints `LOCKED <owner>` (with `fenced`: a [`leasehold::FencedLock`], and
+//! `LOCKED <owner> <token>`); prints `LOST` when the guard learns the lock is lost; on a
+//! stdin line `UNLOCK` it unlocks and prints `UNLOCK OK` or `UNLOCK ERR <kind>`, then
+//! exits. In fenced mode a line `WRITE KEY VALUE` makes a fenced write with its token
+//! (whether or not it still holds the lock) and prints `WRITE OK`,
+//! `WRITE REJECTED <fence>` or `WRITE ERR <kind>`.
 
 use std::io::Write;
 use std::time::Duration;
@@ -19,9 +23,13 @@ fn say(line: &str) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, url, name, watchdog_ms] = args.as_slice() else {
-        eprintln!("usage: holder URL NAME WATCHDOG_MS");
-        std::process::exit(2);
+    let (url, name, watchdog_ms, fenced) = match args.as_slice() {
+        [_, url, name, watchdog_ms] => (url, name, watchdog_ms, false),
+        [_, url, name, watchdog_ms, mode] if mode == "fenced" => (url, name, watchdog_ms, true),
+        _ => {
+            eprintln!("usage: holder URL NAME WATCHDOG_MS [fenced]");
+            std::process::exit(2);
+        }
     };
     let watchdog = Duration::from_millis(watchdog_ms.parse().expect("WATCHDOG_MS is a number"));
     let client = leasehold::Client::builder()
@@ -31,6 +39,9 @@ async fn main() {
         .connect()
         .await
         .expect("connect");
+    if fenced {
+        return hold_fenced(&client, name).await;
+    }
     let lock = client.lock(name);
     let guard = lock.lock().await.expect("lock");
     say(&format!("LOCKED {}", lock.owner()));
@@ -47,6 +58,39 @@ async fn main() {
                     Ok(Some(line)) if line.trim() == "UNLOCK" => break,
                     Ok(Some(_)) => {}
                     _ => return,
+                }
+            }
+        }
+    }
+    match guard.unlock().await {
+        Ok(()) => say("UNLOCK OK"),
+        Err(error) => say(&format!("UNLOCK ERR {}", error.kind())),
+    }
+}
+
+async fn hold_fenced(client: &leasehold::Client, name: &str) {
+    let lock = client.fenced_lock(name);
+    let guard = lock.lock().await.expect("fenced lock");
+    say(&format!("LOCKED {} {}", lock.owner(), guard.token()));
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut reported_lost = false;
+    loop {
+        tokio::select! {
+            () = guard.lost(), if !reported_lost => {
+                reported_lost = true;
+                say("LOST");
+            }
+            line = lines.next_line() => {
+                let Ok(Some(line)) = line else { return };
+                let words: Vec<&str> = line.split_whitespace().collect();
+                match words.as_slice() {
+                    ["UNLOCK"] => break,
+                    ["WRITE", key, value] => match guard.fenced_set(key, value).await {
+                        Ok(leasehold::fence::FencedWrite::Written) => say("WRITE OK"),
+                        Ok(leasehold::fence::FencedWrite::Rejected { fence }) => say(&format!("WRITE REJECTED {fence}")),
+                        Err(error) => say(&format!("WRITE ERR {}", error.kind())),
+                    },
+                    _ => {}
                 }
             }
         }

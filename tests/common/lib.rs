@@ -86,9 +86,25 @@ impl HolderProcess {
     /// # Panics
     /// When the child cannot start or does not lock within 10 s.
     pub async fn start(bin: &str, url: &str, name: &str, watchdog: Duration) -> (Self, String) {
+        Self::start_with(bin, &[url, name, &watchdog.as_millis().to_string()]).await
+    }
+
+    /// Starts the holder in fenced mode (`holder URL NAME WATCHDOG_MS fenced`): it holds a
+    /// `FencedLock`. Returns the owner and the hold's token.
+    ///
+    /// # Panics
+    /// As [`HolderProcess::start`], or when the `LOCKED` line has no token.
+    pub async fn start_fenced(bin: &str, url: &str, name: &str, watchdog: Duration) -> (Self, String, u64) {
+        let (holder, rest) = Self::start_with(bin, &[url, name, &watchdog.as_millis().to_string(), "fenced"]).await;
+        let (owner, token) = rest.split_once(' ').unwrap_or_else(|| panic!("no token in {rest:?}"));
+        let token = token.parse().unwrap_or_else(|_| panic!("bad token in {rest:?}"));
+        (holder, owner.to_owned(), token)
+    }
+
+    async fn start_with(bin: &str, args: &[&str]) -> (Self, String) {
         use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(bin)
-            .args([url, name, &watchdog.as_millis().to_string()])
+            .args(args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
@@ -112,8 +128,13 @@ impl HolderProcess {
 
     /// Asks the child to unlock.
     pub async fn send_unlock(&mut self) {
+        self.send_line("UNLOCK").await;
+    }
+
+    /// Sends one line (a command such as `WRITE KEY VALUE`) to the child.
+    pub async fn send_line(&mut self, line: &str) {
         use tokio::io::AsyncWriteExt;
-        self.stdin.write_all(b"UNLOCK\n").await.expect("write to holder");
+        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to holder");
         self.stdin.flush().await.expect("flush");
     }
 

@@ -478,7 +478,7 @@ async fn measure_memory(
 ) -> Result<(), BoxError> {
     let fred = &ctx.fred;
     if target.is_own() {
-        // The pairs' leftovers (leasehold's unlock latches) would expire while we
+        // Leftovers of the pairs (before issue 9, leasehold's unlock latches) would expire while we
         // measure: drop them, and see what they took.
         let with_leftovers = used_memory(fred).await?;
         flushall(fred).await?;

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use fred::clients::SubscriberClient;
 use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, EventInterface, ReconnectPolicy};
-use lock_core::{ClientId, Error, ErrorKind, LockStore, Result};
+use lock_core::{ClientId, Error, ErrorKind, LockStore, ReplicaSync, Result};
 use lock_pubsub::{Subscriber, SubscriberStats};
 use lock_watchdog::{Watchdog, WatchdogConfig, WatchdogStats};
 
 use crate::config::{default_reconnect_policy, ClientBuilder, ClientConfig};
+use crate::fenced::FencedLock;
 use crate::lock::Lock;
 use crate::simple::SimpleLock;
 
@@ -41,6 +42,10 @@ pub(crate) struct ClientShared {
     pub(crate) config: ClientConfig,
     /// The watchdog lease in whole milliseconds (validated at build time).
     pub(crate) watchdog_lease_ms: u64,
+    /// The `WAIT` behind every acquire, when `sync_replicas > 0`.
+    pub(crate) sync: Option<ReplicaSync>,
+    /// The fencing counters' TTL in whole milliseconds (validated at build time).
+    pub(crate) fence_token_ttl_ms: u64,
     /// `true` when leasehold made the fred client and so may close it.
     owns_connection: bool,
     runtime: tokio::runtime::Handle,
@@ -165,6 +170,11 @@ impl Client {
         let subscriber = Subscriber::start(subscriber, config.command_timeout);
         // Validated: at most a year, so it fits.
         let watchdog_lease_ms = u64::try_from(config.watchdog_timeout.as_millis()).unwrap_or(u64::MAX);
+        // Both validated by `ClientConfig::validate` (which builds the same ReplicaSync),
+        // before any connection was made.
+        let sync = config.replica_sync().ok().flatten();
+        let fence_token_ttl_ms = lock_core::args::lease_millis(config.fence_token_ttl, "fence token TTL")
+            .unwrap_or(crate::config::DEFAULT_FENCE_TOKEN_TTL.as_secs() * 1000);
         Client {
             inner: Arc::new(ClientShared {
                 id: ClientId::new_random(),
@@ -173,6 +183,8 @@ impl Client {
                 watchdog,
                 config,
                 watchdog_lease_ms,
+                sync,
+                fence_token_ttl_ms,
                 owns_connection: owns,
                 runtime: tokio::runtime::Handle::current(),
             }),
@@ -185,6 +197,26 @@ impl Client {
     /// is sent.
     pub fn lock(&self, name: impl AsRef<str>) -> Lock {
         Lock::new(self.inner.clone(), self.full_key(name.as_ref()))
+    }
+
+    /// A handle on the fenced lock `name`: a reentrant [`Lock`] whose every fresh hold
+    /// gets a fencing token, larger than every token issued before for `name` (by any
+    /// client or process; see [`FencedLock`]). Cheap: nothing is sent. Each call makes a
+    /// new owner, as [`Client::lock`] does.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+    /// let lock = client.fenced_lock("ledger:7");
+    /// let guard = lock.lock().await?;
+    /// // The resource accepts the write only if no later holder wrote already.
+    /// let written = guard.fenced_set("ledger:7:balance", "120").await?;
+    /// assert!(written.is_written());
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fenced_lock(&self, name: impl AsRef<str>) -> FencedLock {
+        FencedLock::new(self.inner.clone(), self.full_key(name.as_ref()))
     }
 
     /// A handle on the minimal lock `name` (`SET NX PX` and compare-and-delete; not

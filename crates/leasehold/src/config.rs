@@ -15,6 +15,16 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_REPLAY_WINDOW: Duration = Duration::from_secs(10);
 /// Default number of keys per renewal script call.
 pub const DEFAULT_RENEW_BATCH: usize = 100;
+/// Default time an acquire waits for replica acknowledgements when
+/// [`ClientBuilder::sync_replicas`] asks for some (Redisson's `slavesSyncTimeout`).
+pub const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(1);
+/// Default TTL of a fenced lock's token counter `redisson_lock_token:{NAME}`, set again
+/// whenever a token is issued: 7 days. The TTL only bounds memory (one small key per name
+/// fenced in the last 7 days, not one per name ever used: Redisson's counters never
+/// expire, its issue 6510). Tokens stay monotonic when a counter expires, because a
+/// missing counter restarts from the server's clock; while it exists it also covers a
+/// server clock stepped back, and 7 days is far longer than any clock correction.
+pub const DEFAULT_FENCE_TOKEN_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// How a [`Client`] behaves. Built with [`Client::builder`].
 #[derive(Debug, Clone)]
@@ -39,6 +49,19 @@ pub struct ClientConfig {
     pub replay_window: Duration,
     /// Most keys per renewal call. Default: 100.
     pub renew_batch_size: usize,
+    /// Replicas that must acknowledge every [`Lock`](crate::Lock) and
+    /// [`FencedLock`](crate::FencedLock) acquire (`WAIT`, pipelined behind the acquire
+    /// script); fewer within `sync_timeout` give the hold back and fail with
+    /// [`ErrorKind::ReplicaSync`](crate::ErrorKind::ReplicaSync). Default: 0 (nothing extra
+    /// is sent). Releases and renewals never wait.
+    pub sync_replicas: u32,
+    /// How long an acquire waits for `sync_replicas` acknowledgements: at least 1 ms and
+    /// shorter than `command_timeout` (checked only when `sync_replicas > 0`). Default: 1 s.
+    pub sync_timeout: Duration,
+    /// TTL of a fenced lock's token counter, set again whenever a token is issued (see
+    /// [`DEFAULT_FENCE_TOKEN_TTL`] for why tokens stay monotonic when it expires). 1 ms to
+    /// 1 year. Default: 7 days.
+    pub fence_token_ttl: Duration,
 }
 
 impl Default for ClientConfig {
@@ -49,6 +72,9 @@ impl Default for ClientConfig {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             replay_window: DEFAULT_REPLAY_WINDOW,
             renew_batch_size: DEFAULT_RENEW_BATCH,
+            sync_replicas: 0,
+            sync_timeout: DEFAULT_SYNC_TIMEOUT,
+            fence_token_ttl: DEFAULT_FENCE_TOKEN_TTL,
         }
     }
 }
@@ -65,7 +91,9 @@ impl ClientConfig {
     /// a renewal period (`watchdog_timeout / 3`), so a renewal that times out can still be
     /// retried before the lease runs out; the replay window is at least the command
     /// timeout, so an unlock that timed out can be retried at least once; the renew
-    /// batch size is at least 1.
+    /// batch size is at least 1; with `sync_replicas > 0` the sync timeout is at least
+    /// 1 ms and shorter than the command timeout (the acquire script and its `WAIT` are
+    /// bounded together by the command timeout); the fence token TTL is 1 ms to 1 year.
     pub fn validate(&self) -> Result<()> {
         args::lease_millis(self.watchdog_timeout, "watchdog timeout")?;
         if self.watchdog_timeout < Duration::from_millis(3) {
@@ -89,7 +117,27 @@ impl ClientConfig {
         if self.renew_batch_size == 0 {
             return Err(Error::invalid_argument("renew batch size must be at least 1"));
         }
+        if self.sync_replicas > 0 {
+            args::lease_millis(self.sync_timeout, "replica sync timeout")?;
+            if self.sync_timeout >= self.command_timeout {
+                return Err(Error::invalid_argument(format!(
+                    "replica sync timeout ({:?}) must be shorter than the command timeout ({:?})",
+                    self.sync_timeout, self.command_timeout
+                )));
+            }
+        }
+        args::lease_millis(self.fence_token_ttl, "fence token TTL")?;
+        self.replica_sync()?;
         Ok(())
+    }
+
+    /// The replica acknowledgement every acquire asks for, `None` when `sync_replicas`
+    /// is 0. Valid once [`ClientConfig::validate`] passed.
+    pub(crate) fn replica_sync(&self) -> Result<Option<lock_core::ReplicaSync>> {
+        if self.sync_replicas == 0 {
+            return Ok(None);
+        }
+        lock_core::ReplicaSync::new(self.sync_replicas, self.sync_timeout).map(Some)
     }
 }
 
@@ -168,6 +216,31 @@ impl ClientBuilder {
         self
     }
 
+    /// Replicas that must acknowledge every acquire of a [`Lock`](crate::Lock) or
+    /// [`FencedLock`](crate::FencedLock), and how long the primary may wait for them.
+    /// After each acquire script the client sends `WAIT replicas timeout` on the same
+    /// connection, pipelined behind it; when fewer replicas acknowledged, the hold is given
+    /// back and the call fails with [`ErrorKind::ReplicaSync`](crate::ErrorKind::ReplicaSync).
+    /// `replicas = 0` (the default) sends nothing extra. `timeout` must be at least 1 ms
+    /// and shorter than the command timeout (checked by [`ClientBuilder::connect`]).
+    ///
+    /// `WAIT` holds up the client's command connection while it waits: with a lagging
+    /// replica, other commands of the client (renewals included) queue behind it. Releases
+    /// never wait (a release that did not replicate only makes the lock look held longer
+    /// on a promoted replica). [`SimpleLock`](crate::SimpleLock) never waits.
+    pub fn sync_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.config.sync_replicas = replicas;
+        self.config.sync_timeout = timeout;
+        self
+    }
+
+    /// TTL of fenced locks' token counters, set again whenever a token is issued.
+    /// Default: 7 days ([`DEFAULT_FENCE_TOKEN_TTL`]).
+    pub fn fence_token_ttl(mut self, ttl: Duration) -> Self {
+        self.config.fence_token_ttl = ttl;
+        self
+    }
+
     /// Validates the settings, connects both connections (commands and pub/sub) and
     /// starts the watchdog and subscriber tasks on the current runtime.
     ///
@@ -229,6 +302,23 @@ mod tests {
     fn a_replay_window_shorter_than_the_command_timeout_is_rejected() {
         let err = config(30_000, 5_000, 4_999).validate().expect_err("window < timeout");
         assert!(err.to_string().contains("replay window"), "{err}");
+    }
+
+    #[test]
+    fn a_replica_sync_timeout_must_wait_and_fit_in_the_command_timeout() {
+        let sync = |replicas, timeout_ms| ClientConfig {
+            sync_replicas: replicas,
+            sync_timeout: Duration::from_millis(timeout_ms),
+            ..ClientConfig::default()
+        };
+        assert!(sync(1, 1_000).validate().is_ok());
+        assert!(sync(0, 0).validate().is_ok(), "no replicas: the timeout is not used");
+        for (replicas, timeout_ms) in [(1, 0), (1, 5_000), (2, 60_000)] {
+            let err = sync(replicas, timeout_ms).validate().expect_err("invalid");
+            assert!(err.is_invalid_argument() && err.to_string().contains("sync timeout"), "{err}");
+        }
+        let ttl = ClientConfig { fence_token_ttl: Duration::ZERO, ..ClientConfig::default() };
+        assert!(ttl.validate().expect_err("zero TTL").is_invalid_argument());
     }
 
     #[test]

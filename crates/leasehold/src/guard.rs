@@ -27,6 +27,8 @@ pub struct LockGuard {
     mode: LeaseMode,
     lease_ms: u64,
     runtime: Option<tokio::runtime::Handle>,
+    /// The hold's fencing token (acquired through a [`FencedLock`](crate::FencedLock)).
+    token: Option<u64>,
     /// Set once the guard was detached (unlocked); `Drop` then does nothing.
     done: bool,
 }
@@ -51,7 +53,23 @@ impl std::fmt::Debug for LockGuard {
 impl LockGuard {
     pub(crate) fn new(lock: Arc<LockShared>, hold: Arc<Hold>, mode: LeaseMode, lease_ms: u64) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        LockGuard { lock, hold, mode, lease_ms, runtime, done: false }
+        LockGuard { lock, hold, mode, lease_ms, runtime, token: None, done: false }
+    }
+
+    /// The guard with the fencing token its acquire answered.
+    pub(crate) fn with_token(mut self, token: Option<u64>) -> Self {
+        self.token = token;
+        self
+    }
+
+    /// The fencing token of a fenced acquire.
+    pub(crate) fn token(&self) -> Option<u64> {
+        self.token
+    }
+
+    /// The client the guard's lock belongs to.
+    pub(crate) fn client(&self) -> &crate::client::ClientShared {
+        &self.lock.client
     }
 
     /// The lock's Redis key.

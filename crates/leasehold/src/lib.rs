@@ -12,6 +12,10 @@
 //!   or the lease runs out.
 //! - **Replay-safe**: acquire and release set the owner's absolute hold count, so a
 //!   retried or replayed script counts once, and no latch key is left behind.
+//! - **Fenced, if asked**: [`Client::fenced_lock`] gives every hold a fencing token that
+//!   the guarded resource checks ([`fence`]), which stops a holder paused past its lease.
+//! - **Replicated, if asked**: [`ClientBuilder::sync_replicas`] makes every acquire wait
+//!   for replica acknowledgements (`WAIT`) and gives it back when too few answered.
 //!
 //! ```no_run
 //! # async fn demo() -> leasehold::Result<()> {
@@ -91,9 +95,12 @@
 mod client;
 mod config;
 mod debug;
+pub mod fence;
+mod fenced;
 mod guard;
 mod hold;
 mod lock;
+mod replicas;
 mod retry;
 mod simple;
 mod tls;
@@ -101,9 +108,10 @@ mod wait;
 
 pub use client::Client;
 pub use config::{
-    ClientBuilder, ClientConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_RENEW_BATCH, DEFAULT_REPLAY_WINDOW,
-    DEFAULT_WATCHDOG_TIMEOUT,
+    ClientBuilder, ClientConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_FENCE_TOKEN_TTL, DEFAULT_RENEW_BATCH,
+    DEFAULT_REPLAY_WINDOW, DEFAULT_SYNC_TIMEOUT, DEFAULT_WATCHDOG_TIMEOUT,
 };
+pub use fenced::{FencedGuard, FencedLock};
 pub use guard::LockGuard;
 pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{args, Acquire, Error, LockNames, OwnerId, Result};
+use lock_core::{args, Acquire, AcquireReply, AcquireSpec, Error, LockNames, OwnerId, Result};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -42,6 +42,9 @@ pub(crate) struct LockShared {
     pub(crate) key: String,
     pub(crate) owner: OwnerId,
     pub(crate) holds: OwnerHolds,
+    /// `Some(counter TTL in ms)` for a [`FencedLock`](crate::FencedLock): its acquires
+    /// run `fenced_acquire.lua` and hand out tokens.
+    pub(crate) fence_ttl_ms: Option<u64>,
 }
 
 impl std::fmt::Debug for Lock {
@@ -56,9 +59,14 @@ impl std::fmt::Debug for Lock {
 
 impl Lock {
     pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
+        Self::with_fence(client, key, None)
+    }
+
+    /// A lock whose acquires are fenced (`Some(counter TTL in ms)`) or not.
+    pub(crate) fn with_fence(client: Arc<ClientShared>, key: String, fence_ttl_ms: Option<u64>) -> Self {
         let names = LockNames::new(&key).map_err(|e| e.to_string());
         let owner = client.id.next_owner();
-        Lock { shared: Arc::new(LockShared { client, names, key, owner, holds: OwnerHolds::default() }) }
+        Lock { shared: Arc::new(LockShared { client, names, key, owner, holds: OwnerHolds::default(), fence_ttl_ms }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
@@ -228,7 +236,7 @@ impl Lock {
     }
 
     /// The shared acquire path. `wait`: `None` = unbounded, `Some(ZERO)` = one attempt.
-    async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
+    pub(crate) async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
         let start = Instant::now();
         // Every check happens before anything is sent.
         let names = self.shared.names()?.clone();
@@ -282,18 +290,25 @@ impl LockShared {
         let target = self.holds.accounted() + 1;
         let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        let reply = self.client.store.acquire(names, &self.owner, lease_ms, target).await;
+        let spec = AcquireSpec { fence_ttl_ms: self.fence_ttl_ms, sync: self.client.sync };
+        let reply = self.client.store.acquire_with(names, &self.owner, lease_ms, target, spec).await;
         match reply {
-            Ok(Acquire::Acquired { holds }) => {
+            Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
+                if let Err(error) = crate::replicas::check(self.client.sync, acknowledged, names) {
+                    // Not replicated: give the hold back in this turn, before returning.
+                    // If that fails, `pending` stays armed and retries in the background.
+                    pending.armed = !crate::replicas::undo_now(self, names).await;
+                    return Err(error);
+                }
                 pending.armed = false;
                 let watchdog = &self.client.watchdog;
                 let hold = self.holds.acquired(turn.seq, holds, sent_at, lease, mode, |lease_state| {
                     watchdog.register(names.key_arc().clone(), self.owner.clone(), lease_state)
                 });
                 drop(turn);
-                Ok(Ok(LockGuard::new(self.clone(), hold, mode, lease_ms)))
+                Ok(Ok(LockGuard::new(self.clone(), hold, mode, lease_ms).with_token(token)))
             }
-            Ok(Acquire::Held { pttl }) => {
+            Ok(AcquireReply { acquire: Acquire::Held { pttl }, .. }) => {
                 pending.armed = false;
                 Ok(Err(pttl))
             }

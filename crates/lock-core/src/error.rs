@@ -26,6 +26,11 @@ pub enum ErrorKind {
     Timeout,
     /// The connection to Redis failed or was closed while the command was in flight.
     Connection,
+    /// Fewer replicas than the client's `sync_replicas` acknowledged an acquire within
+    /// the sync timeout (`WAIT`). The hold was given back: nothing is left held (if the
+    /// give-back itself failed, it is retried in the background and otherwise expires
+    /// with its lease). Not transient: waits end with it.
+    ReplicaSync,
     /// Redis answered with an error leasehold does not classify (script errors,
     /// `OOM`, `READONLY`, `CLUSTERDOWN`, …). The message has the server's text.
     Redis,
@@ -41,6 +46,7 @@ impl ErrorKind {
             ErrorKind::WrongType => "wrong type",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Connection => "connection",
+            ErrorKind::ReplicaSync => "replica sync",
             ErrorKind::Redis => "redis error",
         }
     }
@@ -164,6 +170,12 @@ impl Error {
     /// `true` for [`ErrorKind::Timeout`].
     pub fn is_timeout(&self) -> bool {
         self.kind == ErrorKind::Timeout
+    }
+
+    /// `true` for [`ErrorKind::ReplicaSync`]: too few replicas acknowledged an acquire,
+    /// which was given back.
+    pub fn is_replica_sync(&self) -> bool {
+        self.kind == ErrorKind::ReplicaSync
     }
 
     /// `true` for [`ErrorKind::Connection`].

@@ -6,6 +6,8 @@
 //! - [`scripts`]: the Lua scripts of `lua/`, each wrapped with its precomputed SHA1.
 //! - [`store`]: typed async operations (acquire, release, renew, …) on a fred client.
 //! - [`lease`]: the shared, monotonic-clock view of one hold's lease and its lost signal.
+//! - [`fence`]: fencing tokens on the resource side (`fenced_write.lua`).
+//! - [`replicas`]: replica acknowledgement (`WAIT`) and the fenced acquire.
 //! - [`args`]: validation of durations before anything is sent.
 //! - [`error`]: the one error type, with a [`ErrorKind`] and `is_*` predicates.
 //!
@@ -13,9 +15,11 @@
 
 pub mod args;
 pub mod error;
+pub mod fence;
 pub mod lease;
 pub mod names;
 pub mod owner;
+pub mod replicas;
 pub mod script;
 pub mod scripts;
 pub mod store;
@@ -24,4 +28,5 @@ pub use error::{Error, ErrorKind, Result};
 pub use lease::LeaseState;
 pub use names::LockNames;
 pub use owner::{ClientId, OwnerId};
+pub use replicas::{AcquireReply, AcquireSpec, ReplicaSync};
 pub use store::{Acquire, LockStore, Release};

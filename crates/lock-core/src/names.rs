@@ -25,6 +25,16 @@ pub const CHANNEL_PREFIX: &str = "redisson_lock__channel";
 /// Prefix of the fencing counter of a fenced lock: `redisson_lock_token:{NAME}`.
 pub const TOKEN_PREFIX: &str = "redisson_lock_token";
 
+/// Prefix of a fenced resource's fence: `leasehold_fence:{RESOURCE}` (leasehold only;
+/// see `lua/fenced_write.lua`).
+pub const FENCE_PREFIX: &str = "leasehold_fence";
+
+/// The fence of the resource key `resource`, `leasehold_fence:{RESOURCE}`, in the
+/// resource's hash slot (derived like every lock key's names, [`derived_key`]).
+pub fn fence_key(resource: &str) -> String {
+    derived_key(FENCE_PREFIX, resource)
+}
+
 /// Payload published on the release channel when a lock is released.
 pub const UNLOCK_MESSAGE: &str = "0";
 /// Payload published when a read lock is released: wakes every waiter.

@@ -29,10 +29,14 @@ pub static RENEW_BATCH: LazyLock<LuaScript> = lua!("renew_batch.lua");
 pub static SIMPLE_ACQUIRE: LazyLock<LuaScript> = lua!("simple_acquire.lua");
 /// `simple_release.lua`: the minimal lock's compare-and-delete.
 pub static SIMPLE_RELEASE: LazyLock<LuaScript> = lua!("simple_release.lua");
+/// `fenced_acquire.lua`: `acquire.lua` plus a fencing token from `redisson_lock_token:{NAME}`.
+pub static FENCED_ACQUIRE: LazyLock<LuaScript> = lua!("fenced_acquire.lua");
+/// `fenced_write.lua`: write a String resource only with a token at least its fence.
+pub static FENCED_WRITE: LazyLock<LuaScript> = lua!("fenced_write.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 6] {
-    [&ACQUIRE, &RELEASE, &FORCE_RELEASE, &RENEW_BATCH, &SIMPLE_ACQUIRE, &SIMPLE_RELEASE]
+pub fn all() -> [&'static LuaScript; 8] {
+    [&ACQUIRE, &RELEASE, &FORCE_RELEASE, &RENEW_BATCH, &SIMPLE_ACQUIRE, &SIMPLE_RELEASE, &FENCED_ACQUIRE, &FENCED_WRITE]
 }
 
 #[cfg(test)]

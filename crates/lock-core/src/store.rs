@@ -49,6 +49,19 @@ pub struct LockStore {
     command_timeout: Duration,
 }
 
+/// The KEYS and ARGV of `acquire.lua` (shared with the replica-synced acquire in
+/// `replicas.rs`, so the two cannot drift apart).
+pub(crate) fn acquire_args(
+    names: &LockNames,
+    owner: &OwnerId,
+    lease_ms: u64,
+    target: u64,
+) -> (Vec<String>, Vec<String>) {
+    let keys = vec![names.key().to_owned()];
+    let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string()];
+    (keys, args)
+}
+
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
     pub fn new(client: Client, command_timeout: Duration) -> Self {
@@ -92,14 +105,9 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn acquire(&self, names: &LockNames, owner: &OwnerId, lease_ms: u64, target: u64) -> Result<Acquire> {
-        let keys = vec![names.key().to_owned()];
-        let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string()];
+        let (keys, args) = acquire_args(names, owner, lease_ms, target);
         let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
-        match reply.as_slice() {
-            [1, holds] => Ok(Acquire::Acquired { holds: non_negative(*holds) }),
-            [0, pttl] => Ok(Acquire::Held { pttl: pttl_from_reply(*pttl) }),
-            other => Err(unexpected("acquire.lua", names, other)),
-        }
+        acquire_from_reply("acquire.lua", names, &reply)
     }
 
     /// Runs `release.lua`: set `owner`'s hold count to `target` (the holds its other
@@ -253,7 +261,16 @@ impl LockStore {
     }
 }
 
-fn non_negative(n: i64) -> u64 {
+/// Maps the first two entries of an acquire script's reply (`{1, holds}`, `{0, pttl}`).
+pub(crate) fn acquire_from_reply(script: &str, names: &LockNames, reply: &[i64]) -> Result<Acquire> {
+    match reply {
+        [1, holds, ..] => Ok(Acquire::Acquired { holds: non_negative(*holds) }),
+        [0, pttl] => Ok(Acquire::Held { pttl: pttl_from_reply(*pttl) }),
+        other => Err(unexpected(script, names, other)),
+    }
+}
+
+pub(crate) fn non_negative(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
@@ -270,6 +287,6 @@ fn release_from_reply(reply: i64) -> Release {
     }
 }
 
-fn unexpected(script: &str, names: &LockNames, reply: &[i64]) -> Error {
+pub(crate) fn unexpected(script: &str, names: &LockNames, reply: &[i64]) -> Error {
     Error::new(ErrorKind::Redis, format!("{script} gave an unexpected reply {reply:?}")).with_key(names.key())
 }

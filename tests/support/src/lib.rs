@@ -5,6 +5,8 @@
 //!   and can serve TLS next to plaintext ([`ServerOptions::tls`]).
 //! - [`Proxy`]: a TCP proxy in front of a server that can add latency, drop replies and
 //!   cut connections, for faults that a server alone cannot produce.
+//! - [`RedisServer::start_replica_of`]: a replica of a server, in sync before it returns;
+//!   [`RedisServer::promote`] makes it a primary.
 //! - [`Monitor`]: a `MONITOR` tap that records every command the server runs.
 //! - [`raw_command`]: one command over a plain TCP connection, for tests that must not go
 //!   through the client under test.
@@ -12,6 +14,7 @@
 mod monitor;
 mod proxy;
 mod raw;
+mod replica;
 mod server;
 
 pub use monitor::Monitor;

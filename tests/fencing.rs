@@ -1,0 +1,266 @@
+//! Fencing tokens (issue 11): `FencedLock` and the resource side, against real servers,
+//! with real pauses (`SIGSTOP`) and restarts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::fence::{fence_key, fence_of, fenced_set, FencedWrite};
+use leasehold_tests::{client, hgetall, pttl, raw, wait_until, HolderProcess, RedisServer, RespValue};
+
+const LEASE: Duration = Duration::from_secs(10);
+
+fn get(server: &RedisServer, key: &str) -> Option<String> {
+    raw(server, &["GET", key]).as_str().map(str::to_owned)
+}
+
+/// A fresh hold gets a token above the last; a re-entry answers the outer hold's token;
+/// the token sits in the Hash only while held (the last release deletes the whole key),
+/// and the counter is Redisson's `redisson_lock_token:{NAME}` with a TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_entry_keeps_the_outer_token_and_a_new_hold_gets_a_larger_one() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.fenced_lock("fenced:basic");
+    assert_eq!(lock.token_key().expect("name"), "redisson_lock_token:{fenced:basic}");
+
+    let outer = lock.lock().await.expect("outer");
+    let inner = lock.lock_with_lease(Duration::from_millis(200)).await.expect("re-entry");
+    assert_eq!(inner.token(), outer.token(), "a re-entry answers the outer hold's token");
+    assert_eq!(lock.hold_count().await.expect("count"), 2);
+    let fields = hgetall(&server, "fenced:basic");
+    assert_eq!(fields, vec![(lock.owner().to_owned(), "2".to_owned())], "the Redisson owner field alone");
+    assert_eq!(get(&server, "redisson_lock_token:{fenced:basic}"), Some(outer.token().to_string()));
+    let counter_ttl = pttl(&server, "redisson_lock_token:{fenced:basic}");
+    assert!(counter_ttl > 6 * 24 * 3600 * 1000, "the counter has the 7-day TTL, got {counter_ttl} ms");
+
+    // Another owner, plain or fenced, is excluded.
+    assert!(client.lock("fenced:basic").try_lock().await.expect("plain").is_none());
+    assert!(client.fenced_lock("fenced:basic").try_lock().await.expect("fenced").is_none());
+
+    inner.unlock().await.expect("inner unlock");
+    let first = outer.token();
+    outer.unlock().await.expect("outer unlock");
+    assert_eq!(raw(&server, &["EXISTS", "fenced:basic"]).as_int(), Some(0), "no token field left behind");
+
+    let other = client.fenced_lock("fenced:basic");
+    let next = other.try_lock().await.expect("try").expect("free");
+    assert!(next.token() > first, "{} > {first}", next.token());
+    // Tokens are seeded from the server clock in microseconds.
+    let RespValue::Array(time) = raw(&server, &["TIME"]) else { panic!("TIME") };
+    let now_us: u64 = time[0].as_str().and_then(|s| s.parse::<u64>().ok()).expect("secs") * 1_000_000;
+    assert!(next.token() > now_us - 60_000_000 && next.token() <= now_us + 2_000_000, "{} ~ {now_us}", next.token());
+    next.unlock().await.expect("unlock");
+}
+
+/// Four clients with four tasks each contend for one fenced lock: in the order the holds
+/// happened, tokens strictly increase (each token is recorded while its hold is held).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tokens_strictly_increase_across_contending_clients() {
+    let server = RedisServer::start();
+    let seen = Arc::new(parking_lot_free::Log::default());
+    let mut tasks = Vec::new();
+    for c in 0..4 {
+        let client = client(&server).await;
+        for t in 0..4 {
+            let client = client.clone();
+            let seen = seen.clone();
+            tasks.push(tokio::spawn(async move {
+                let lock = client.fenced_lock("fenced:contended");
+                for round in 0..10 {
+                    let guard = if (c + t + round) % 2 == 0 {
+                        lock.lock().await.expect("lock")
+                    } else {
+                        lock.try_lock_with(Duration::from_secs(30), LEASE).await.expect("try").expect("within 30 s")
+                    };
+                    seen.push((guard.token(), c));
+                    tokio::task::yield_now().await;
+                    guard.unlock().await.expect("unlock");
+                }
+            }));
+        }
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(60), task).await.expect("finished").expect("task");
+    }
+    let log = seen.take();
+    assert_eq!(log.len(), 160);
+    for pair in log.windows(2) {
+        assert!(
+            pair[1].0 > pair[0].0,
+            "token {} (client {}) after {} (client {})",
+            pair[1].0,
+            pair[1].1,
+            pair[0].0,
+            pair[0].1
+        );
+    }
+    let clients: std::collections::HashSet<_> = log.iter().map(|(_, c)| *c).collect();
+    assert_eq!(clients.len(), 4, "every client held the lock");
+}
+
+/// A tiny append-only log (a std `Mutex`: the tests crate has no `parking_lot`).
+mod parking_lot_free {
+    #[derive(Default)]
+    pub(crate) struct Log(std::sync::Mutex<Vec<(u64, i32)>>);
+    impl Log {
+        pub(crate) fn push(&self, entry: (u64, i32)) {
+            self.0.lock().expect("log").push(entry);
+        }
+        pub(crate) fn take(&self) -> Vec<(u64, i32)> {
+            std::mem::take(&mut *self.0.lock().expect("log"))
+        }
+    }
+}
+
+/// Scenario 3 with tokens: a holder process is `SIGSTOP`ped past its lease; the next
+/// holder gets a larger token and writes; the resumed holder's fenced write is rejected,
+/// it is told it lost the lock, and its unlock leaves the new holder untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_holders_late_write_is_rejected_by_the_fence() {
+    let server = RedisServer::start();
+    let (mut holder, _owner, old_token) = HolderProcess::start_fenced(
+        env!("CARGO_BIN_EXE_holder"),
+        &server.url(),
+        "fenced:paused",
+        Duration::from_secs(1),
+    )
+    .await;
+    holder.send_line("WRITE fenced:paused:data from-old-holder").await;
+    assert_eq!(holder.next_line(Duration::from_secs(5)).await.as_deref(), Some("WRITE OK"));
+
+    holder.signal("STOP");
+    assert!(
+        wait_until(Duration::from_secs(5), || raw(&server, &["EXISTS", "fenced:paused"]).as_int() == Some(0)).await,
+        "the paused holder's lease ran out"
+    );
+    let client = client(&server).await;
+    let lock = client.fenced_lock("fenced:paused");
+    let guard = lock.try_lock().await.expect("try").expect("free after the lease ran out");
+    assert!(guard.token() > old_token, "new token {} > old {old_token}", guard.token());
+    assert_eq!(guard.fenced_set("fenced:paused:data", "from-new-holder").await.expect("write"), FencedWrite::Written);
+
+    holder.signal("CONT");
+    // Its late write, whenever it comes, is refused by the resource.
+    holder.send_line("WRITE fenced:paused:data late-write").await;
+    let mut lines = Vec::new();
+    while let Some(line) = holder.next_line(Duration::from_secs(5)).await {
+        let done = line.starts_with("WRITE");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some(format!("WRITE REJECTED {}", guard.token()).as_str()),
+        "{lines:?}"
+    );
+    assert_eq!(get(&server, "fenced:paused:data").as_deref(), Some("from-new-holder"));
+    assert_eq!(fence_of(&client, "fenced:paused:data").await.expect("fence"), Some(guard.token()));
+    // It learns it lost the lock, and its unlock changes nothing.
+    if !lines.iter().any(|l| l == "LOST") {
+        assert_eq!(holder.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOST"));
+    }
+    holder.send_unlock().await;
+    let unlocked = holder.next_line(Duration::from_secs(5)).await.expect("unlock answer");
+    assert!(unlocked.starts_with("UNLOCK ERR"), "{unlocked}");
+    assert_eq!(lock.hold_count().await.expect("count"), 1, "the new holder still holds");
+    assert!(!guard.is_lost());
+    guard.unlock().await.expect("unlock");
+}
+
+/// Scenario 5 with tokens: a restart without persistence loses the counter, and the next
+/// token is still larger than every earlier one (the counter restarts from the server's
+/// clock). The same holds when the counter expired (a short `fence_token_ttl`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_stay_above_earlier_ones_after_a_restart_and_after_the_counter_expired() {
+    let mut server = RedisServer::start();
+    let mut issued = Vec::new();
+    {
+        let client = client(&server).await;
+        let lock = client.fenced_lock("fenced:restart");
+        for _ in 0..3 {
+            let guard = lock.lock_with_lease(LEASE).await.expect("lock");
+            issued.push(guard.token());
+            guard.unlock().await.expect("unlock");
+        }
+        // Another client's holds on the same name count too.
+        let guard = client.fenced_lock("fenced:restart").lock().await.expect("lock");
+        issued.push(guard.token());
+        drop(guard);
+    }
+    let highest = *issued.iter().max().expect("tokens");
+    server.restart();
+    assert_eq!(raw(&server, &["EXISTS", "redisson_lock_token:{fenced:restart}"]).as_int(), Some(0), "counter lost");
+    let client = client(&server).await;
+    let lock = client.fenced_lock("fenced:restart");
+    let after_restart = lock.try_lock().await.expect("try").expect("free after the restart");
+    assert!(after_restart.token() > highest, "{} > {highest} ({issued:?})", after_restart.token());
+    let after_restart = {
+        let token = after_restart.token();
+        after_restart.unlock().await.expect("unlock");
+        token
+    };
+
+    // An expired counter: 50 ms TTL.
+    let short = leasehold::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_secs(2))
+        .fence_token_ttl(Duration::from_millis(50))
+        .connect()
+        .await
+        .expect("connect");
+    let guard = short.fenced_lock("fenced:restart").lock().await.expect("lock");
+    let before_expiry = guard.token();
+    assert!(before_expiry > after_restart);
+    assert!(pttl(&server, "redisson_lock_token:{fenced:restart}") <= 50);
+    guard.unlock().await.expect("unlock");
+    assert!(
+        wait_until(Duration::from_secs(2), || raw(&server, &["EXISTS", "redisson_lock_token:{fenced:restart}"])
+            .as_int()
+            == Some(0))
+        .await,
+        "the counter expired"
+    );
+    let guard = short.fenced_lock("fenced:restart").lock().await.expect("lock");
+    assert!(guard.token() > before_expiry, "{} > {before_expiry}", guard.token());
+    guard.unlock().await.expect("unlock");
+}
+
+/// The resource side: an equal token writes again, a smaller one is rejected and writes
+/// nothing, bad input is refused before anything is sent, a wrong-type resource is a
+/// `WrongType` error that changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_writes_accept_the_fence_or_later_and_nothing_else() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    assert_eq!(fence_key("res"), "leasehold_fence:{res}");
+    assert_eq!(fence_of(&client, "res").await.expect("fence"), None);
+    assert_eq!(fenced_set(&client, "res", 10, "a").await.expect("first"), FencedWrite::Written);
+    assert_eq!(fenced_set(&client, "res", 10, "b").await.expect("same token"), FencedWrite::Written);
+    assert_eq!(fenced_set(&client, "res", 9, "stale").await.expect("older"), FencedWrite::Rejected { fence: 10 });
+    assert_eq!(get(&server, "res").as_deref(), Some("b"));
+    assert_eq!(fenced_set(&client, "res", 11, vec![0u8, 255, 1]).await.expect("newer"), FencedWrite::Written);
+    assert_eq!(fence_of(&client, "res").await.expect("fence"), Some(11));
+    assert_eq!(pttl(&server, "leasehold_fence:{res}"), -1, "the fence lives as long as the resource");
+
+    let keys_before = raw(&server, &["DBSIZE"]);
+    for (key, token) in [("", 1), ("r2", 0), ("r2", leasehold::fence::MAX_TOKEN + 1)] {
+        let err = fenced_set(&client, key, token, "x").await.expect_err("invalid");
+        assert!(err.is_invalid_argument(), "{err}");
+    }
+    assert_eq!(raw(&server, &["DBSIZE"]), keys_before, "nothing was sent");
+
+    raw(&server, &["HSET", "hash-res", "f", "v"]);
+    let err = fenced_set(&client, "hash-res", 5, "x").await.expect_err("a Hash");
+    assert!(err.is_wrong_type(), "{err}");
+    assert_eq!(hgetall(&server, "hash-res"), vec![("f".to_owned(), "v".to_owned())]);
+    assert_eq!(raw(&server, &["EXISTS", "leasehold_fence:{hash-res}"]).as_int(), Some(0));
+
+    // A counter that is not an integer: a clear error, and no lock taken.
+    raw(&server, &["SET", "redisson_lock_token:{fenced:bad}", "garbage"]);
+    let err = client.fenced_lock("fenced:bad").try_lock().await.expect_err("bad counter");
+    assert_eq!(err.kind(), leasehold::ErrorKind::Redis, "{err}");
+    assert_eq!(raw(&server, &["EXISTS", "fenced:bad"]).as_int(), Some(0), "nothing written");
+    assert_eq!(get(&server, "redisson_lock_token:{fenced:bad}").as_deref(), Some("garbage"));
+}
