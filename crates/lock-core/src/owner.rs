@@ -17,6 +17,8 @@ use uuid::Uuid;
 #[derive(Debug)]
 pub struct ClientId {
     uuid: Uuid,
+    /// The UUID's hyphenated text, formatted once (every owner id starts with it).
+    text: String,
     next_owner: AtomicU64,
 }
 
@@ -28,7 +30,7 @@ impl ClientId {
 
     /// A client id with the given UUID (tests, or a service that wants a stable one).
     pub fn from_uuid(uuid: Uuid) -> Self {
-        ClientId { uuid, next_owner: AtomicU64::new(1) }
+        ClientId { uuid, text: uuid.hyphenated().to_string(), next_owner: AtomicU64::new(1) }
     }
 
     /// The client's UUID.
@@ -38,15 +40,25 @@ impl ClientId {
 
     /// Allocates the next owner id, `UUID:N`, N counting from 1.
     pub fn next_owner(&self) -> OwnerId {
-        let n = self.next_owner.fetch_add(1, Ordering::Relaxed);
-        OwnerId(Arc::from(format!("{}:{n}", self.uuid.hyphenated())))
+        self.owner_with(':')
     }
 
     /// Allocates the next owner value of the simple lock, `UUID-N` (a String value,
     /// not a Hash field).
     pub fn next_simple_owner(&self) -> OwnerId {
+        self.owner_with('-')
+    }
+
+    /// `UUID` + `separator` + the next N. (A `Lock` handle is made per request on hot
+    /// paths, so this avoids formatting the UUID each time.)
+    fn owner_with(&self, separator: char) -> OwnerId {
+        use std::fmt::Write as _;
         let n = self.next_owner.fetch_add(1, Ordering::Relaxed);
-        OwnerId(Arc::from(format!("{}-{n}", self.uuid.hyphenated())))
+        let mut id = String::with_capacity(self.text.len() + 21);
+        id.push_str(&self.text);
+        id.push(separator);
+        let _ = write!(id, "{n}");
+        OwnerId(Arc::from(id))
     }
 }
 
