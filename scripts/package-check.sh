@@ -6,6 +6,12 @@
 # to be on crates.io first. Extra arguments go to cargo (e.g. --allow-dirty before committing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# cargo extracts the packages it verifies against into $CARGO_HOME/registry/src/-HASH/
+# (HASH names the temporary registry's path) and reuses an extraction of the same name
+# and version. A stale one from an earlier run in the same folder (same 0.1.0) would be
+# built instead of the package just made, so drop leasehold's from those registries.
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+rm -rf "$cargo_home"/registry/src/-*/leasehold-* "$cargo_home"/registry/cache/-*/leasehold-*
 cargo package --locked \
     -p leasehold-lock-core -p leasehold-lock-watchdog -p leasehold-lock-pubsub -p leasehold "$@"
 # (Listings are read into variables first: `grep -q` closing a pipe early would make
