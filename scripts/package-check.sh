@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 # built instead of the package just made, so drop leasehold's from those registries.
 cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 rm -rf "$cargo_home"/registry/src/-*/leasehold-* "$cargo_home"/registry/cache/-*/leasehold-*
+# Registry crates count as immutable, so the verify builds' artifacts of an earlier run
+# (same name, same version) would be reused too: start them afresh.
+rm -rf target/package
 cargo package --locked \
     -p leasehold-lock-core -p leasehold-lock-watchdog -p leasehold-lock-pubsub -p leasehold "$@"
 # (Listings are read into variables first: `grep -q` closing a pipe early would make
