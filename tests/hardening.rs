@@ -410,3 +410,12 @@ async fn a_stalled_server_tells_the_holder_before_a_waiter_gets_in() {
     );
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
 }
+
+/// A bad URL is reported without the password in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_url_error_never_shows_the_password() {
+    let err = leasehold::Client::connect("redis://user:hunter2@127.0.0.1:notaport/0").await.expect_err("bad port");
+    assert!(err.is_invalid_argument(), "{err}");
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+}

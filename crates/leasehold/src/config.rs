@@ -154,13 +154,37 @@ impl ClientConfig {
 ///     .await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[must_use = "a builder does nothing until `connect` is called"]
 pub struct ClientBuilder {
     url: Option<String>,
     fred_config: Option<Config>,
     reconnect: Option<ReconnectPolicy>,
     config: ClientConfig,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print credentials: the URL's user info is masked, and a fred `Config`
+        // (which holds the password) is only said to be there.
+        f.debug_struct("ClientBuilder")
+            .field("url", &self.url.as_deref().map(redact_url))
+            .field("fred_config", &self.fred_config.as_ref().map(|_| "…"))
+            .field("reconnect", &self.reconnect)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// `url` with any `user:password@` replaced by `***@`, for messages and `Debug`.
+pub(crate) fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    // The authority ends at the first '/', '?' or '#'; credentials end at its last '@'.
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
 }
 
 impl ClientBuilder {
@@ -259,8 +283,11 @@ impl ClientBuilder {
         }
         let fred_config = match (self.fred_config, self.url) {
             (Some(config), _) => config,
-            (None, Some(url)) => Config::from_url(&url)
-                .map_err(|e| Error::invalid_argument(format!("bad Redis URL {url:?}: {}", e.details())))?,
+            (None, Some(url)) => Config::from_url(&url).map_err(|e| {
+                // fred's details may quote the URL: mask credentials there too.
+                let details = e.details().replace(url.as_str(), &redact_url(&url));
+                Error::invalid_argument(format!("bad Redis URL {:?}: {details}", redact_url(&url)))
+            })?,
             (None, None) => Config::default(),
         };
         let policy = self.reconnect.unwrap_or_else(default_reconnect_policy);
@@ -284,6 +311,15 @@ mod tests {
             replay_window: Duration::from_millis(replay_ms),
             ..ClientConfig::default()
         }
+    }
+
+    #[test]
+    fn credentials_never_reach_messages_or_debug() {
+        assert_eq!(redact_url("redis://user:s3cret@host:6379/0"), "redis://***@host:6379/0");
+        assert_eq!(redact_url("rediss://:s3cret@host"), "rediss://***@host");
+        assert_eq!(redact_url("redis://host:6379"), "redis://host:6379");
+        let builder = ClientBuilder::default().url("redis://user:s3cret@host:6379");
+        assert!(!format!("{builder:?}").contains("s3cret"));
     }
 
     #[test]
