@@ -250,6 +250,29 @@ pub fn is_sent_by_client(name: &str) -> bool {
     !SCRIPT_INTERNAL.contains(&name)
 }
 
+/// Every command a leasehold Lua script (`lua/*.lua`, all lock kinds) calls with
+/// `redis.call` or `redis.pcall`. Wider than [`SCRIPT_INTERNAL`], which predates the
+/// lean scripts (`hset`, `hdel`) and the fencing scripts (`incr`, `strlen`, `time`).
+pub const SCRIPT_COMMANDS: &[&str] = &[
+    "del", "exists", "get", "hdel", "hexists", "hget", "hset", "incr", "pexpire", "pttl", "publish", "set", "strlen",
+    "time",
+];
+
+impl CommandStats {
+    /// Top-level requests: calls of the commands clients sent themselves (`evalsha`,
+    /// `subscribe`, `script|load`, …), leaving out every command leasehold's scripts run
+    /// inside the server ([`SCRIPT_COMMANDS`]) and the names in `own` (a program's own
+    /// measurement commands). A client command that is also one a script runs (a plain
+    /// `GET`, say) is left out too: leasehold's locks send none.
+    pub fn top_level_calls(&self, own: &[&str]) -> u64 {
+        self.0
+            .iter()
+            .filter(|(name, _)| !SCRIPT_COMMANDS.contains(&name.as_str()) && !own.contains(&name.as_str()))
+            .map(|(_, s)| s.calls)
+            .sum()
+    }
+}
+
 /// Nearest-rank percentile of already sorted values; 0 when empty. `p` in 0..=100.
 pub fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
@@ -376,6 +399,16 @@ mod tests {
         assert_eq!(delta.total_calls(), 7);
         assert_eq!(delta.client_calls(), 5);
         assert_eq!(delta.breakdown(), "evalsha=4 publish=2 script|load=1");
+    }
+
+    #[test]
+    fn top_level_calls_leave_out_script_commands_and_own() {
+        let stats = CommandStats::parse(
+            "cmdstat_evalsha:calls=10,usec=1\r\ncmdstat_hset:calls=5,usec=1\r\ncmdstat_hdel:calls=5,usec=1\r\n\
+             cmdstat_subscribe:calls=2,usec=1\r\ncmdstat_quit:calls=3,usec=1\r\n",
+        );
+        assert_eq!(stats.top_level_calls(&[]), 15);
+        assert_eq!(stats.top_level_calls(&["quit"]), 12);
     }
 
     #[test]
