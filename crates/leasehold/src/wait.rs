@@ -242,7 +242,7 @@ async fn leave(entry: Option<QueueEntry>, result: Result<Option<LockGuard>>) -> 
             entry.armed = false;
         }
         Err(error) => {
-            tracing::debug!(lock = %entry.names.key(), %error, "fair wait clean-up failed; retrying in the background")
+            tracing::debug!(lock = %entry.names.key(), %error, "fair wait clean-up failed; retrying in the background");
         }
     }
     drop(turn);
