@@ -44,12 +44,25 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+strlen",
         // Only with ClientBuilder::sync_replicas (sent by the client behind each acquire).
         "+wait",
+        // Only for FairLock (fair_acquire.lua, fair_release.lua, fair_force_release.lua;
+        // they also use +time).
+        "+lindex",
+        "+lpop",
+        "+rpush",
+        "+lrem",
+        "+zscore",
+        "+zadd",
+        "+zrem",
+        "+zcard",
         // Keys: the lock keys, and the channel derived from them. The release channel is
         // also a key argument of the scripts, so it needs a key pattern too.
         "~redisson_lock__channel:*",
         // FencedLock's token counters and the fences of resources written with fenced_set.
         "~redisson_lock_token:*",
         "~leasehold_fence:*",
+        // FairLock's wait queues and waiter deadlines.
+        "~redisson_lock_queue:*",
+        "~redisson_lock_timeout:*",
         "&redisson_lock__channel:*",
     ]
     .iter()
@@ -265,6 +278,13 @@ async fn every_documented_rule_is_needed() {
     // For the `+wait` rule: a synced acquire needs a replica to acknowledge it.
     let _replica = RedisServer::start_replica_of(&server);
     let all = leasehold_acl_rules("app:*");
+    // With every rule the whole life succeeds, so a failure below is the removed rule's.
+    raw(&server, &["ACL", "LOG", "RESET"]);
+    set_user(&server, "probe-all", &all);
+    let baseline = life_of_a_client(&user_url(&server, "probe-all"), "app:probe:all").await;
+    assert_eq!(baseline, Ok(()), "the full rule set");
+    let extra: Vec<String> = denied_objects(&server);
+    assert!(extra.iter().all(|o| FRED_CONNECT_EXTRAS.contains(&format!("+{o}").as_str())), "denied: {extra:?}");
     let mut unneeded = Vec::new();
     for (i, removed) in all.iter().enumerate().filter(|(_, r)| !r.starts_with("reset") && *r != "-@all") {
         raw(&server, &["ACL", "LOG", "RESET"]);
@@ -331,5 +351,30 @@ async fn fenced_and_synced(url: &str, name: &str) -> Result<(), String> {
     let synced = connect_synced(url).await.map_err(step("connect synced"))?;
     let held = synced.lock(format!("{name}:synced")).try_lock().await.map_err(step("synced acquire"))?;
     held.ok_or("the synced lock was held")?.unlock().await.map_err(step("synced unlock"))?;
+    fair(url, name).await
+}
+
+/// A fair lock on `NAME:fair`: a wait that times out (and removes its queue entry), a
+/// queued waiter woken on its own channel by the release, a force-unlock: the first error.
+async fn fair(url: &str, name: &str) -> Result<(), String> {
+    let step = |what: &'static str| move |e: leasehold::Error| format!("{what}: {e} / {}", fred_details(&e));
+    let first = connect(url, Duration::from_secs(30)).await.map_err(step("connect"))?;
+    let second = connect(url, Duration::from_secs(30)).await.map_err(step("connect"))?;
+    let name = format!("{name}:fair");
+    let guard = first.fair_lock(&name).lock_with_lease(Duration::from_secs(30)).await.map_err(step("fair lock"))?;
+    let timed_out =
+        second.fair_lock(&name).try_lock_for(Duration::from_millis(200)).await.map_err(step("fair wait"))?;
+    if timed_out.is_some() {
+        return Err("the held fair lock was acquired".into());
+    }
+    let lock = second.fair_lock(&name);
+    let channel = lock.waiter_channel().map_err(step("waiter channel"))?;
+    let waiting = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(3)).await });
+    wait_until(Duration::from_secs(2), || second.subscribed_channels().contains(&channel)).await;
+    guard.unlock().await.map_err(step("fair unlock"))?;
+    let woken = waiting.await.map_err(|e| format!("task: {e}"))?.map_err(step("fair queued wait"))?;
+    woken.ok_or("the fair waiter was not woken within 3 s")?.unlock().await.map_err(step("fair unlock woken"))?;
+    let _held = first.fair_lock(&name).lock_with_lease(Duration::from_secs(30)).await.map_err(step("fair relock"))?;
+    second.fair_lock(&name).force_unlock().await.map_err(step("fair force unlock"))?;
     Ok(())
 }

@@ -102,6 +102,18 @@ impl HolderProcess {
     }
 
     async fn start_with(bin: &str, args: &[&str]) -> (Self, String) {
+        let mut holder = Self::spawn(bin, args);
+        let line = holder.next_line(Duration::from_secs(10)).await.expect("LOCKED line");
+        let owner = line.strip_prefix("LOCKED ").unwrap_or_else(|| panic!("unexpected line {line:?}")).to_owned();
+        (holder, owner)
+    }
+
+    /// Starts `bin` with `args` (stdin and stdout piped, killed on drop) without waiting
+    /// for any line: for child processes other than the holder (`tests/bin/fair_waiter.rs`).
+    ///
+    /// # Panics
+    /// When the child cannot start.
+    pub fn spawn(bin: &str, args: &[&str]) -> Self {
         use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(bin)
             .args(args)
@@ -112,10 +124,7 @@ impl HolderProcess {
             .expect("spawn holder");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
-        let mut holder = HolderProcess { child, stdin, lines: tokio::io::BufReader::new(stdout).lines() };
-        let line = holder.next_line(Duration::from_secs(10)).await.expect("LOCKED line");
-        let owner = line.strip_prefix("LOCKED ").unwrap_or_else(|| panic!("unexpected line {line:?}")).to_owned();
-        (holder, owner)
+        HolderProcess { child, stdin, lines: tokio::io::BufReader::new(stdout).lines() }
     }
 
     /// The child's next stdout line, or `None` after `timeout`.

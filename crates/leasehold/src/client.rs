@@ -10,6 +10,7 @@ use lock_pubsub::{Subscriber, SubscriberStats};
 use lock_watchdog::{Watchdog, WatchdogConfig, WatchdogStats};
 
 use crate::config::{default_reconnect_policy, ClientBuilder, ClientConfig};
+use crate::fair::FairLock;
 use crate::fenced::FencedLock;
 use crate::lock::Lock;
 use crate::simple::SimpleLock;
@@ -46,6 +47,8 @@ pub(crate) struct ClientShared {
     pub(crate) sync: Option<ReplicaSync>,
     /// The fencing counters' TTL in whole milliseconds (validated at build time).
     pub(crate) fence_token_ttl_ms: u64,
+    /// The fair-lock keep-alive (validated at build time).
+    pub(crate) fair_keepalive: Duration,
     /// `true` when leasehold made the fred client and so may close it.
     owns_connection: bool,
     runtime: tokio::runtime::Handle,
@@ -175,6 +178,7 @@ impl Client {
         let sync = config.replica_sync().ok().flatten();
         let fence_token_ttl_ms = lock_core::args::lease_millis(config.fence_token_ttl, "fence token TTL")
             .unwrap_or(crate::config::DEFAULT_FENCE_TOKEN_TTL.as_secs() * 1000);
+        let fair_keepalive = config.fair_lock_keepalive();
         Client {
             inner: Arc::new(ClientShared {
                 id: ClientId::new_random(),
@@ -185,6 +189,7 @@ impl Client {
                 watchdog_lease_ms,
                 sync,
                 fence_token_ttl_ms,
+                fair_keepalive,
                 owns_connection: owns,
                 runtime: tokio::runtime::Handle::current(),
             }),
@@ -217,6 +222,27 @@ impl Client {
     /// ```
     pub fn fenced_lock(&self, name: impl AsRef<str>) -> FencedLock {
         FencedLock::new(self.inner.clone(), self.full_key(name.as_ref()))
+    }
+
+    /// A handle on the fair lock `name`: a reentrant lock granted strictly in the order
+    /// its waiters queued, across every client and process (Redisson's `RFairLock`
+    /// layout, so a Redisson fair lock on the same name shares the queue). Cheap:
+    /// nothing is sent. Each call makes a new owner, as [`Client::lock`] does. See
+    /// [`FairLock`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+    /// let lock = client.fair_lock("printer:3");
+    /// // Queues behind everyone who asked first, in any process.
+    /// if let Some(guard) = lock.try_lock_for(std::time::Duration::from_secs(5)).await? {
+    ///     // critical section
+    ///     guard.unlock().await?;
+    /// } // a wait that ran out left no queue entry behind
+    /// # Ok(()) }
+    /// ```
+    pub fn fair_lock(&self, name: impl AsRef<str>) -> FairLock {
+        FairLock::new(self.inner.clone(), self.full_key(name.as_ref()))
     }
 
     /// A handle on the minimal lock `name` (`SET NX PX` and compare-and-delete; not

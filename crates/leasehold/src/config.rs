@@ -26,6 +26,15 @@ pub const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(1);
 /// server clock stepped back, and 7 days is far longer than any clock correction.
 pub const DEFAULT_FENCE_TOKEN_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// Default keep-alive of a [`FairLock`](crate::FairLock) waiter's queue entry: 10 s. A
+/// live waiter refreshes its entry at least every third of it; a waiter that died (a
+/// killed process, a lost connection) stops blocking the queue once its entry is that
+/// old. It must exceed 1.5 × the command timeout, so that a refresh sent a third of the
+/// keep-alive after the last one lands in time even when it takes the whole command
+/// timeout: 10 s is the round value that fits the default 5 s command timeout (5 s would
+/// not). Redisson's `RFairLock` keeps a queued entry 5 minutes.
+pub const DEFAULT_FAIR_LOCK_KEEPALIVE: Duration = Duration::from_secs(10);
+
 /// How a [`Client`] behaves. Built with [`Client::builder`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -62,6 +71,12 @@ pub struct ClientConfig {
     /// [`DEFAULT_FENCE_TOKEN_TTL`] for why tokens stay monotonic when it expires). 1 ms to
     /// 1 year. Default: 7 days.
     pub fence_token_ttl: Duration,
+    /// How long a [`FairLock`](crate::FairLock) waiter's queue entry lives without a
+    /// refresh (live waiters refresh it every third of this). More than 1.5 × the command
+    /// timeout, at most 1 year. Default (`None`): 10 s ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]),
+    /// or twice the command timeout when that is longer
+    /// ([`ClientConfig::fair_lock_keepalive`]).
+    pub fair_lock_keepalive: Option<Duration>,
 }
 
 impl Default for ClientConfig {
@@ -75,6 +90,7 @@ impl Default for ClientConfig {
             sync_replicas: 0,
             sync_timeout: DEFAULT_SYNC_TIMEOUT,
             fence_token_ttl: DEFAULT_FENCE_TOKEN_TTL,
+            fair_lock_keepalive: None,
         }
     }
 }
@@ -93,7 +109,9 @@ impl ClientConfig {
     /// timeout, so an unlock that timed out can be retried at least once; the renew
     /// batch size is at least 1; with `sync_replicas > 0` the sync timeout is at least
     /// 1 ms and shorter than the command timeout (the acquire script and its `WAIT` are
-    /// bounded together by the command timeout); the fence token TTL is 1 ms to 1 year.
+    /// bounded together by the command timeout); the fence token TTL is 1 ms to 1 year;
+    /// the fair-lock keep-alive is more than 1.5 × the command timeout, so a waiter's
+    /// refresh lands before its queue entry expires.
     pub fn validate(&self) -> Result<()> {
         args::lease_millis(self.watchdog_timeout, "watchdog timeout")?;
         if self.watchdog_timeout < Duration::from_millis(3) {
@@ -127,8 +145,25 @@ impl ClientConfig {
             }
         }
         args::lease_millis(self.fence_token_ttl, "fence token TTL")?;
+        let keepalive = self.fair_lock_keepalive();
+        args::lease_millis(keepalive, "fair lock keep-alive")?;
+        // A refresh goes out a third of the keep-alive after the last one and may take
+        // the whole command timeout: it must still land before the entry expires.
+        if self.command_timeout.saturating_mul(3) >= keepalive.saturating_mul(2) {
+            return Err(Error::invalid_argument(format!(
+                "fair lock keep-alive ({keepalive:?}) must be more than 1.5 x the command timeout ({:?})",
+                self.command_timeout
+            )));
+        }
         self.replica_sync()?;
         Ok(())
+    }
+
+    /// The fair-lock keep-alive in effect: the configured one, else 10 s
+    /// ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]) or twice the command timeout, whichever is longer.
+    pub fn fair_lock_keepalive(&self) -> Duration {
+        self.fair_lock_keepalive
+            .unwrap_or_else(|| DEFAULT_FAIR_LOCK_KEEPALIVE.max(self.command_timeout.saturating_mul(2)))
     }
 
     /// The replica acknowledgement every acquire asks for, `None` when `sync_replicas`
@@ -265,6 +300,15 @@ impl ClientBuilder {
         self
     }
 
+    /// How long a [`FairLock`](crate::FairLock) waiter's queue entry lives without a
+    /// refresh: a waiter that died stops blocking the queue after this. Live waiters
+    /// refresh every third of it. More than 1.5 × the command timeout (checked by
+    /// [`ClientBuilder::connect`]). Default: 10 s ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]).
+    pub fn fair_lock_keepalive(mut self, keepalive: Duration) -> Self {
+        self.config.fair_lock_keepalive = Some(keepalive);
+        self
+    }
+
     /// Validates the settings, connects both connections (commands and pub/sub) and
     /// starts the watchdog and subscriber tasks on the current runtime.
     ///
@@ -332,6 +376,23 @@ mod tests {
         assert!(config(30_000, 9_999, 10_000).validate().is_ok());
         let err = config(30_000, 10_000, 10_000).validate().expect_err("period is 10 s");
         assert!(err.is_invalid_argument() && err.to_string().contains("renewal period"), "{err}");
+    }
+
+    #[test]
+    fn a_fair_lock_keepalive_must_outlast_a_refresh() {
+        let keepalive = |command_ms, keepalive_ms| ClientConfig {
+            command_timeout: Duration::from_millis(command_ms),
+            fair_lock_keepalive: Some(Duration::from_millis(keepalive_ms)),
+            ..ClientConfig::default()
+        };
+        assert!(keepalive(2_000, 3_001).validate().is_ok());
+        for (command_ms, keepalive_ms) in [(2_000, 3_000), (5_000, 5_000), (5_000, 0)] {
+            let err = keepalive(command_ms, keepalive_ms).validate().expect_err("too short");
+            assert!(err.is_invalid_argument() && err.to_string().contains("keep-alive"), "{err}");
+        }
+        // The default follows a long command timeout, so it never fails on its own.
+        assert_eq!(config(30_000, 9_999, 10_000).fair_lock_keepalive(), Duration::from_millis(19_998));
+        assert_eq!(ClientConfig::default().fair_lock_keepalive(), DEFAULT_FAIR_LOCK_KEEPALIVE);
     }
 
     #[test]

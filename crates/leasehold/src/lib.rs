@@ -14,6 +14,9 @@
 //!   retried or replayed script counts once, and no latch key is left behind.
 //! - **Fenced, if asked**: [`Client::fenced_lock`] gives every hold a fencing token that
 //!   the guarded resource checks ([`fence`]), which stops a holder paused past its lease.
+//! - **Fair, if asked**: [`Client::fair_lock`] grants the lock strictly in queue order
+//!   across processes, in Redisson's `RFairLock` layout; a waiter that died or gave up
+//!   leaves no entry that blocks the others.
 //! - **Replicated, if asked**: [`ClientBuilder::sync_replicas`] makes every acquire wait
 //!   for replica acknowledgements (`WAIT`) and gives it back when too few answered.
 //!
@@ -95,6 +98,7 @@
 mod client;
 mod config;
 mod debug;
+mod fair;
 pub mod fence;
 mod fenced;
 mod guard;
@@ -108,9 +112,10 @@ mod wait;
 
 pub use client::Client;
 pub use config::{
-    ClientBuilder, ClientConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_FENCE_TOKEN_TTL, DEFAULT_RENEW_BATCH,
-    DEFAULT_REPLAY_WINDOW, DEFAULT_SYNC_TIMEOUT, DEFAULT_WATCHDOG_TIMEOUT,
+    ClientBuilder, ClientConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_FAIR_LOCK_KEEPALIVE, DEFAULT_FENCE_TOKEN_TTL,
+    DEFAULT_RENEW_BATCH, DEFAULT_REPLAY_WINDOW, DEFAULT_SYNC_TIMEOUT, DEFAULT_WATCHDOG_TIMEOUT,
 };
+pub use fair::FairLock;
 pub use fenced::{FencedGuard, FencedLock};
 pub use guard::LockGuard;
 pub use lock::Lock;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{args, Acquire, AcquireReply, AcquireSpec, Error, LockNames, OwnerId, Result};
+use lock_core::{args, Acquire, AcquireReply, AcquireSpec, Error, FairAcquire, LockNames, OwnerId, Result};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -45,6 +45,10 @@ pub(crate) struct LockShared {
     /// `Some(counter TTL in ms)` for a [`FencedLock`](crate::FencedLock): its acquires
     /// run `fenced_acquire.lua` and hand out tokens.
     pub(crate) fence_ttl_ms: Option<u64>,
+    /// `Some(keep-alive)` for a [`FairLock`](crate::FairLock): its acquires run
+    /// `fair_acquire.lua` (queue order, queue entries kept alive by the wait loop), and
+    /// its releases, undos and wait clean-ups `fair_release.lua`.
+    pub(crate) fair_keepalive: Option<Duration>,
 }
 
 impl std::fmt::Debug for Lock {
@@ -64,9 +68,25 @@ impl Lock {
 
     /// A lock whose acquires are fenced (`Some(counter TTL in ms)`) or not.
     pub(crate) fn with_fence(client: Arc<ClientShared>, key: String, fence_ttl_ms: Option<u64>) -> Self {
+        Self::with_variant(client, key, fence_ttl_ms, None)
+    }
+
+    /// A fair lock: queue order across processes, entries kept alive for `keepalive`.
+    pub(crate) fn fair(client: Arc<ClientShared>, key: String) -> Self {
+        let keepalive = client.fair_keepalive;
+        Self::with_variant(client, key, None, Some(keepalive))
+    }
+
+    fn with_variant(
+        client: Arc<ClientShared>,
+        key: String,
+        fence_ttl_ms: Option<u64>,
+        fair_keepalive: Option<Duration>,
+    ) -> Self {
         let names = LockNames::new(&key).map_err(|e| e.to_string());
         let owner = client.id.next_owner();
-        Lock { shared: Arc::new(LockShared { client, names, key, owner, holds: OwnerHolds::default(), fence_ttl_ms }) }
+        let holds = OwnerHolds::default();
+        Lock { shared: Arc::new(LockShared { client, names, key, owner, holds, fence_ttl_ms, fair_keepalive }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
@@ -184,6 +204,9 @@ impl Lock {
     /// Once sent, the delete happens whether or not the future is polled again.
     pub async fn force_unlock(&self) -> Result<bool> {
         let names = self.shared.names()?;
+        if self.shared.fair_keepalive.is_some() {
+            return self.shared.client.store.fair_force_release(names).await;
+        }
         self.shared.client.store.force_release(names).await
     }
 
@@ -273,6 +296,19 @@ impl LockShared {
         self.names.as_ref().map_err(|message| Error::invalid_argument(message.clone()))
     }
 
+    /// Sets the owner's hold count on the server to `target` (`release.lua`, or
+    /// `fair_release.lua` for a fair lock, which also removes the owner's queue entry and
+    /// tells the queue head). Every release, undo and wait clean-up goes through here;
+    /// the caller holds the owner's turn.
+    pub(crate) async fn set_holds(&self, names: &LockNames, target: u64, need_ms: u64) -> Result<lock_core::Release> {
+        let store = &self.client.store;
+        if self.fair_keepalive.is_some() {
+            store.fair_release(names, &self.owner, target, need_ms).await
+        } else {
+            store.release(names, &self.owner, target, need_ms).await
+        }
+    }
+
     /// One acquire attempt: `Ok(Ok(guard))` or `Ok(Err(pttl))` when held by another.
     ///
     /// Cancel safety: a drop-guard gives back, in the background, any hold the attempt
@@ -284,13 +320,19 @@ impl LockShared {
         lease: Duration,
         lease_ms: u64,
         mode: LeaseMode,
+        enqueue: bool,
     ) -> Result<std::result::Result<LockGuard, Option<Duration>>> {
         let turn = self.holds.turn().await;
         // Under the turn, the accounted holds are exactly what the server should count.
         let target = self.holds.accounted() + 1;
         let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        let spec = AcquireSpec { fence_ttl_ms: self.fence_ttl_ms, sync: self.client.sync };
+        let fair = self.fair_keepalive.map(|keepalive| FairAcquire {
+            // Validated at build time (1 ms to a year).
+            keepalive_ms: u64::try_from(keepalive.as_millis()).unwrap_or(u64::MAX).max(1),
+            enqueue,
+        });
+        let spec = AcquireSpec { fence_ttl_ms: self.fence_ttl_ms, sync: self.client.sync, fair };
         let reply = self.client.store.acquire_with(names, &self.owner, lease_ms, target, spec).await;
         match reply {
             Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
@@ -331,41 +373,47 @@ struct PendingAcquire<'a> {
 
 impl Drop for PendingAcquire<'_> {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
+        if self.armed {
+            spawn_set_holds(self.lock.clone(), self.names.clone(), "abandoned acquire undone");
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let lock = self.lock.clone();
-        let names = self.names.clone();
-        // Takes the owner's next turn, so it runs after the acquire it undoes (same
-        // connection, sent later). It sets the owner's count to what its live guards
-        // account for, which gives back the abandoned hold if it was taken and changes
-        // nothing if it was not; a retry sets the same count again.
-        drop(runtime.spawn(async move {
-            let mut retry = ReplaySafeRetry::new();
-            loop {
-                let turn = lock.holds.turn().await;
-                retry.sending();
-                let target = lock.holds.accounted();
-                match lock.client.store.release(&names, &lock.owner, target, 0).await {
-                    Ok(result) => {
-                        if result == lock_core::Release::Released {
-                            // The owner holds nothing on the server any more.
-                            lock.holds.server_holds_nothing(None);
-                        }
-                        tracing::debug!(lock = %names.key(), ?result, "abandoned acquire undone");
+    }
+}
+
+/// Sets the owner's count on the server back to what its live guards account for, in the
+/// background on the current runtime (nothing is sent if there is none): the undo of an
+/// abandoned acquire, and the clean-up of a cancelled fair wait (whose queue entry
+/// `fair_release.lua` removes at the same time).
+///
+/// It takes the owner's next turn, so it runs after the acquire it undoes (same
+/// connection, sent later). The count it sends gives back the abandoned hold if it was
+/// taken and changes nothing if not; a retry sets the same count again, and retries are
+/// bounded by the replay window.
+pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'static str) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    drop(runtime.spawn(async move {
+        let mut retry = ReplaySafeRetry::new();
+        loop {
+            let turn = lock.holds.turn().await;
+            retry.sending();
+            let target = lock.holds.accounted();
+            match lock.set_holds(&names, target, 0).await {
+                Ok(result) => {
+                    if result == lock_core::Release::Released {
+                        // The owner holds nothing on the server any more.
+                        lock.holds.server_holds_nothing(None);
+                    }
+                    tracing::debug!(lock = %names.key(), ?result, "{done}");
+                    return;
+                }
+                Err(error) => {
+                    drop(turn);
+                    let Some(backoff) = retry.after(&error, &lock.client.config) else {
+                        tracing::warn!(lock = %names.key(), %error, "could not set the owner's holds back; its lease (and queue entry) will expire");
                         return;
-                    }
-                    Err(error) => {
-                        drop(turn);
-                        let Some(backoff) = retry.after(&error, &lock.client.config) else {
-                            tracing::warn!(lock = %names.key(), %error, "could not undo an abandoned acquire; its lease will expire");
-                            return;
-                        };
-                        tokio::time::sleep(backoff).await;
-                    }
+                    };
+                    tokio::time::sleep(backoff).await;
                 }
             }
-        }));
-    }
+        }
+    }));
 }

@@ -32,7 +32,7 @@ pub(crate) fn check(sync: Option<ReplicaSync>, acknowledged: Option<Result<u32>>
 /// owner's turn): sets the owner's count back to what its guards account for. Returns
 /// `true` when the server answered, so nothing is left to undo.
 pub(crate) async fn undo_now(lock: &LockShared, names: &LockNames) -> bool {
-    match lock.client.store.release(names, &lock.owner, lock.holds.accounted(), 0).await {
+    match lock.set_holds(names, lock.holds.accounted(), 0).await {
         Ok(result) => {
             if result == Release::Released {
                 // The owner holds nothing on the server any more.

@@ -68,18 +68,35 @@ pub(crate) async fn acquire_loop(
     let mut backoff = Backoff::new();
     let mut last_error: Option<Error> = None;
     let mut retry_at: Option<Instant> = None;
+    // A fair lock's waiter listens on its own channel (`redisson_lock__channel:{NAME}:OWNER`,
+    // to which a release publishes for the queue head only); a plain lock's on the lock's.
+    let channel: Arc<str> = match lock.fair_keepalive {
+        Some(_) => Arc::from(names.waiter_channel(lock.owner.as_str())),
+        None => names.channel_arc().clone(),
+    };
+    // A fair waiter re-attempts at least every third of the keep-alive, which refreshes
+    // its queue entry's deadline (a waiter that stops doing so is purged as dead). Due at
+    // once, so a waiter that skipped the fast path queues up as soon as it is first.
+    let refresh_every = lock.fair_keepalive.map(|keepalive| keepalive / 3);
+    let mut refresh_at: Option<Instant> = refresh_every.map(|_| Instant::now());
+    // Removes this owner's queue entry unless the wait ends by acquiring (the acquire
+    // removed it): inline when the wait ends, in the background when it is cancelled.
+    // Declared before the waiter, so that a cancelled wait drops the waiter first.
+    let mut entry = lock.fair_keepalive.filter(|_| !zero_wait).map(|_| QueueEntry::new(lock, names, &channel));
 
     // Fast path: one round trip, no subscription. Skipped when local waiters are already
     // queued on this lock, so a newcomer does not overtake them (FIFO among local
     // waiters) — unless this owner holds the lock already: a re-entry must never queue
     // behind waiters who are waiting for it. Waiters on another lock that shares the
     // channel (`x` and `{x}`) do not count.
-    if zero_wait || subscriber.lock_waiters(names.channel(), names.key()) == 0 || lock.holds.has_current() {
-        match lock.attempt(names, lease, lease_ms, mode).await {
-            Ok(Ok(guard)) => return Ok(Some(guard)),
+    if zero_wait || subscriber.lock_waiters(&channel, names.key()) == 0 || lock.holds.has_current() {
+        let attempt = lock.attempt(names, lease, lease_ms, mode, !zero_wait).await;
+        refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
+        match attempt {
+            Ok(Ok(guard)) => return Ok(Some(disarm(entry, guard))),
             Ok(Err(_)) if zero_wait => return Ok(None),
             Ok(Err(_)) => {}
-            Err(error) if zero_wait || !error.is_transient() => return Err(error),
+            Err(error) if zero_wait || !error.is_transient() => return leave(entry, Err(error)).await,
             Err(error) => {
                 tracing::debug!(%error, "acquire failed; retrying while the wait lasts");
                 retry_at = Some(args::instant_after(Instant::now(), backoff.next_delay()));
@@ -91,15 +108,15 @@ pub(crate) async fn acquire_loop(
     let deadline = deadline.unwrap_or_else(|| args::far_future(Instant::now()));
     if Instant::now() >= deadline {
         // The wait ran out during the fast path: no point subscribing.
-        return last_error.map_or(Ok(None), Err);
+        return leave(entry, last_error.map_or(Ok(None), Err)).await;
     }
     // Register before the next attempt: a release published from here on wakes us.
-    let waiter = subscriber.register_lock(names.channel_arc(), names.key_arc());
+    let waiter = subscriber.register_lock(&channel, names.key_arc());
     let subscribe_by = deadline.min(args::instant_after(Instant::now(), client.config.command_timeout));
     if !waiter.subscribed_by(subscribe_by).await {
         // Degraded, not stuck: we still retry on the holder's TTL, and the resubscribe
         // wakes every waiter once it is confirmed.
-        tracing::debug!(channel = %names.channel(), "subscription not confirmed yet; waiting on TTL");
+        tracing::debug!(channel = %channel, "subscription not confirmed yet; waiting on TTL");
     }
     if last_error.is_some() {
         // The fast path failed: the turn a first-in-line waiter starts with is spent;
@@ -112,13 +129,16 @@ pub(crate) async fn acquire_loop(
             retry_at = Some(held_until);
         }
         let now = Instant::now();
-        let timer_due = waiter.is_first() && retry_at.is_some_and(|at| now >= at);
+        let due = |at: Option<Instant>| at.is_some_and(|at| now >= at);
+        let timer_due = waiter.is_first() && (due(retry_at) || due(refresh_at));
         if waiter.take_turn() || timer_due {
-            match lock.attempt(names, lease, lease_ms, mode).await {
+            let attempt = lock.attempt(names, lease, lease_ms, mode, true).await;
+            refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
+            match attempt {
                 Ok(Ok(guard)) => {
                     // The next in line waits for our release instead of trying now.
                     waiter.acquired(guard.lease_deadline().into());
-                    return Ok(Some(guard));
+                    return Ok(Some(disarm(entry, guard)));
                 }
                 Ok(Err(pttl)) => {
                     // The server's expiry is at most `pttl` after the reply arrived: retrying
@@ -135,18 +155,96 @@ pub(crate) async fn acquire_loop(
                     retry_at = Some(args::instant_after(Instant::now(), backoff.next_delay()));
                     last_error = Some(error);
                 }
-                Err(error) => return Err(error),
+                Err(error) => {
+                    drop(waiter);
+                    return leave(entry.take(), Err(error)).await;
+                }
             }
             continue;
         }
         if now >= deadline {
-            return last_error.map_or(Ok(None), Err);
+            drop(waiter);
+            return leave(entry.take(), last_error.map_or(Ok(None), Err)).await;
         }
-        // Only the first in line keeps a TTL timer; the others wait for their turn.
-        let until = match retry_at {
-            Some(at) if waiter.is_first() => at.min(deadline),
-            _ => deadline,
+        // Only the first in line keeps a TTL timer (and a fair waiter's refresh timer);
+        // the others wait for their turn.
+        let until = if waiter.is_first() {
+            [retry_at, refresh_at].into_iter().flatten().fold(deadline, Instant::min)
+        } else {
+            deadline
         };
         waiter.wait_until(until).await;
     }
+}
+
+/// A fair waiter's entry in the server's queue (`redisson_lock_queue:{NAME}` and its
+/// deadline in `redisson_lock_timeout:{NAME}`), removed unless the wait acquired.
+struct QueueEntry {
+    lock: Arc<LockShared>,
+    names: LockNames,
+    channel: Arc<str>,
+    /// Cleared once nothing is left to clean up (acquired, or removed inline).
+    armed: bool,
+}
+
+impl QueueEntry {
+    fn new(lock: &Arc<LockShared>, names: &LockNames, channel: &Arc<str>) -> Self {
+        QueueEntry { lock: lock.clone(), names: names.clone(), channel: channel.clone(), armed: true }
+    }
+
+    /// Another wait of the same owner (tasks sharing one `Arc<FairLock>`) still uses the
+    /// entry: leave it to that one. Called once this wait's `Waiter` is dropped.
+    fn shared_with_another_wait(&self) -> bool {
+        self.lock.client.subscriber.lock_waiters(&self.channel, self.names.key()) > 0
+    }
+}
+
+impl Drop for QueueEntry {
+    fn drop(&mut self) {
+        // Still armed: the wait was cancelled, or its inline clean-up failed. Clean up in
+        // the background, as the undo of an abandoned acquire does (same script, same
+        // turn discipline, retries bounded by the replay window). Synchronous and
+        // non-blocking.
+        if self.armed && !self.shared_with_another_wait() {
+            crate::lock::spawn_set_holds(self.lock.clone(), self.names.clone(), "cancelled fair wait cleaned up");
+        }
+    }
+}
+
+/// The wait acquired: the acquire script removed the queue entry.
+fn disarm(entry: Option<QueueEntry>, guard: LockGuard) -> LockGuard {
+    if let Some(mut entry) = entry {
+        entry.armed = false;
+    }
+    guard
+}
+
+/// The wait ends without the lock (its `Waiter` already dropped): remove the queue entry
+/// now, with one attempt under the owner's turn (so it cannot land after a later acquire
+/// of the same owner and remove that one's entry), then answer `result`. If the attempt
+/// fails, the entry's `Drop` retries in the background.
+async fn leave(entry: Option<QueueEntry>, result: Result<Option<LockGuard>>) -> Result<Option<LockGuard>> {
+    let Some(mut entry) = entry else { return result };
+    if entry.shared_with_another_wait() {
+        entry.armed = false;
+        return result;
+    }
+    let lock = &entry.lock;
+    let turn = lock.holds.turn().await;
+    // The accounted holds: a live hold of this owner stays as it is, an abandoned
+    // acquire's hold (if it was taken) is given back, and the queue entry goes.
+    let target = lock.holds.accounted();
+    match lock.set_holds(&entry.names, target, 0).await {
+        Ok(answer) => {
+            if answer == lock_core::Release::Released {
+                lock.holds.server_holds_nothing(None);
+            }
+            entry.armed = false;
+        }
+        Err(error) => {
+            tracing::debug!(lock = %entry.names.key(), %error, "fair wait clean-up failed; retrying in the background");
+        }
+    }
+    drop(turn);
+    result
 }

@@ -28,5 +28,5 @@ pub use error::{Error, ErrorKind, Result};
 pub use lease::LeaseState;
 pub use names::LockNames;
 pub use owner::{ClientId, OwnerId};
-pub use replicas::{AcquireReply, AcquireSpec, ReplicaSync};
+pub use replicas::{AcquireReply, AcquireSpec, FairAcquire, ReplicaSync};
 pub use store::{Acquire, LockStore, Release};

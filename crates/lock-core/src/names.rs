@@ -25,6 +25,13 @@ pub const CHANNEL_PREFIX: &str = "redisson_lock__channel";
 /// Prefix of the fencing counter of a fenced lock: `redisson_lock_token:{NAME}`.
 pub const TOKEN_PREFIX: &str = "redisson_lock_token";
 
+/// Prefix of a fair lock's wait queue: `redisson_lock_queue:{NAME}` (Redisson's
+/// `RFairLock`), a List of waiting owner fields, head first.
+pub const QUEUE_PREFIX: &str = "redisson_lock_queue";
+/// Prefix of a fair lock's waiter deadlines: `redisson_lock_timeout:{NAME}` (Redisson's
+/// `RFairLock`), a sorted set owner field -> deadline in ms since the epoch.
+pub const TIMEOUT_PREFIX: &str = "redisson_lock_timeout";
+
 /// Prefix of a fenced resource's fence: `leasehold_fence:{RESOURCE}` (leasehold only;
 /// see `lua/fenced_write.lua`).
 pub const FENCE_PREFIX: &str = "leasehold_fence";
@@ -140,6 +147,24 @@ impl LockNames {
     pub fn token_key(&self) -> String {
         derived_key(TOKEN_PREFIX, &self.key)
     }
+
+    /// The fair lock's wait queue, `redisson_lock_queue:{NAME}`.
+    pub fn queue_key(&self) -> String {
+        derived_key(QUEUE_PREFIX, &self.key)
+    }
+
+    /// The fair lock's waiter deadlines, `redisson_lock_timeout:{NAME}`.
+    pub fn timeout_key(&self) -> String {
+        derived_key(TIMEOUT_PREFIX, &self.key)
+    }
+
+    /// The fair lock's channel for one waiter, `redisson_lock__channel:{NAME}:OWNER`
+    /// (Redisson's `RFairLock`: the release channel, a colon and the owner field). The
+    /// release publishes on the queue head's channel only. It keeps the release
+    /// channel's hash tag, so it stays in the lock key's slot.
+    pub fn waiter_channel(&self, owner: &str) -> String {
+        format!("{}:{owner}", self.channel)
+    }
 }
 
 #[cfg(test)]
@@ -152,6 +177,9 @@ mod tests {
         assert_eq!(names.key(), "order:1001");
         assert_eq!(names.channel(), "redisson_lock__channel:{order:1001}");
         assert_eq!(names.token_key(), "redisson_lock_token:{order:1001}");
+        assert_eq!(names.queue_key(), "redisson_lock_queue:{order:1001}");
+        assert_eq!(names.timeout_key(), "redisson_lock_timeout:{order:1001}");
+        assert_eq!(names.waiter_channel("u:1"), "redisson_lock__channel:{order:1001}:u:1");
     }
 
     #[test]
@@ -199,7 +227,15 @@ mod tests {
             let lock = LockNames::new(name).expect("valid");
             let slot = key_slot(name.as_bytes());
             // Any further key a feature derives (`PREFIX:{NAME}` + a suffix) stays too.
-            for derived in [lock.channel().to_owned(), lock.token_key(), format!("{}:r1", derived_key("p", name))] {
+            let derived_names = [
+                lock.channel().to_owned(),
+                lock.token_key(),
+                lock.queue_key(),
+                lock.timeout_key(),
+                lock.waiter_channel("00000000-0000-0000-0000-000000000000:1"),
+                format!("{}:r1", derived_key("p", name)),
+            ];
+            for derived in derived_names {
                 assert_eq!(key_slot(derived.as_bytes()), slot, "{derived:?} is not in the slot of {name:?}");
             }
         }

@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::names::{key_slot, LockNames};
 use crate::owner::OwnerId;
 use crate::script::LuaScript;
-use crate::store::{acquire_args, acquire_from_reply, non_negative, unexpected, Acquire, LockStore};
+use crate::store::{acquire_args, acquire_from_reply, fair_keys, non_negative, unexpected, Acquire, LockStore};
 use crate::{args, scripts};
 
 /// How many replicas must acknowledge each acquire, and how long the primary may wait for
@@ -77,10 +77,22 @@ impl ReplicaSync {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AcquireSpec {
     /// `Some(ttl_ms)`: run `fenced_acquire.lua` and issue a fencing token, giving the
-    /// counter that TTL; `None`: `acquire.lua`.
+    /// counter that TTL; `None`: `acquire.lua` (or `fair_acquire.lua`, see
+    /// [`AcquireSpec::fair`], which takes precedence).
     pub fence_ttl_ms: Option<u64>,
     /// Follow the script with `WAIT`.
     pub sync: Option<ReplicaSync>,
+    /// `Some(..)`: run `fair_acquire.lua` (a fair lock; no fencing token is issued).
+    pub fair: Option<FairAcquire>,
+}
+
+/// The fair-lock part of an acquire ([`AcquireSpec::fair`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FairAcquire {
+    /// A queued entry's deadline is the server's time + this (ms, > 0).
+    pub keepalive_ms: u64,
+    /// Queue up (or refresh the entry) when not acquired; `false` for a single try.
+    pub enqueue: bool,
 }
 
 /// The answer to [`LockStore::acquire_with`].
@@ -119,16 +131,27 @@ impl LockStore {
         target: u64,
         spec: AcquireSpec,
     ) -> Result<AcquireReply> {
-        let (script, keys, args) = match spec.fence_ttl_ms {
-            None if spec.sync.is_none() => {
+        let (script, keys, args) = match (spec.fair, spec.fence_ttl_ms) {
+            (Some(fair), _) => {
+                let args = vec![
+                    lease_ms.to_string(),
+                    owner.as_str().to_owned(),
+                    target.max(1).to_string(),
+                    fair.keepalive_ms.max(1).to_string(),
+                    if fair.enqueue { "1" } else { "0" }.to_owned(),
+                    crate::names::UNLOCK_MESSAGE.to_owned(),
+                ];
+                (&*scripts::FAIR_ACQUIRE, fair_keys(names), args)
+            }
+            (None, None) if spec.sync.is_none() => {
                 let acquire = self.acquire(names, owner, lease_ms, target).await?;
                 return Ok(AcquireReply { acquire, token: None, acknowledged: None });
             }
-            None => {
+            (None, None) => {
                 let (keys, args) = acquire_args(names, owner, lease_ms, target);
                 (&*scripts::ACQUIRE, keys, args)
             }
-            Some(token_ttl_ms) => {
+            (None, Some(token_ttl_ms)) => {
                 let keys = vec![names.key().to_owned(), names.token_key()];
                 let args = vec![
                     lease_ms.to_string(),

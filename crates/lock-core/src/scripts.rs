@@ -34,9 +34,30 @@ pub static FENCED_ACQUIRE: LazyLock<LuaScript> = lua!("fenced_acquire.lua");
 /// `fenced_write.lua`: write a String resource only with a token at least its fence.
 pub static FENCED_WRITE: LazyLock<LuaScript> = lua!("fenced_write.lua");
 
+/// `fair_acquire.lua`: take or re-enter the fair lock in queue order, or queue up
+/// (Redisson's `RFairLock` queue and deadlines, on the server's clock).
+pub static FAIR_ACQUIRE: LazyLock<LuaScript> = lua!("fair_acquire.lua");
+/// `fair_release.lua`: `release.lua` for the fair lock: also leaves the queue, and
+/// publishes to the queue head's own channel.
+pub static FAIR_RELEASE: LazyLock<LuaScript> = lua!("fair_release.lua");
+/// `fair_force_release.lua`: delete the fair lock whoever holds it, and tell the head.
+pub static FAIR_FORCE_RELEASE: LazyLock<LuaScript> = lua!("fair_force_release.lua");
+
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 8] {
-    [&ACQUIRE, &RELEASE, &FORCE_RELEASE, &RENEW_BATCH, &SIMPLE_ACQUIRE, &SIMPLE_RELEASE, &FENCED_ACQUIRE, &FENCED_WRITE]
+pub fn all() -> [&'static LuaScript; 11] {
+    [
+        &ACQUIRE,
+        &RELEASE,
+        &FORCE_RELEASE,
+        &RENEW_BATCH,
+        &SIMPLE_ACQUIRE,
+        &SIMPLE_RELEASE,
+        &FENCED_ACQUIRE,
+        &FENCED_WRITE,
+        &FAIR_ACQUIRE,
+        &FAIR_RELEASE,
+        &FAIR_FORCE_RELEASE,
+    ]
 }
 
 #[cfg(test)]

@@ -62,6 +62,12 @@ pub(crate) fn acquire_args(
     (keys, args)
 }
 
+/// The KEYS of the fair-lock scripts: the lock key, its queue, its deadlines and its
+/// release channel (the prefix of every waiter's own channel).
+pub(crate) fn fair_keys(names: &LockNames) -> Vec<String> {
+    vec![names.key().to_owned(), names.queue_key(), names.timeout_key(), names.channel().to_owned()]
+}
+
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
     pub fn new(client: Client, command_timeout: Duration) -> Self {
@@ -127,6 +133,42 @@ impl LockStore {
         let args = vec![owner.as_str().to_owned(), target.to_string(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
         let reply: i64 = scripts::RELEASE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
         Ok(release_from_reply(reply))
+    }
+
+    /// Runs `fair_release.lua`: [`LockStore::release`] for a fair lock. It also removes
+    /// `owner`'s queue entry (so it cleans up a cancelled or timed-out wait when `target`
+    /// is the owner's accounted holds), purges dead queue heads, and publishes the unlock
+    /// message to the queue head's own channel, never on the release channel.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key is not a Hash (or the queue not a List, the
+    /// deadlines not a sorted set); timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
+    pub async fn fair_release(&self, names: &LockNames, owner: &OwnerId, target: u64, need_ms: u64) -> Result<Release> {
+        let args = vec![owner.as_str().to_owned(), target.to_string(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
+        let reply: i64 =
+            scripts::FAIR_RELEASE.run(&self.client, names.key(), self.command_timeout, fair_keys(names), args).await?;
+        Ok(release_from_reply(reply))
+    }
+
+    /// Runs `fair_force_release.lua`: delete the fair lock whoever holds it and tell the
+    /// queue head. Returns `true` if a lock was deleted.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the queue is not a List or the deadlines not a
+    /// sorted set; timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
+    pub async fn fair_force_release(&self, names: &LockNames) -> Result<bool> {
+        let reply: i64 = scripts::FAIR_FORCE_RELEASE
+            .run(&self.client, names.key(), self.command_timeout, fair_keys(names), vec![UNLOCK_MESSAGE.to_owned()])
+            .await?;
+        Ok(reply == 1)
     }
 
     /// Runs `force_release.lua`: delete the lock whoever holds it. Returns `true` if a

@@ -1,0 +1,45 @@
+//! A `FairLock` waiter in its own process, for the cross-process FIFO and dead-waiter
+//! tests.
+//!
+//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS`. It prints `QUEUING <owner>`,
+//! waits for `NAME` with `FairLock::lock` (command timeout 1 s, the given keep-alive),
+//! then `RPUSH NAME:order ID` while holding it, prints `LOCKED`, holds it `HOLD_MS`,
+//! unlocks, prints `UNLOCKED` and exits.
+
+use std::io::Write;
+use std::time::Duration;
+
+use leasehold::fred::prelude::ClientLike;
+use leasehold::fred::types::{ClusterHash, CustomCommand};
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, url, name, id, keepalive_ms, hold_ms] = args.as_slice() else {
+        eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS");
+        std::process::exit(2);
+    };
+    let millis = |s: &str| Duration::from_millis(s.parse().expect("a number of ms"));
+    let client = leasehold::Client::builder()
+        .url(url.as_str())
+        .command_timeout(Duration::from_secs(1))
+        .fair_lock_keepalive(millis(keepalive_ms))
+        .connect()
+        .await
+        .expect("connect");
+    let lock = client.fair_lock(name);
+    say(&format!("QUEUING {}", lock.owner()));
+    let guard = lock.lock().await.expect("fair lock");
+    let rpush = CustomCommand::new_static("RPUSH", ClusterHash::FirstKey, false);
+    let _: i64 = client.fred().custom(rpush, vec![format!("{name}:order"), id.clone()]).await.expect("RPUSH");
+    say("LOCKED");
+    tokio::time::sleep(millis(hold_ms)).await;
+    guard.unlock().await.expect("unlock");
+    say("UNLOCKED");
+}

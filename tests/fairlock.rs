@@ -1,0 +1,387 @@
+//! The fair lock (issue 10, part 2): `FairLock` against real servers and real child
+//! processes: cross-process queue order, dead and departed waiters, Redisson's own
+//! fair-lock scripts on the same name, and the `Lock` guarantees.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leasehold::fred::clients::SubscriberClient;
+use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
+use leasehold_tests::{
+    client, client_with, hgetall, pttl, pubsub_channels, raw, wait_until, HolderProcess, RedisServer,
+};
+
+fn llen(server: &RedisServer, key: &str) -> i64 {
+    raw(server, &["LLEN", key]).as_int().unwrap_or_else(|| panic!("LLEN {key}"))
+}
+
+fn zcard(server: &RedisServer, key: &str) -> i64 {
+    raw(server, &["ZCARD", key]).as_int().unwrap_or_else(|| panic!("ZCARD {key}"))
+}
+
+fn lrange(server: &RedisServer, key: &str) -> Vec<String> {
+    match raw(server, &["LRANGE", key, "0", "-1"]) {
+        leasehold_tests::RespValue::Array(items) => {
+            items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+        }
+        other => panic!("LRANGE {key}: {other:?}"),
+    }
+}
+
+/// A client whose fair-lock keep-alive is `keepalive` (command timeout 1 s).
+async fn fair_client(server: &RedisServer, keepalive: Duration) -> leasehold::Client {
+    leasehold::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_secs(1))
+        .fair_lock_keepalive(keepalive)
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// Starts a `fair_waiter` child and waits for its `QUEUING` line; returns it and its owner.
+async fn fair_waiter(
+    server: &RedisServer,
+    name: &str,
+    id: &str,
+    keepalive_ms: u64,
+    hold_ms: u64,
+) -> (HolderProcess, String) {
+    let url = server.url();
+    let args = [url.as_str(), name, id, &keepalive_ms.to_string(), &hold_ms.to_string()];
+    let mut child = HolderProcess::spawn(env!("CARGO_BIN_EXE_fair_waiter"), &args);
+    let line = child.next_line(Duration::from_secs(10)).await.expect("QUEUING line");
+    let owner = line.strip_prefix("QUEUING ").unwrap_or_else(|| panic!("unexpected line {line:?}")).to_owned();
+    (child, owner)
+}
+
+/// Three waiters in three processes, queued in a known order while the lock is held,
+/// acquire in that order (each records its id under the lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_in_three_processes_acquire_in_queue_order() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let name = "fair:order";
+    let lock = client.fair_lock(name);
+    let queue = lock.queue_key().expect("name");
+    assert_eq!(queue, "redisson_lock_queue:{fair:order}");
+    let guard = lock.lock().await.expect("held by the test");
+    let mut children = Vec::new();
+    let mut owners = Vec::new();
+    for id in ["1", "2", "3"] {
+        let (child, owner) = fair_waiter(&server, name, id, 10_000, 100).await;
+        let queued = owners.len() + 1;
+        assert!(
+            wait_until(Duration::from_secs(10), || lrange(&server, &queue).len() == queued).await,
+            "waiter {id} queued"
+        );
+        owners.push(owner);
+        children.push(child);
+    }
+    assert_eq!(lrange(&server, &queue), owners, "the queue holds the owners in arrival order");
+    assert_eq!(zcard(&server, "redisson_lock_timeout:{fair:order}"), 3);
+    guard.unlock().await.expect("unlock");
+    let order_key = format!("{name}:order");
+    assert!(wait_until(Duration::from_secs(20), || lrange(&server, &order_key).len() == 3).await, "all three acquired");
+    assert_eq!(lrange(&server, &order_key), ["1", "2", "3"], "acquired in queue order");
+    for child in &mut children {
+        assert_eq!(child.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOCKED"));
+        assert_eq!(child.next_line(Duration::from_secs(5)).await.as_deref(), Some("UNLOCKED"));
+    }
+    assert_eq!((llen(&server, &queue), zcard(&server, "redisson_lock_timeout:{fair:order}")), (0, 0));
+    assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
+}
+
+/// A queued waiter killed with SIGKILL stops blocking the waiter behind it within its
+/// keep-alive (plus the live waiter's refresh period), far sooner than its wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_queued_waiter_stops_blocking_the_queue_within_its_keepalive() {
+    const KEEPALIVE: Duration = Duration::from_millis(2_000);
+    let server = RedisServer::start();
+    let client = fair_client(&server, KEEPALIVE).await;
+    let name = "fair:dead";
+    let queue = "redisson_lock_queue:{fair:dead}";
+    let holder = client.fair_lock(name);
+    let guard = holder.lock_with_lease(Duration::from_secs(60)).await.expect("held");
+    let (dead, dead_owner) = fair_waiter(&server, name, "dead", 2_000, 100).await;
+    assert!(wait_until(Duration::from_secs(10), || llen(&server, queue) == 1).await, "the child queued");
+    let live = fair_client(&server, KEEPALIVE).await;
+    let waiting = tokio::spawn(async move {
+        let lock = live.fair_lock(name);
+        let got = lock.try_lock_for(Duration::from_secs(30)).await;
+        (got.map(|g| g.is_some()), tokio::time::Instant::now())
+    });
+    assert!(wait_until(Duration::from_secs(10), || llen(&server, queue) == 2).await, "the live waiter queued behind");
+    assert_eq!(lrange(&server, queue)[0], dead_owner);
+    dead.signal("KILL");
+    let killed = tokio::time::Instant::now();
+    // The release wakes the dead head only; the live waiter must not wait for it.
+    guard.unlock().await.expect("unlock");
+    let (acquired, at) = tokio::time::timeout(Duration::from_secs(30), waiting).await.expect("ended").expect("task");
+    assert!(acquired.expect("no error"), "the live waiter acquired");
+    let took = at - killed;
+    // One keep-alive after the child's last refresh, plus the live waiter's refresh
+    // period (a third of it), plus slack for a loaded machine.
+    assert!(took <= KEEPALIVE + KEEPALIVE / 3 + Duration::from_millis(1_500), "took {took:?}");
+    drop(dead);
+}
+
+/// A wait that times out removes its queue entry and deadline before it returns; a
+/// cancelled one removes them in the background; neither leaves a subscription behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_or_cancelled_wait_leaves_nothing_behind() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let name = "fair:gone";
+    let (queue, timeouts) = ("redisson_lock_queue:{fair:gone}", "redisson_lock_timeout:{fair:gone}");
+    let holder = client.fair_lock(name);
+    let guard = holder.lock().await.expect("held");
+
+    let other = client_with(&server.url(), Duration::from_secs(30)).await;
+    let waiter = other.fair_lock(name);
+    let channel = waiter.waiter_channel().expect("name");
+    assert_eq!(channel, format!("redisson_lock__channel:{{fair:gone}}:{}", waiter.owner()));
+    assert!(waiter.try_lock_for(Duration::from_millis(400)).await.expect("wait").is_none(), "timed out");
+    assert_eq!((llen(&server, queue), zcard(&server, timeouts)), (0, 0), "the timed-out wait left no entry");
+    assert!(
+        wait_until(Duration::from_secs(3), || !pubsub_channels(&server).contains(&channel)).await,
+        "nor a subscription: {:?}",
+        pubsub_channels(&server)
+    );
+
+    // Cancelled while queued and subscribed.
+    let task = {
+        let other = other.clone();
+        tokio::spawn(async move { other.fair_lock(name).lock().await.map(drop) })
+    };
+    assert!(wait_until(Duration::from_secs(5), || llen(&server, queue) == 1).await, "queued");
+    assert!(
+        wait_until(Duration::from_secs(5), || pubsub_channels(&server)
+            .iter()
+            .any(|c| c.starts_with("redisson_lock__channel:{fair:gone}:")))
+        .await,
+        "subscribed to its own channel"
+    );
+    task.abort();
+    assert!(task.await.expect_err("aborted").is_cancelled());
+    assert!(
+        wait_until(Duration::from_secs(3), || llen(&server, queue) == 0 && zcard(&server, timeouts) == 0).await,
+        "the cancelled wait's entry was removed (well before its 10 s keep-alive)"
+    );
+    assert!(
+        wait_until(Duration::from_secs(3), || pubsub_channels(&server).is_empty()).await,
+        "{:?}",
+        pubsub_channels(&server)
+    );
+    // try_lock never queues.
+    assert!(other.fair_lock(name).try_lock().await.expect("try").is_none());
+    assert_eq!(llen(&server, queue), 0);
+    guard.unlock().await.expect("unlock");
+}
+
+// Redisson's RFairLock scripts, transcribed by hand from RedissonFairLock.java
+// (tryLockInnerAsync with RedisCommands.EVAL_LONG, and unlockInnerAsync). KEYS and ARGV as
+// Redisson passes them; "now" is the caller's wall clock, as in Redisson.
+const REDISSON_TRY_LOCK: &str = r"
+while true do
+  local firstThreadId2 = redis.call('lindex', KEYS[2], 0);
+  if firstThreadId2 == false then break; end;
+  local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));
+  if timeout <= tonumber(ARGV[4]) then
+    redis.call('zrem', KEYS[3], firstThreadId2);
+    redis.call('lpop', KEYS[2]);
+  else break; end;
+end;
+if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0)
+    or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then
+  redis.call('lpop', KEYS[2]);
+  redis.call('zrem', KEYS[3], ARGV[2]);
+  local keys = redis.call('zrange', KEYS[3], 0, -1);
+  for i = 1, #keys, 1 do
+    redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);
+  end;
+  redis.call('hset', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+while true do
+  local firstThreadId = redis.call('lindex', KEYS[2], 0);
+  if (firstThreadId == false) or (firstThreadId == ARGV[2]) then break; end;
+  local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId));
+  if (timeout > tonumber(ARGV[4])) and (redis.call('exists', KEYS[1]) == 0) then
+    redis.call('lpop', KEYS[2]);
+    redis.call('zrem', KEYS[3], firstThreadId);
+  else break; end;
+end;
+local timeout = redis.call('zscore', KEYS[3], ARGV[2]);
+if timeout ~= false then
+  return timeout - tonumber(ARGV[3]) - tonumber(ARGV[4]);
+end;
+local lastThreadId = redis.call('lindex', KEYS[2], -1);
+local ttl;
+if lastThreadId ~= false and lastThreadId ~= ARGV[2] then
+  ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);
+else
+  ttl = redis.call('pttl', KEYS[1]);
+end;
+local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);
+if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2]);
+end;
+return ttl;
+";
+
+const REDISSON_UNLOCK: &str = r"
+while true do
+  local firstThreadId2 = redis.call('lindex', KEYS[2], 0);
+  if firstThreadId2 == false then break; end;
+  local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));
+  if timeout <= tonumber(ARGV[4]) then
+    redis.call('zrem', KEYS[3], firstThreadId2);
+    redis.call('lpop', KEYS[2]);
+  else break; end;
+end;
+if (redis.call('exists', KEYS[1]) == 0) then
+  local nextThreadId = redis.call('lindex', KEYS[2], 0);
+  if nextThreadId ~= false then
+    redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[1]);
+  end;
+  return 1;
+end;
+if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end;
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
+if (counter > 0) then
+  redis.call('pexpire', KEYS[1], ARGV[2]);
+  return 0;
+end;
+redis.call('del', KEYS[1]);
+local nextThreadId = redis.call('lindex', KEYS[2], 0);
+if nextThreadId ~= false then
+  redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[1]);
+end;
+return 1;
+";
+
+fn wall_ms() -> String {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis().to_string()
+}
+
+/// A hand-written Redisson `RFairLock` peer (its scripts, its owner field, its per-waiter
+/// channel) and a leasehold `FairLock` on one name exclude each other and wake each other
+/// through the queue, both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let name = "fair:mixed";
+    let keys = [name, "redisson_lock_queue:{fair:mixed}", "redisson_lock_timeout:{fair:mixed}"];
+    let channel = "redisson_lock__channel:{fair:mixed}";
+    let java = "5a1f2c3d-0000-4000-8000-00000000beef:77";
+    let java_channel = format!("{channel}:{java}");
+    let redisson_try = || {
+        let now = wall_ms();
+        raw(&server, &["EVAL", REDISSON_TRY_LOCK, "3", keys[0], keys[1], keys[2], "30000", java, "300000", &now])
+    };
+    let redisson_unlock = || {
+        let now = wall_ms();
+        raw(&server, &["EVAL", REDISSON_UNLOCK, "4", keys[0], keys[1], keys[2], channel, "0", "30000", java, &now])
+    };
+
+    // The Java side's subscription to its own waiter channel, as Redisson makes it.
+    let subscriber: SubscriberClient =
+        Builder::from_config(Config::from_url(&server.url()).expect("url")).build_subscriber_client().expect("build");
+    subscriber.init().await.expect("connect");
+    let mut messages = subscriber.message_rx();
+    subscriber.subscribe(java_channel.as_str()).await.expect("subscribe");
+    subscriber.ping::<()>(None).await.expect("subscribed");
+
+    // leasehold holds; the Redisson peer is refused (a TTL, not nil) and queues.
+    let lock = client.fair_lock(name);
+    let guard = lock.lock().await.expect("leasehold holds");
+    assert!(redisson_try().as_int().is_some_and(|ttl| ttl > 0), "Redisson is excluded");
+    assert_eq!(lrange(&server, keys[1]), [java]);
+    // leasehold's release publishes to the Redisson waiter's own channel.
+    guard.unlock().await.expect("unlock");
+    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.expect("woken").expect("message");
+    assert_eq!((message.channel.to_string(), message.value.as_string()), (java_channel.clone(), Some("0".to_owned())));
+    // And nothing on the release channel itself (Redisson's fair unlock does not either).
+    assert_eq!(hgetall(&server, name), vec![], "released");
+    assert!(matches!(redisson_try(), leasehold_tests::RespValue::Nil), "the woken head acquires");
+    assert_eq!(hgetall(&server, name), vec![(java.to_owned(), "1".to_owned())]);
+    assert_eq!(llen(&server, keys[1]), 0, "Redisson popped itself");
+
+    // Redisson holds: leasehold is excluded, queues, and Redisson's unlock wakes it at once
+    // (the lock's 30 s TTL and the 10 s keep-alive's refresh are far later).
+    assert!(lock.try_lock().await.expect("try").is_none(), "leasehold is excluded");
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let lock = client.fair_lock(name);
+            let guard = lock.try_lock_for(Duration::from_secs(20)).await;
+            let at = tokio::time::Instant::now();
+            (guard.map(|g| g.map(|g| (g.owner().to_owned(), g))), at)
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || llen(&server, keys[1]) == 1).await, "leasehold queued");
+    let queued = lrange(&server, keys[1]).remove(0);
+    let queued_channel = format!("{channel}:{queued}");
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).contains(&queued_channel)).await);
+    let released = tokio::time::Instant::now();
+    assert_eq!(redisson_unlock().as_int(), Some(1), "Redisson released");
+    let (got, at) = waiter.await.expect("task");
+    let (owner, guard) = got.expect("no error").expect("acquired");
+    assert_eq!(owner, queued);
+    assert!(at - released < Duration::from_secs(2), "woken by Redisson's publish, after {:?}", at - released);
+    // The Redisson peer is excluded again and queues behind nobody.
+    assert!(redisson_try().as_int().is_some_and(|ttl| ttl > 0));
+    guard.unlock().await.expect("unlock");
+    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.expect("woken").expect("message");
+    assert_eq!(message.channel.to_string(), java_channel);
+    assert!(matches!(redisson_try(), leasehold_tests::RespValue::Nil));
+    assert_eq!(redisson_unlock().as_int(), Some(1));
+    assert_eq!((llen(&server, keys[1]), zcard(&server, keys[2])), (0, 0));
+    let _ = subscriber.quit().await;
+}
+
+/// The `Lock` guarantees hold for a `FairLock`: reentrancy counts in the Redisson field,
+/// watchdog renewal, and `lost()` after a force-unlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_lock_keeps_the_lock_guarantees() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_millis(600)).await;
+    let lock = client.fair_lock("fair:basic");
+    let outer = lock.lock().await.expect("outer");
+    let second = lock.lock().await.expect("re-entry");
+    let third = lock.lock_with_lease(Duration::from_secs(5)).await.expect("re-entry with a lease");
+    assert_eq!(lock.hold_count().await.expect("count"), 3);
+    assert_eq!(hgetall(&server, "fair:basic"), vec![(lock.owner().to_owned(), "3".to_owned())]);
+    assert_eq!(llen(&server, "redisson_lock_queue:{fair:basic}"), 0, "a re-entry never queues");
+    let other = client.fair_lock("fair:basic");
+    assert!(other.try_lock().await.expect("try").is_none());
+    third.unlock().await.expect("unlock 3");
+    second.unlock().await.expect("unlock 2");
+    assert_eq!(lock.hold_count().await.expect("count"), 1);
+    assert!(other.try_lock().await.expect("try").is_none(), "still held after n-1 releases");
+
+    // Renewed past several leases.
+    let start = client.watchdog_stats().calls;
+    assert!(wait_until(Duration::from_secs(10), || client.watchdog_stats().calls >= start + 6).await, "renewed");
+    assert!(!outer.is_lost() && pttl(&server, "fair:basic") > 0);
+
+    // Force-unlocked by another owner: the holder is told.
+    assert!(other.force_unlock().await.expect("force"), "there was a key");
+    tokio::time::timeout(Duration::from_secs(5), outer.lost()).await.expect("lost() fired");
+    assert_eq!(outer.unlock().await.expect_err("lost").kind(), leasehold::ErrorKind::LockLost);
+    let fresh = other.try_lock().await.expect("try").expect("free again");
+    fresh.unlock().await.expect("unlock");
+    assert_eq!(raw(&server, &["EXISTS", "fair:basic"]).as_int(), Some(0));
+    // Bad input is refused before anything is sent.
+    let err = client.fair_lock("").try_lock().await.expect_err("empty name");
+    assert!(err.is_invalid_argument(), "{err}");
+    let err = lock.try_lock_with(Duration::ZERO, Duration::ZERO).await.expect_err("zero lease");
+    assert!(err.is_invalid_argument(), "{err}");
+}
