@@ -38,7 +38,7 @@
 //!
 //! Flags: `--seconds N` (8, per shape), `--clients N` (4), `--tasks N` (16, per client),
 //! `--processes N` (8), `--process-tasks N` (8, per process), `--hold-ms N` (1),
-//! `--kind lock` (the lock type; `lock` = `leasehold::Lock`, the only one so far),
+//! `--kind lock|fair` (the lock type: `leasehold::Lock` or `leasehold::FairLock`),
 //! `--shape clients|processes|both` (both). `REDIS_URL` selects a server; without it a
 //! throwaway `redis-server` is started.
 
@@ -81,19 +81,26 @@ const WORKER_FLAGS: &[&str] =
 enum LockKind {
     /// `leasehold::Lock`, acquired with `lock_with_lease(10 s)`.
     Lock,
+    /// `leasehold::FairLock` (server-side FIFO queue), acquired with `lock_with_lease(10 s)`.
+    Fair,
 }
 
 impl LockKind {
     fn parse(text: &str) -> Result<Self, BoxError> {
         match text {
             "lock" => Ok(LockKind::Lock),
-            other => Err(format!("--kind {other:?}: the lock types are: lock (leasehold::Lock)").into()),
+            "fair" => Ok(LockKind::Fair),
+            other => {
+                Err(format!("--kind {other:?}: the lock types are: lock (leasehold::Lock), fair (leasehold::FairLock)")
+                    .into())
+            }
         }
     }
 
     fn name(self) -> &'static str {
         match self {
             LockKind::Lock => "lock",
+            LockKind::Fair => "fair",
         }
     }
 
@@ -101,12 +108,14 @@ impl LockKind {
     fn acquire_call(self) -> &'static str {
         match self {
             LockKind::Lock => "Lock::lock_with_lease(10 s)",
+            LockKind::Fair => "FairLock::lock_with_lease(10 s)",
         }
     }
 
     fn handle(self, client: &Client, name: &str) -> Contender {
         match self {
             LockKind::Lock => Contender::Lock(client.lock(name)),
+            LockKind::Fair => Contender::Fair(client.fair_lock(name)),
         }
     }
 }
@@ -114,12 +123,14 @@ impl LockKind {
 /// One task's lock handle (the handle is the owner).
 enum Contender {
     Lock(Lock),
+    Fair(leasehold::FairLock),
 }
 
 impl Contender {
     async fn acquire(&self) -> leasehold::Result<Held> {
         match self {
             Contender::Lock(lock) => Ok(Held::Lock(lock.lock_with_lease(LEASE).await?)),
+            Contender::Fair(lock) => Ok(Held::Lock(lock.lock_with_lease(LEASE).await?)),
         }
     }
 }
@@ -851,7 +862,7 @@ async fn main() -> Result<ExitCode, BoxError> {
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
             "usage: fleet [--seconds N] [--clients N] [--tasks N] [--processes N] [--process-tasks N] [--hold-ms N] \
-             [--kind lock] [--shape clients|processes|both]"
+             [--kind lock|fair] [--shape clients|processes|both]"
         );
         return Ok(ExitCode::SUCCESS);
     }
