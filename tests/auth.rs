@@ -93,7 +93,7 @@ async fn connect_synced(url: &str) -> leasehold::Result<Client> {
     Client::builder()
         .url(url)
         .command_timeout(COMMAND_TIMEOUT)
-        .sync_replicas(1, Duration::from_millis(500))
+        .sync_replicas(1, Duration::from_millis(1_000))
         .connect()
         .await
 }
@@ -175,18 +175,18 @@ async fn the_documented_acl_user_can_do_everything_a_client_does() {
     let _replica = RedisServer::start_replica_of(&server);
     set_user(&server, USER, &leasehold_acl_rules("app:*"));
     let url = user_url(&server, USER);
-    let first = connect(&url, Duration::from_millis(600)).await.expect("connect as the ACL user");
-    let second = connect(&url, Duration::from_millis(600)).await.expect("connect as the ACL user");
+    let first = connect(&url, Duration::from_millis(900)).await.expect("connect as the ACL user");
+    let second = connect(&url, Duration::from_millis(900)).await.expect("connect as the ACL user");
     assert_eq!(connections_of(&server, USER), 4, "both clients' command and subscriber connections are the user");
 
     waiter_is_woken_by_the_release(&first, &second, "app:order:1").await;
 
-    // Watchdog renewal: a 600 ms lease renewed every 200 ms, held for 5 leases.
+    // Watchdog renewal: a 900 ms lease renewed every 300 ms, held for 5 leases.
     let lock = first.lock("app:order:2");
     let guard = lock.lock().await.expect("lock in watchdog mode");
     let renewals_before = first.watchdog_stats().calls;
     assert!(
-        wait_until(Duration::from_secs(10), || first.watchdog_stats().calls >= renewals_before + 15).await,
+        wait_until(Duration::from_secs(15), || first.watchdog_stats().calls >= renewals_before + 15).await,
         "the watchdog kept renewing"
     );
     assert!(!guard.is_lost(), "renewals succeeded");
@@ -308,8 +308,10 @@ async fn every_documented_rule_is_needed() {
 /// error, if any.
 async fn life_of_a_client(url: &str, name: &str) -> Result<(), String> {
     let step = |what: &'static str| move |e: leasehold::Error| format!("{what}: {e} / {}", fred_details(&e));
-    let first = connect(url, Duration::from_millis(300)).await.map_err(step("connect"))?;
-    let second = connect(url, Duration::from_millis(300)).await.map_err(step("connect"))?;
+    // A 900 ms watchdog: renewals every 300 ms, each with a 299 ms command timeout,
+    // which holds on a loaded 2-core machine (300 ms did not: 99 ms timeouts fired).
+    let first = connect(url, Duration::from_millis(900)).await.map_err(step("connect"))?;
+    let second = connect(url, Duration::from_millis(900)).await.map_err(step("connect"))?;
     let guard = first.lock(name).lock_with_lease(Duration::from_secs(30)).await.map_err(step("lock"))?;
     let waiting = {
         let second = second.clone();
@@ -328,7 +330,7 @@ async fn life_of_a_client(url: &str, name: &str) -> Result<(), String> {
     lock.hold_count().await.map_err(step("hold_count"))?;
     lock.remaining_ttl().await.map_err(step("remaining_ttl"))?;
     let calls = first.watchdog_stats().calls;
-    wait_until(Duration::from_secs(2), || first.watchdog_stats().calls >= calls + 2).await;
+    wait_until(Duration::from_secs(3), || first.watchdog_stats().calls >= calls + 2).await;
     if held.is_lost() || first.watchdog_stats().failed_calls > 0 {
         return Err("renewal failed".into());
     }
