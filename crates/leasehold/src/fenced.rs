@@ -161,49 +161,7 @@ impl FencedLock {
         self.lock.force_unlock().await
     }
 
-    /// As [`Lock::is_locked`].
-    ///
-    /// # Errors
-    /// As [`Lock::is_locked`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe (read only).
-    pub async fn is_locked(&self) -> Result<bool> {
-        self.lock.is_locked().await
-    }
-
-    /// As [`Lock::is_held`].
-    ///
-    /// # Errors
-    /// As [`Lock::is_held`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe (read only).
-    pub async fn is_held(&self) -> Result<bool> {
-        self.lock.is_held().await
-    }
-
-    /// As [`Lock::hold_count`].
-    ///
-    /// # Errors
-    /// As [`Lock::hold_count`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe (read only).
-    pub async fn hold_count(&self) -> Result<u64> {
-        self.lock.hold_count().await
-    }
-
-    /// As [`Lock::remaining_ttl`].
-    ///
-    /// # Errors
-    /// As [`Lock::remaining_ttl`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe (read only).
-    pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
-        self.lock.remaining_ttl().await
-    }
+    crate::lock::forward_queries!();
 }
 
 /// One hold of a [`FencedLock`], with its fencing token. Everything but the token is

@@ -25,7 +25,6 @@ pub struct LockGuard {
     lock: Arc<LockShared>,
     hold: Arc<Hold>,
     mode: LeaseMode,
-    lease_ms: u64,
     runtime: Option<tokio::runtime::Handle>,
     /// The hold's fencing token (acquired through a [`FencedLock`](crate::FencedLock)).
     token: Option<u64>,
@@ -35,15 +34,15 @@ pub struct LockGuard {
 
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mode = match self.mode {
-            LeaseMode::Watchdog => "watchdog",
-            LeaseMode::Fixed(_) => "fixed",
+        let (mode, lease) = match self.mode {
+            LeaseMode::Watchdog => ("watchdog", self.lock.client.config.watchdog_timeout),
+            LeaseMode::Fixed(lease) => ("fixed", lease),
         };
         f.debug_struct("LockGuard")
             .field("key", &crate::debug::Bounded(&self.lock.key))
             .field("owner", &self.lock.owner.as_str())
             .field("mode", &mode)
-            .field("lease_ms", &self.lease_ms)
+            .field("lease", &lease)
             .field("deadline", &self.hold.lease.expires_at())
             .field("lost", &self.hold.lease.is_lost())
             .finish()
@@ -51,9 +50,9 @@ impl std::fmt::Debug for LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn new(lock: Arc<LockShared>, hold: Arc<Hold>, mode: LeaseMode, lease_ms: u64) -> Self {
+    pub(crate) fn new(lock: Arc<LockShared>, hold: Arc<Hold>, mode: LeaseMode) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        LockGuard { lock, hold, mode, lease_ms, runtime, token: None, done: false }
+        LockGuard { lock, hold, mode, runtime, token: None, done: false }
     }
 
     /// The guard with the fencing token its acquire answered.
@@ -138,7 +137,6 @@ impl LockGuard {
         self.done = true;
         let lock = self.lock.clone();
         let names = lock.names()?.clone();
-        let key = names.key().to_owned();
         let lost = self.hold.lease.is_marked_lost();
         let current = lock.holds.is_current(&self.hold);
         // Detach first, synchronously: if this future is dropped mid-release, renewal
@@ -146,14 +144,14 @@ impl LockGuard {
         lock.holds.detach(&self.hold, self.mode, current);
         let counted = current.then(|| Releasing { lock: lock.clone(), hold: self.hold.clone() });
         if lost {
-            return Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(key));
+            return Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(names.key()));
         }
         let Some(counted) = counted else {
-            return Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(key));
+            return Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(names.key()));
         };
         match release(&lock, &names, &self.hold, counted).await? {
             Release::NotOwner => {
-                Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(key))
+                Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(names.key()))
             }
             Release::Released | Release::StillHeld { .. } => Ok(()),
         }

@@ -309,6 +309,18 @@ impl LockShared {
         }
     }
 
+    /// Sets the owner's count back to what it accounts for (no TTL raised) and, when the
+    /// server answers that the owner holds nothing, ends its local hold: the undo of an
+    /// acquire whose outcome nobody will use, and the clean-up of a fair wait. The caller
+    /// holds the owner's turn.
+    pub(crate) async fn reset_holds(&self, names: &LockNames) -> Result<lock_core::Release> {
+        let result = self.set_holds(names, self.holds.accounted(), 0).await?;
+        if result == lock_core::Release::Released {
+            self.holds.server_holds_nothing(None);
+        }
+        Ok(result)
+    }
+
     /// One acquire attempt: `Ok(Ok(guard))` or `Ok(Err(pttl))` when held by another.
     ///
     /// Cancel safety: a drop-guard gives back, in the background, any hold the attempt
@@ -348,7 +360,7 @@ impl LockShared {
                     watchdog.register(names.key_arc().clone(), self.owner.clone(), lease_state)
                 });
                 drop(turn);
-                Ok(Ok(LockGuard::new(self.clone(), hold, mode, lease_ms).with_token(token)))
+                Ok(Ok(LockGuard::new(self.clone(), hold, mode).with_token(token)))
             }
             Ok(AcquireReply { acquire: Acquire::Held { pttl }, .. }) => {
                 pending.armed = false;
@@ -363,6 +375,57 @@ impl LockShared {
         }
     }
 }
+
+/// The read-only queries of a lock variant that wraps a [`Lock`] in a field `lock`
+/// (`FencedLock`, `FairLock`): each answers exactly as [`Lock`]'s does.
+macro_rules! forward_queries {
+    () => {
+        /// As [`Lock::is_locked`].
+        ///
+        /// # Errors
+        /// As [`Lock::is_locked`].
+        ///
+        /// # Cancel safety
+        /// Cancel safe (read only).
+        pub async fn is_locked(&self) -> Result<bool> {
+            self.lock.is_locked().await
+        }
+
+        /// As [`Lock::is_held`].
+        ///
+        /// # Errors
+        /// As [`Lock::is_held`].
+        ///
+        /// # Cancel safety
+        /// Cancel safe (read only).
+        pub async fn is_held(&self) -> Result<bool> {
+            self.lock.is_held().await
+        }
+
+        /// As [`Lock::hold_count`].
+        ///
+        /// # Errors
+        /// As [`Lock::hold_count`].
+        ///
+        /// # Cancel safety
+        /// Cancel safe (read only).
+        pub async fn hold_count(&self) -> Result<u64> {
+            self.lock.hold_count().await
+        }
+
+        /// As [`Lock::remaining_ttl`].
+        ///
+        /// # Errors
+        /// As [`Lock::remaining_ttl`].
+        ///
+        /// # Cancel safety
+        /// Cancel safe (read only).
+        pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
+            self.lock.remaining_ttl().await
+        }
+    };
+}
+pub(crate) use forward_queries;
 
 /// Gives back a hold whose acquire's outcome the caller will never see.
 struct PendingAcquire<'a> {
@@ -395,13 +458,8 @@ pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'s
         loop {
             let turn = lock.holds.turn().await;
             retry.sending();
-            let target = lock.holds.accounted();
-            match lock.set_holds(&names, target, 0).await {
+            match lock.reset_holds(&names).await {
                 Ok(result) => {
-                    if result == lock_core::Release::Released {
-                        // The owner holds nothing on the server any more.
-                        lock.holds.server_holds_nothing(None);
-                    }
                     tracing::debug!(lock = %names.key(), ?result, "{done}");
                     return;
                 }

@@ -10,7 +10,7 @@
 //!   script or pair failed / timed out ─▶ as without sync (ambiguous: undone in the background)
 //! ```
 
-use lock_core::{Error, LockNames, Release, ReplicaSync, Result};
+use lock_core::{Error, LockNames, ReplicaSync, Result};
 
 use crate::lock::LockShared;
 
@@ -32,12 +32,8 @@ pub(crate) fn check(sync: Option<ReplicaSync>, acknowledged: Option<Result<u32>>
 /// owner's turn): sets the owner's count back to what its guards account for. Returns
 /// `true` when the server answered, so nothing is left to undo.
 pub(crate) async fn undo_now(lock: &LockShared, names: &LockNames) -> bool {
-    match lock.set_holds(names, lock.holds.accounted(), 0).await {
+    match lock.reset_holds(names).await {
         Ok(result) => {
-            if result == Release::Released {
-                // The owner holds nothing on the server any more.
-                lock.holds.server_holds_nothing(None);
-            }
             tracing::debug!(lock = %names.key(), ?result, "acquire not acknowledged by enough replicas; undone");
             true
         }

@@ -233,14 +233,8 @@ async fn leave(entry: Option<QueueEntry>, result: Result<Option<LockGuard>>) -> 
     let turn = lock.holds.turn().await;
     // The accounted holds: a live hold of this owner stays as it is, an abandoned
     // acquire's hold (if it was taken) is given back, and the queue entry goes.
-    let target = lock.holds.accounted();
-    match lock.set_holds(&entry.names, target, 0).await {
-        Ok(answer) => {
-            if answer == lock_core::Release::Released {
-                lock.holds.server_holds_nothing(None);
-            }
-            entry.armed = false;
-        }
+    match lock.reset_holds(&entry.names).await {
+        Ok(_) => entry.armed = false,
         Err(error) => {
             tracing::debug!(lock = %entry.names.key(), %error, "fair wait clean-up failed; retrying in the background");
         }
