@@ -1,40 +1,117 @@
 -- release.lua: set the owner's hold count to what its remaining guards account for;
--- at 0, remove the owner and publish the unlock message. Used for unlock, for the
--- background release of a dropped guard, and to undo an acquire whose caller went away.
+-- at 0, remove the owner, publish the unlock message, and hand the lock to the first
+-- live waiter of leasehold's wait queue (see acquire.lua), if anyone is listening. Used
+-- for unlock, for the background release of a dropped guard, to undo an acquire whose
+-- caller went away, and to clean up a wait that ended without the lock.
 --
 -- As in acquire.lua, the client sends the count it wants (its live guards after this
 -- release), so a replayed or retried call is harmless: it sets the same count again.
 -- Holds the client does not account for (an abandoned acquire that did apply) are
 -- given back by the same call.
 --
+-- The hand-over: the waiter becomes the owner (count 1) at once, so no newcomer can
+-- take the lock between this release and that waiter's next call. The key's TTL is the
+-- waiter's lease, cut to the life left in its queue entry: a waiter that died while
+-- queued holds the lock no longer than its keep-alive. The live waiter claims the lock
+-- with acquire.lua (a re-entry, which raises the TTL to its lease). The queue is read
+-- only when PUBLISH reached a subscriber (every queued waiter's client subscribes to
+-- the release channel before it waits), so a release nobody waits for stays two
+-- commands; ARGV[5] = "1" reads it regardless (a cluster with classic pub/sub, where
+-- PUBLISH counts only the subscribers of one node).
+--
 -- KEYS[1]  lock key (Hash)
 -- KEYS[2]  release channel "redisson_lock__channel:{NAME}"
+-- KEYS[3]  wait queue "leasehold_lock_queue:{NAME}" (List)
+-- KEYS[4]  waiter entries "leasehold_lock_waiters:{NAME}" (Hash owner -> "DEADLINE LEASE")
+-- KEYS[5]  queue channel "leasehold_lock__queue:{NAME}"
 -- ARGV[1]  owner field
 -- ARGV[2]  the owner's hold count after this release (>= 0); 0 = give it all back
 -- ARGV[3]  TTL in ms the remaining holds need (the watchdog lease while a watchdog
 --          hold remains), or 0: while holds remain the key's TTL is raised to it, never
 --          lowered
 -- ARGV[4]  unlock message ("0", Redisson's UNLOCK_MESSAGE)
+-- ARGV[5]  "1": read the queue even if PUBLISH reached nobody; else "0"
+-- ARGV[6]  "1": also remove the owner's own queue entry (a wait that ended without the
+--          lock); else "0"
+--
+-- Messages on KEYS[5], "GRANTED NEXT WAIT_MS" ("-" for nobody): GRANTED now owns the
+-- lock and should claim it; NEXT is the queue head now, and should try at once
+-- (WAIT_MS = 0) or after WAIT_MS, when the lock expires if nobody released it.
 --
 -- Replies:
---   -1  the owner holds nothing on KEYS[1]: nothing written, nothing published
+--   -1  the owner holds nothing on KEYS[1]: nothing written, nothing published (but
+--       its queue entry removed with ARGV[6])
 --    0  released: the owner's field removed (the key with it, as the owner held it
---       alone), ARGV[4] published
+--       alone), ARGV[4] published, and the lock handed to the first live waiter if any
 --    N  N = ARGV[2] > 0 holds remain; the key's TTL is at least ARGV[3]
 -- Errors:
---   WRONGTYPE   KEYS[1] exists and is not a Hash; nothing was written
+--   WRONGTYPE   KEYS[1] exists and is not a Hash; nothing was written. A queue key of
+--               another type is treated as an empty queue.
+
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Wait clean-up: remove this owner's entry; if it was the head, tell the next one.
+local function leave_queue()
+  local head = redis.pcall('lindex', KEYS[3], 0)
+  if type(head) ~= 'string' then return end
+  redis.call('lrem', KEYS[3], 0, ARGV[1])
+  redis.call('hdel', KEYS[4], ARGV[1])
+  if head == ARGV[1] then
+    local next = redis.call('lindex', KEYS[3], 0)
+    if next then
+      redis.call('publish', KEYS[5], '- ' .. next .. ' ' .. math.max(redis.call('pttl', KEYS[1]), 0))
+    end
+  end
+end
+
+-- Hand the free lock to the first live waiter, purging dead heads on the way.
+local function hand_over()
+  local head = redis.pcall('lindex', KEYS[3], 0)
+  if type(head) ~= 'string' then return end
+  local now
+  while head do
+    redis.call('lpop', KEYS[3])
+    local entry = redis.call('hget', KEYS[4], head)
+    redis.call('hdel', KEYS[4], head)
+    local deadline, lease
+    if entry then
+      deadline, lease = string.match(entry, '^(%d+) (%d+)$')
+    end
+    now = now or now_ms()
+    if deadline and tonumber(deadline) > now then
+      local ttl = math.max(math.min(tonumber(lease), tonumber(deadline) - now), 1)
+      redis.call('hset', KEYS[1], head, 1)
+      redis.call('pexpire', KEYS[1], ttl)
+      local next = redis.call('lindex', KEYS[3], 0) or '-'
+      redis.call('publish', KEYS[5], head .. ' ' .. next .. ' ' .. ttl)
+      return
+    end
+    head = redis.call('lindex', KEYS[3], 0)
+  end
+end
+
 if tonumber(ARGV[2]) == 0 then
   -- HDEL checks the owner and removes it in one command; it fails on a key of another
   -- type before writing. A Hash with no field left is deleted by Redis itself.
   if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
+    if ARGV[6] == '1' then leave_queue() end
     return -1
   end
-  redis.call('publish', KEYS[2], ARGV[4])
+  if ARGV[6] == '1' then leave_queue() end
+  local listeners = redis.call('publish', KEYS[2], ARGV[4])
+  if listeners > 0 or ARGV[5] == '1' then
+    hand_over()
+  end
   return 0
 end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  if ARGV[6] == '1' then leave_queue() end
   return -1
 end
+if ARGV[6] == '1' then leave_queue() end
 redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
 local need = tonumber(ARGV[3])
 if need > 0 and redis.call('pttl', KEYS[1]) < need then

@@ -36,20 +36,25 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+pexpire",
         "+del",
         "+publish",
-        // Only for FencedLock (fenced_acquire.lua) and fenced writes (fenced_write.lua).
+        // The server clock of the wait queues (acquire.lua, release.lua, the fair-lock
+        // scripts), FencedLock's token seed (fenced_acquire.lua).
         "+time",
+        // Only for FencedLock (fenced_acquire.lua) and fenced writes (fenced_write.lua).
         "+incr",
         "+get",
         "+set",
         "+strlen",
         // Only with ClientBuilder::sync_replicas (sent by the client behind each acquire).
         "+wait",
-        // Only for FairLock (fair_acquire.lua, fair_release.lua, fair_force_release.lua;
-        // they also use +time).
+        // The wait queues: a Lock's (acquire.lua, release.lua) and FairLock's (its
+        // scripts), Lists of waiting owners.
         "+lindex",
         "+lpop",
         "+rpush",
         "+lrem",
+        // Only for a Lock's wait queue (acquire.lua: a waiter's place).
+        "+lpos",
+        // Only for FairLock (fair_acquire.lua, fair_release.lua, fair_force_release.lua).
         "+zscore",
         "+zadd",
         "+zrem",
@@ -63,7 +68,13 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         // FairLock's wait queues and waiter deadlines.
         "~redisson_lock_queue:*",
         "~redisson_lock_timeout:*",
+        // A Lock's wait queue, its waiter entries, and its queue channel (also a key
+        // argument of the scripts).
+        "~leasehold_lock_queue:*",
+        "~leasehold_lock_waiters:*",
+        "~leasehold_lock__queue:*",
         "&redisson_lock__channel:*",
+        "&leasehold_lock__queue:*",
     ]
     .iter()
     .map(|r| (*r).to_owned())

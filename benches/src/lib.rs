@@ -253,8 +253,8 @@ pub fn is_sent_by_client(name: &str) -> bool {
 /// `redis.call` or `redis.pcall` ([`SCRIPT_INTERNAL`] is the same list; `hincrby` is
 /// kept for figures of the scripts before issue 9).
 pub const SCRIPT_COMMANDS: &[&str] = &[
-    "del", "exists", "get", "hdel", "hexists", "hget", "hincrby", "hset", "incr", "lindex", "lpop", "lrem", "pexpire",
-    "pttl", "publish", "rpush", "set", "strlen", "time", "zadd", "zcard", "zrem", "zscore",
+    "del", "exists", "get", "hdel", "hexists", "hget", "hincrby", "hset", "incr", "lindex", "lpop", "lpos", "lrem",
+    "pexpire", "pttl", "publish", "rpush", "set", "strlen", "time", "zadd", "zcard", "zrem", "zscore",
 ];
 
 impl CommandStats {

@@ -188,7 +188,7 @@ async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, counted
         // the release leaves it as it is.
         let need_ms = if target > 0 && hold.has_watchdog_guards() { client.watchdog_lease_ms } else { 0 };
         let first_sent = retry.sending();
-        match lock.set_holds(names, target, need_ms).await {
+        match lock.set_holds(names, target, need_ms, false).await {
             Ok(Release::NotOwner) if target == 0 && retry.may_have_applied() => {
                 // An earlier attempt of this release may have run and removed the owner
                 // (its reply was lost): the owner holds nothing, which is what was asked.

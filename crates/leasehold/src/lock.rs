@@ -292,20 +292,40 @@ impl Lock {
 }
 
 impl LockShared {
+    /// Whether this lock's waiters queue up in the lock's server-side wait queue
+    /// (`acquire.lua`): a plain [`Lock`]. A [`FencedLock`](crate::FencedLock)'s waiters
+    /// wait in local FIFO order (a hand-over could not issue them a token), a
+    /// [`FairLock`](crate::FairLock)'s in Redisson's fair queue.
+    pub(crate) fn server_queued(&self) -> bool {
+        self.fence_ttl_ms.is_none() && self.fair_keepalive.is_none()
+    }
+
+    /// The life of a queue entry without a refresh (fair and server-queued waits).
+    pub(crate) fn queue_keepalive(&self) -> Duration {
+        self.fair_keepalive.unwrap_or(self.client.fair_keepalive)
+    }
+
     pub(crate) fn names(&self) -> Result<&LockNames> {
         self.names.as_ref().map_err(|message| Error::invalid_argument(message.clone()))
     }
 
     /// Sets the owner's hold count on the server to `target` (`release.lua`, or
     /// `fair_release.lua` for a fair lock, which also removes the owner's queue entry and
-    /// tells the queue head). Every release, undo and wait clean-up goes through here;
-    /// the caller holds the owner's turn.
-    pub(crate) async fn set_holds(&self, names: &LockNames, target: u64, need_ms: u64) -> Result<lock_core::Release> {
+    /// tells the queue head). With `leave_queue`, `release.lua` also removes the owner's
+    /// entry from the lock's wait queue. Every release, undo and wait clean-up goes
+    /// through here; the caller holds the owner's turn.
+    pub(crate) async fn set_holds(
+        &self,
+        names: &LockNames,
+        target: u64,
+        need_ms: u64,
+        leave_queue: bool,
+    ) -> Result<lock_core::Release> {
         let store = &self.client.store;
         if self.fair_keepalive.is_some() {
             store.fair_release(names, &self.owner, target, need_ms).await
         } else {
-            store.release(names, &self.owner, target, need_ms).await
+            store.release(names, &self.owner, target, need_ms, leave_queue && self.server_queued()).await
         }
     }
 
@@ -314,14 +334,16 @@ impl LockShared {
     /// acquire whose outcome nobody will use, and the clean-up of a fair wait. The caller
     /// holds the owner's turn.
     pub(crate) async fn reset_holds(&self, names: &LockNames) -> Result<lock_core::Release> {
-        let result = self.set_holds(names, self.holds.accounted(), 0).await?;
+        let result = self.set_holds(names, self.holds.accounted(), 0, true).await?;
         if result == lock_core::Release::Released {
             self.holds.server_holds_nothing(None);
         }
         Ok(result)
     }
 
-    /// One acquire attempt: `Ok(Ok(guard))` or `Ok(Err(pttl))` when held by another.
+    /// One acquire attempt: `Ok(Ok(guard))`, or `Ok(Err(..))` when held by another (or,
+    /// for a waiting call, when another waiter is ahead). With `enqueue`, a plain lock's
+    /// owner queues up in the lock's wait queue, or refreshes its entry.
     ///
     /// Cancel safety: a drop-guard gives back, in the background, any hold the attempt
     /// may have taken if the future is dropped while the script is in flight, or if the
@@ -333,7 +355,7 @@ impl LockShared {
         lease_ms: u64,
         mode: LeaseMode,
         enqueue: bool,
-    ) -> Result<std::result::Result<LockGuard, Option<Duration>>> {
+    ) -> Result<std::result::Result<LockGuard, NotAcquired>> {
         let turn = self.holds.turn().await;
         // Under the turn, the accounted holds are exactly what the server should count.
         let target = self.holds.accounted() + 1;
@@ -344,7 +366,10 @@ impl LockShared {
             keepalive_ms: u64::try_from(keepalive.as_millis()).unwrap_or(u64::MAX).max(1),
             enqueue,
         });
-        let spec = AcquireSpec { fence_ttl_ms: self.fence_ttl_ms, sync: self.client.sync, fair };
+        let queue_keepalive_ms = (enqueue && self.server_queued())
+            // Validated at build time (1 ms to a year).
+            .then(|| u64::try_from(self.queue_keepalive().as_millis()).unwrap_or(u64::MAX).max(1));
+        let spec = AcquireSpec { fence_ttl_ms: self.fence_ttl_ms, sync: self.client.sync, fair, queue_keepalive_ms };
         let reply = self.client.store.acquire_with(names, &self.owner, lease_ms, target, spec).await;
         match reply {
             Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
@@ -362,9 +387,9 @@ impl LockShared {
                 drop(turn);
                 Ok(Ok(LockGuard::new(self.clone(), hold, mode).with_token(token)))
             }
-            Ok(AcquireReply { acquire: Acquire::Held { pttl }, .. }) => {
+            Ok(AcquireReply { acquire: Acquire::Held { pttl, position }, .. }) => {
                 pending.armed = false;
-                Ok(Err(pttl))
+                Ok(Err(NotAcquired { pttl, position }))
             }
             Err(error) => {
                 // Definite errors (WRONGTYPE, bad reply) and errors raised before sending
@@ -374,6 +399,15 @@ impl LockShared {
             }
         }
     }
+}
+
+/// Why an attempt did not acquire.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NotAcquired {
+    /// When to try again unprompted (see [`Acquire::Held`]).
+    pub(crate) pttl: Option<Duration>,
+    /// The owner's place in the lock's wait queue, for a queued call.
+    pub(crate) position: Option<u64>,
 }
 
 /// The read-only queries of a lock variant that wraps a [`Lock`] in a field `lock`

@@ -68,34 +68,46 @@ pub(crate) async fn acquire_loop(
     let mut backoff = Backoff::new();
     let mut last_error: Option<Error> = None;
     let mut retry_at: Option<Instant> = None;
+    // A plain lock's waiters queue up on the server (`acquire.lua`): the server's queue
+    // orders every client's waiters, and a release hands the lock to its head.
+    let server_queued = lock.server_queued();
     // A fair lock's waiter listens on its own channel (`redisson_lock__channel:{NAME}:OWNER`,
-    // to which a release publishes for the queue head only); a plain lock's on the lock's.
+    // to which a release publishes for the queue head only); the others on the lock's.
     let channel: Arc<str> = match lock.fair_keepalive {
         Some(_) => Arc::from(names.waiter_channel(lock.owner.as_str())),
         None => names.channel_arc().clone(),
     };
-    // A fair waiter re-attempts at least every third of the keep-alive, which refreshes
-    // its queue entry's deadline (a waiter that stops doing so is purged as dead). Due at
-    // once, so a waiter that skipped the fast path queues up as soon as it is first.
-    let refresh_every = lock.fair_keepalive.map(|keepalive| keepalive / 3);
+    // A queued waiter re-attempts at least every third of the keep-alive, which refreshes
+    // its queue entry's deadline (a waiter that stops doing so is purged as dead). A fair
+    // waiter's refresh is due at once, so one that skipped the fast path queues up as
+    // soon as it is first.
+    let queued = lock.fair_keepalive.is_some() || server_queued;
+    let refresh_every = queued.then(|| lock.queue_keepalive() / 3);
     let mut refresh_at: Option<Instant> = refresh_every.map(|_| Instant::now());
     // Removes this owner's queue entry unless the wait ends by acquiring (the acquire
     // removed it): inline when the wait ends, in the background when it is cancelled.
     // Declared before the waiter, so that a cancelled wait drops the waiter first.
-    let mut entry = lock.fair_keepalive.filter(|_| !zero_wait).map(|_| QueueEntry::new(lock, names, &channel));
+    let mut entry = (queued && !zero_wait).then(|| QueueEntry::new(lock, names, &channel));
+    let mut position: Option<u64> = None;
+    let mut first_sent_at = Instant::now();
 
-    // Fast path: one round trip, no subscription. Skipped when local waiters are already
-    // queued on this lock, so a newcomer does not overtake them (FIFO among local
-    // waiters) — unless this owner holds the lock already: a re-entry must never queue
-    // behind waiters who are waiting for it. Waiters on another lock that shares the
-    // channel (`x` and `{x}`) do not count.
-    if zero_wait || subscriber.lock_waiters(&channel, names.key()) == 0 || lock.holds.has_current() {
+    // Fast path: one round trip, no subscription. A waiter of a lock without a server
+    // queue skips it when local waiters are already queued on this lock, so a newcomer
+    // does not overtake them (FIFO among local waiters) — unless this owner holds the
+    // lock already: a re-entry must never queue behind waiters who are waiting for it.
+    // Waiters on another lock that shares the channel (`x` and `{x}`) do not count. A
+    // server-queued waiter always takes it: the server puts it at the end of the queue.
+    if zero_wait || server_queued || subscriber.lock_waiters(&channel, names.key()) == 0 || lock.holds.has_current() {
+        first_sent_at = Instant::now();
         let attempt = lock.attempt(names, lease, lease_ms, mode, !zero_wait).await;
         refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
         match attempt {
             Ok(Ok(guard)) => return Ok(Some(disarm(entry, guard))),
             Ok(Err(_)) if zero_wait => return Ok(None),
-            Ok(Err(_)) => {}
+            Ok(Err(held)) => {
+                position = held.position;
+                retry_at = held.pttl.map(|pttl| args::instant_after(Instant::now(), pttl));
+            }
             Err(error) if zero_wait || !error.is_transient() => return leave(entry, Err(error)).await,
             Err(error) => {
                 tracing::debug!(%error, "acquire failed; retrying while the wait lasts");
@@ -110,8 +122,16 @@ pub(crate) async fn acquire_loop(
         // The wait ran out during the fast path: no point subscribing.
         return leave(entry, last_error.map_or(Ok(None), Err)).await;
     }
-    // Register before the next attempt: a release published from here on wakes us.
-    let waiter = subscriber.register_lock(&channel, names.key_arc());
+    // Register before the next attempt: a release published from here on wakes us. A
+    // server-queued waiter is also given what its client heard since the fast path was
+    // sent (or a turn to catch up, if its client was not listening all that time).
+    let waiter = if server_queued {
+        let queue_channel: Arc<str> = Arc::from(names.lock_queue_channel());
+        let owner: Arc<str> = Arc::from(lock.owner.as_str());
+        subscriber.register_queued(&channel, &queue_channel, names.key_arc(), &owner, position, first_sent_at)
+    } else {
+        subscriber.register_lock(&channel, names.key_arc())
+    };
     let subscribe_by = deadline.min(args::instant_after(Instant::now(), client.config.command_timeout));
     if !waiter.subscribed_by(subscribe_by).await {
         // Degraded, not stuck: we still retry on the holder's TTL, and the resubscribe
@@ -125,12 +145,13 @@ pub(crate) async fn acquire_loop(
     }
     loop {
         if let Some(held_until) = waiter.take_held_until() {
-            // The waiter ahead just acquired: the lock is held until about then.
+            // The waiter ahead just acquired (or a queue message made this waiter the
+            // head of a held lock): the lock is held until about then.
             retry_at = Some(held_until);
         }
         let now = Instant::now();
         let due = |at: Option<Instant>| at.is_some_and(|at| now >= at);
-        let timer_due = waiter.is_first() && (due(retry_at) || due(refresh_at));
+        let timer_due = (waiter.is_first() && due(retry_at)) || due(refresh_at);
         if waiter.take_turn() || timer_due {
             let attempt = lock.attempt(names, lease, lease_ms, mode, true).await;
             refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
@@ -140,14 +161,15 @@ pub(crate) async fn acquire_loop(
                     waiter.acquired(guard.lease_deadline().into());
                     return Ok(Some(disarm(entry, guard)));
                 }
-                Ok(Err(pttl)) => {
+                Ok(Err(held)) => {
                     // The server's expiry is at most `pttl` after the reply arrived: retrying
                     // then never comes before the key has expired. A hostile PTTL cannot
                     // overflow the clock.
-                    retry_at = pttl.map(|pttl| args::instant_after(Instant::now(), pttl));
+                    retry_at = held.pttl.map(|pttl| args::instant_after(Instant::now(), pttl));
+                    waiter.set_position(held.position);
                     backoff.reset();
                     last_error = None;
-                    tracing::trace!(?pttl, "held by another owner; waiting");
+                    tracing::trace!(pttl = ?held.pttl, position = ?held.position, "not acquired; waiting");
                 }
                 Err(error) if error.is_transient() => {
                     // Keep our place in line and try again after a back-off.
@@ -166,19 +188,18 @@ pub(crate) async fn acquire_loop(
             drop(waiter);
             return leave(entry.take(), last_error.map_or(Ok(None), Err)).await;
         }
-        // Only the first in line keeps a TTL timer (and a fair waiter's refresh timer);
-        // the others wait for their turn.
-        let until = if waiter.is_first() {
-            [retry_at, refresh_at].into_iter().flatten().fold(deadline, Instant::min)
-        } else {
-            deadline
-        };
+        // Only the first in line keeps a TTL timer; every queued waiter keeps its
+        // refresh timer. The others wait for their turn.
+        let ttl_timer = if waiter.is_first() { retry_at } else { None };
+        let until = [ttl_timer, refresh_at].into_iter().flatten().fold(deadline, Instant::min);
         waiter.wait_until(until).await;
     }
 }
 
-/// A fair waiter's entry in the server's queue (`redisson_lock_queue:{NAME}` and its
-/// deadline in `redisson_lock_timeout:{NAME}`), removed unless the wait acquired.
+/// A waiter's entry in the server's queue (a fair lock's `redisson_lock_queue:{NAME}` and
+/// its deadline in `redisson_lock_timeout:{NAME}`; a plain lock's
+/// `leasehold_lock_queue:{NAME}` and `leasehold_lock_waiters:{NAME}`), removed unless the
+/// wait acquired.
 struct QueueEntry {
     lock: Arc<LockShared>,
     names: LockNames,
@@ -192,10 +213,16 @@ impl QueueEntry {
         QueueEntry { lock: lock.clone(), names: names.clone(), channel: channel.clone(), armed: true }
     }
 
-    /// Another wait of the same owner (tasks sharing one `Arc<FairLock>`) still uses the
-    /// entry: leave it to that one. Called once this wait's `Waiter` is dropped.
+    /// Another wait of the same owner (tasks sharing one `Arc<Lock>` or `Arc<FairLock>`)
+    /// still uses the entry: leave it to that one. Called once this wait's `Waiter` is
+    /// dropped.
     fn shared_with_another_wait(&self) -> bool {
-        self.lock.client.subscriber.lock_waiters(&self.channel, self.names.key()) > 0
+        let subscriber = &self.lock.client.subscriber;
+        if self.lock.server_queued() {
+            return subscriber.owner_waiters(&self.channel, self.lock.owner.as_str()) > 0;
+        }
+        // A fair waiter's channel is its owner's own.
+        subscriber.lock_waiters(&self.channel, self.names.key()) > 0
     }
 }
 
@@ -206,7 +233,7 @@ impl Drop for QueueEntry {
         // turn discipline, retries bounded by the replay window). Synchronous and
         // non-blocking.
         if self.armed && !self.shared_with_another_wait() {
-            crate::lock::spawn_set_holds(self.lock.clone(), self.names.clone(), "cancelled fair wait cleaned up");
+            crate::lock::spawn_set_holds(self.lock.clone(), self.names.clone(), "cancelled wait cleaned up");
         }
     }
 }
@@ -236,7 +263,7 @@ async fn leave(entry: Option<QueueEntry>, result: Result<Option<LockGuard>>) -> 
     match lock.reset_holds(&entry.names).await {
         Ok(_) => entry.armed = false,
         Err(error) => {
-            tracing::debug!(lock = %entry.names.key(), %error, "fair wait clean-up failed; retrying in the background");
+            tracing::debug!(lock = %entry.names.key(), %error, "wait clean-up failed; retrying in the background");
         }
     }
     drop(turn);

@@ -1,4 +1,6 @@
--- acquire.lua: take or re-enter a reentrant lock (Redisson's RLock layout).
+-- acquire.lua: take or re-enter a reentrant lock (Redisson's RLock layout), and queue a
+-- waiting owner in leasehold's own wait queue, so that releases hand the lock to waiters
+-- in arrival order across every client and process.
 --
 -- The client is the authority on how many holds its owner has: its acquires and
 -- releases take turns, so it always knows how many live guards it has. It sends the
@@ -6,32 +8,121 @@
 -- sets the same count again, so it counts once, with no per-request state on the
 -- server (no latch key to write, expire or leave behind).
 --
+-- The wait queue is leasehold's own (Redisson ignores both keys): KEYS[2] lists the
+-- waiting owners in arrival order, KEYS[3] maps each to "DEADLINE LEASE": the server
+-- time (ms, TIME) until which its entry lives without a refresh, and the lease the lock
+-- gets when release.lua hands it over. A live waiter refreshes its entry with every
+-- call (at least every keep-alive / 3); a dead one stops blocking the queue once its
+-- deadline passes. A single try (ARGV[4] = "0", `try_lock`) never reads or writes the
+-- queue: the flash-sale path stays three commands.
+--
 -- KEYS[1]  lock key: a Hash, field = owner "CLIENT_UUID:N", value = hold count
+-- KEYS[2]  wait queue "leasehold_lock_queue:{NAME}" (List of owner fields, head first)
+-- KEYS[3]  waiter entries "leasehold_lock_waiters:{NAME}" (Hash owner -> "DEADLINE LEASE")
+-- KEYS[4]  queue channel "leasehold_lock__queue:{NAME}": "GRANTED NEXT WAIT_MS" tells
+--          a new queue head it is first (see release.lua)
 -- ARGV[1]  lease in milliseconds (> 0; checked by the caller). A re-entry never
 --          shortens the key's TTL: it only raises it to ARGV[1]
 -- ARGV[2]  owner field
 -- ARGV[3]  the owner's hold count after this acquire: its live guards + 1 (>= 1)
+-- ARGV[4]  keep-alive in ms of a queue entry (> 0): queue up or refresh the entry when
+--          not acquired, and honour the queue when the lock is free; "0": a single try
 --
 -- Replies:
---   {1, 1}       acquired fresh: the key did not exist, or this owner's field was
---                gone (its earlier holds expired or were force-released); count = 1
+--   {1, 1}       acquired fresh: the key did not exist (and, for a waiting call, no
+--                live waiter was ahead), or this owner's field was gone; count = 1.
+--                The owner's queue entry, if any, is removed
 --   {1, ARGV[3]} re-entered: the owner's field existed; its count is now ARGV[3]
---   {0, pttl}    held by another owner; pttl = the key's remaining TTL in ms,
---                -1 when the key has no expiry
+--                (also how a waiter claims a lock release.lua handed to it)
+--   {0, pttl}    single try: held by another owner; pttl = the key's remaining TTL in
+--                ms, -1 when the key has no expiry
+--   {0, wait, position}
+--                waiting call, not acquired: queued at `position` (0 = head). `wait`
+--                is the key's PTTL (-1: no expiry) while the lock is held, else (free,
+--                another live waiter is first) the ms until that waiter's entry
+--                expires (at least 1)
 -- Errors:
---   WRONGTYPE   KEYS[1] exists and is not a Hash; nothing was written
-if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, 1}
+--   WRONGTYPE   KEYS[1] exists and is not a Hash (or, for a waiting call, KEYS[2] is
+--               not a List or KEYS[3] not a Hash); nothing was written
+if ARGV[4] == '0' then
+  if redis.call('exists', KEYS[1]) == 0 then
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, 1}
+  end
+  -- HGET fails on a key of another type before anything is written.
+  if redis.call('hget', KEYS[1], ARGV[2]) then
+    redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
+    -- A nested hold with a shorter lease must not cut the outer holds short.
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+      redis.call('pexpire', KEYS[1], ARGV[1])
+    end
+    return {1, tonumber(ARGV[3])}
+  end
+  return {0, redis.call('pttl', KEYS[1])}
 end
--- HGET fails on a key of another type before anything is written.
-if redis.call('hget', KEYS[1], ARGV[2]) then
+
+-- A waiting call. Reads first: each raises WRONGTYPE before any write.
+local free = redis.call('exists', KEYS[1]) == 0
+local mine = (not free) and redis.call('hget', KEYS[1], ARGV[2])
+if mine then
   redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
-  -- A nested hold with a shorter lease must not cut the outer holds short.
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
     redis.call('pexpire', KEYS[1], ARGV[1])
   end
   return {1, tonumber(ARGV[3])}
 end
-return {0, redis.call('pttl', KEYS[1])}
+redis.call('lindex', KEYS[2], 0)
+redis.call('hget', KEYS[3], ARGV[2])
+
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- The first live entry; dead heads (deadline passed, or entry gone) are purged.
+local purged = false
+local head, head_deadline
+while true do
+  head = redis.call('lindex', KEYS[2], 0)
+  if not head then break end
+  local entry = redis.call('hget', KEYS[3], head)
+  head_deadline = entry and tonumber(string.match(entry, '^(%d+)'))
+  if head_deadline and head_deadline > now then break end
+  redis.call('lpop', KEYS[2])
+  redis.call('hdel', KEYS[3], head)
+  purged = true
+end
+
+if free and (not head or head == ARGV[2]) then
+  if head then
+    redis.call('lpop', KEYS[2])
+    redis.call('hdel', KEYS[3], head)
+    local next = redis.call('lindex', KEYS[2], 0)
+    if next then
+      -- The next waiter is first now; the lock is held for ARGV[1].
+      redis.call('publish', KEYS[4], '- ' .. next .. ' ' .. ARGV[1])
+    end
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, 1}
+end
+
+-- Queue up, or refresh the entry (HSET answers 1 only for a new field: a refresh moves
+-- the deadline, not the place). The queue's keys live as long as the newest deadline.
+local keepalive = tonumber(ARGV[4])
+if redis.call('hset', KEYS[3], ARGV[2], string.format('%d %s', now + keepalive, ARGV[1])) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+redis.call('pexpire', KEYS[2], keepalive)
+redis.call('pexpire', KEYS[3], keepalive)
+local position = redis.call('lpos', KEYS[2], ARGV[2])
+
+if not free then
+  return {0, redis.call('pttl', KEYS[1]), position}
+end
+-- Free, and another live waiter is first.
+if purged then
+  -- The purge made that waiter first: it may take the lock now.
+  redis.call('publish', KEYS[4], '- ' .. head .. ' 0')
+end
+return {0, math.max(head_deadline - now, 1), position}

@@ -32,6 +32,17 @@ pub const QUEUE_PREFIX: &str = "redisson_lock_queue";
 /// `RFairLock`), a sorted set owner field -> deadline in ms since the epoch.
 pub const TIMEOUT_PREFIX: &str = "redisson_lock_timeout";
 
+/// Prefix of a reentrant lock's wait queue (leasehold only; Redisson ignores it):
+/// `leasehold_lock_queue:{NAME}`, a List of waiting owner fields, head first.
+pub const LOCK_QUEUE_PREFIX: &str = "leasehold_lock_queue";
+/// Prefix of a lock's waiter entries (leasehold only): `leasehold_lock_waiters:{NAME}`,
+/// a Hash owner field -> `"DEADLINE LEASE"` (server time in ms until which the entry
+/// lives without a refresh; the lease a hand-over gives that waiter).
+pub const LOCK_WAITERS_PREFIX: &str = "leasehold_lock_waiters";
+/// Prefix of a lock's queue channel (leasehold only): `leasehold_lock__queue:{NAME}`,
+/// where releases announce hand-overs and new queue heads (`"GRANTED NEXT WAIT_MS"`).
+pub const LOCK_QUEUE_CHANNEL_PREFIX: &str = "leasehold_lock__queue";
+
 /// Prefix of a fenced resource's fence: `leasehold_fence:{RESOURCE}` (leasehold only;
 /// see `lua/fenced_write.lua`).
 pub const FENCE_PREFIX: &str = "leasehold_fence";
@@ -95,6 +106,19 @@ pub fn derived_key(prefix: &str, name: &str) -> String {
     }
 }
 
+/// Builds a leasehold-only key of the lock key `name` (no Redisson layout to follow), in
+/// `name`'s hash slot and distinct for every distinct `name`: `PREFIX:{NAME}` for a name
+/// without braces, else `PREFIX:{T}:NAME` with `T` a decimal slot tag. Unlike
+/// [`derived_key`], `x` and `{x}` (two locks) get two keys: the first `}` ends the
+/// brace-free form, while the other form goes on after its tag.
+pub fn unique_key(prefix: &str, name: &str) -> String {
+    if name.contains(['{', '}']) {
+        format!("{prefix}:{{{}}}:{name}", slot_tag(key_slot(name.as_bytes())))
+    } else {
+        format!("{prefix}:{{{name}}}")
+    }
+}
+
 /// `true` when [`derived_key`] follows Redisson's naming for the lock key `name`
 /// (`false` for names with braces but no valid hash tag, where Redisson's names would
 /// leave the lock's slot).
@@ -141,6 +165,26 @@ impl LockNames {
     /// The release channel as a shared string.
     pub fn channel_arc(&self) -> &Arc<str> {
         &self.channel
+    }
+
+    /// The lock's wait queue, `leasehold_lock_queue:{NAME}` (see [`LOCK_QUEUE_PREFIX`];
+    /// one per lock key, [`unique_key`]: `x` and `{x}` queue apart).
+    pub fn lock_queue_key(&self) -> String {
+        unique_key(LOCK_QUEUE_PREFIX, &self.key)
+    }
+
+    /// The lock's waiter entries, `leasehold_lock_waiters:{NAME}` (see
+    /// [`LOCK_WAITERS_PREFIX`]; one per lock key, as the queue).
+    pub fn lock_waiters_key(&self) -> String {
+        unique_key(LOCK_WAITERS_PREFIX, &self.key)
+    }
+
+    /// The lock's queue channel, `leasehold_lock__queue:{NAME}` (see
+    /// [`LOCK_QUEUE_CHANNEL_PREFIX`]). Derived like the release channel, so locks that
+    /// share a release channel (`x` and `{x}`) share it too: its messages name owners,
+    /// and an owner belongs to one lock.
+    pub fn lock_queue_channel(&self) -> String {
+        derived_key(LOCK_QUEUE_CHANNEL_PREFIX, &self.key)
     }
 
     /// The fencing counter, `redisson_lock_token:{NAME}`.
@@ -232,6 +276,9 @@ mod tests {
                 lock.token_key(),
                 lock.queue_key(),
                 lock.timeout_key(),
+                lock.lock_queue_key(),
+                lock.lock_waiters_key(),
+                lock.lock_queue_channel(),
                 lock.waiter_channel("00000000-0000-0000-0000-000000000000:1"),
                 format!("{}:r1", derived_key("p", name)),
             ];
@@ -239,6 +286,15 @@ mod tests {
                 assert_eq!(key_slot(derived.as_bytes()), slot, "{derived:?} is not in the slot of {name:?}");
             }
         }
+    }
+
+    #[test]
+    fn each_lock_key_gets_its_own_queue() {
+        let names = ["x", "{x}", "{x}x", "x}", "{", "}", "{}", "a{b", "{x}:x", "order:1"];
+        let queues: std::collections::HashSet<String> =
+            names.iter().map(|name| LockNames::new(name).expect("valid").lock_queue_key()).collect();
+        assert_eq!(queues.len(), names.len(), "{queues:?}");
+        assert_eq!(LockNames::new("order:1").expect("valid").lock_queue_key(), "leasehold_lock_queue:{order:1}");
     }
 
     #[test]

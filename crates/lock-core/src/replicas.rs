@@ -84,6 +84,10 @@ pub struct AcquireSpec {
     pub sync: Option<ReplicaSync>,
     /// `Some(..)`: run `fair_acquire.lua` (a fair lock; no fencing token is issued).
     pub fair: Option<FairAcquire>,
+    /// `Some(keep-alive ms)`: a waiting call of a plain lock (`acquire.lua`): queue up
+    /// in the lock's wait queue when not acquired. Ignored by the fenced and fair
+    /// scripts.
+    pub queue_keepalive_ms: Option<u64>,
 }
 
 /// The fair-lock part of an acquire ([`AcquireSpec::fair`]).
@@ -144,11 +148,11 @@ impl LockStore {
                 (&*scripts::FAIR_ACQUIRE, fair_keys(names), args)
             }
             (None, None) if spec.sync.is_none() => {
-                let acquire = self.acquire(names, owner, lease_ms, target).await?;
+                let acquire = self.acquire(names, owner, lease_ms, target, spec.queue_keepalive_ms).await?;
                 return Ok(AcquireReply { acquire, token: None, acknowledged: None });
             }
             (None, None) => {
-                let (keys, args) = acquire_args(names, owner, lease_ms, target);
+                let (keys, args) = acquire_args(names, owner, lease_ms, target, spec.queue_keepalive_ms);
                 (&*scripts::ACQUIRE, keys, args)
             }
             (None, Some(token_ttl_ms)) => {

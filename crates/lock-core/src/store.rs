@@ -21,10 +21,16 @@ pub enum Acquire {
         /// The owner's hold count after this acquire.
         holds: u64,
     },
-    /// Another owner holds the lock.
+    /// Another owner holds the lock (or, for a waiting call, the lock is free but
+    /// another live waiter is ahead in the queue).
     Held {
-        /// The key's remaining TTL, `None` when the key has no expiry.
+        /// How long to wait before trying again unprompted: the key's remaining TTL
+        /// (`None` when the key has no expiry), or, when the lock is free but another
+        /// waiter is first, the life left in that waiter's queue entry.
         pttl: Option<Duration>,
+        /// A waiting call's place in the lock's wait queue (0 = head); `None` for a
+        /// single try, which never queues.
+        position: Option<u64>,
     },
 }
 
@@ -47,18 +53,31 @@ pub enum Release {
 pub struct LockStore {
     client: Client,
     command_timeout: Duration,
+    /// Whether every release reads the wait queue, even when its unlock message reached
+    /// no subscriber (see `release.lua`, ARGV[5]).
+    always_read_queue: bool,
 }
 
 /// The KEYS and ARGV of `acquire.lua` (shared with the replica-synced acquire in
 /// `replicas.rs`, so the two cannot drift apart).
+///
+/// `queue_keepalive_ms`: `Some` for a waiting call (queue up when not acquired, with
+/// that keep-alive), `None` for a single try, which names only the lock key.
 pub(crate) fn acquire_args(
     names: &LockNames,
     owner: &OwnerId,
     lease_ms: u64,
     target: u64,
+    queue_keepalive_ms: Option<u64>,
 ) -> (Vec<String>, Vec<String>) {
-    let keys = vec![names.key().to_owned()];
-    let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string()];
+    let keys = match queue_keepalive_ms {
+        None => vec![names.key().to_owned()],
+        Some(_) => {
+            vec![names.key().to_owned(), names.lock_queue_key(), names.lock_waiters_key(), names.lock_queue_channel()]
+        }
+    };
+    let keepalive = queue_keepalive_ms.map_or_else(|| "0".to_owned(), |ms| ms.max(1).to_string());
+    let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string(), keepalive];
     (keys, args)
 }
 
@@ -71,7 +90,16 @@ pub(crate) fn fair_keys(names: &LockNames) -> Vec<String> {
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
     pub fn new(client: Client, command_timeout: Duration) -> Self {
-        LockStore { client, command_timeout }
+        LockStore { client, command_timeout, always_read_queue: false }
+    }
+
+    /// Makes every release read the lock's wait queue, even when its unlock message
+    /// reached no subscriber. Needed where `PUBLISH` does not count every subscriber: a
+    /// cluster with classic pub/sub counts only those of the node that ran the script.
+    #[must_use]
+    pub fn always_reading_queue(mut self, always: bool) -> Self {
+        self.always_read_queue = always;
+        self
     }
 
     /// The fred client.
@@ -103,6 +131,9 @@ impl LockStore {
 
     /// Runs `acquire.lua`: take the lock for `owner`, or re-enter it, ending with
     /// `target` holds (the owner's live guards + 1). A replay sets the same count again.
+    /// With `queue_keepalive_ms` (a waiting call), an owner that does not acquire is
+    /// queued (or its entry refreshed) in the lock's wait queue, and a free lock goes to
+    /// it only when no live waiter is ahead.
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
@@ -110,17 +141,26 @@ impl LockStore {
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
-    pub async fn acquire(&self, names: &LockNames, owner: &OwnerId, lease_ms: u64, target: u64) -> Result<Acquire> {
-        let (keys, args) = acquire_args(names, owner, lease_ms, target);
+    pub async fn acquire(
+        &self,
+        names: &LockNames,
+        owner: &OwnerId,
+        lease_ms: u64,
+        target: u64,
+        queue_keepalive_ms: Option<u64>,
+    ) -> Result<Acquire> {
+        let (keys, args) = acquire_args(names, owner, lease_ms, target, queue_keepalive_ms);
         let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
         acquire_from_reply("acquire.lua", names, &reply)
     }
 
     /// Runs `release.lua`: set `owner`'s hold count to `target` (the holds its other
-    /// live guards account for); at 0 the owner is removed and the unlock message
-    /// published. While holds remain, the key's TTL is raised to `need_ms` (never
-    /// lowered; 0 leaves it as it is). A replay sets the same count again. Also undoes
-    /// an acquire whose caller went away (`target` = the live guards, `need_ms` = 0).
+    /// live guards account for); at 0 the owner is removed, the unlock message
+    /// published and the lock handed to the first live waiter of its wait queue. While
+    /// holds remain, the key's TTL is raised to `need_ms` (never lowered; 0 leaves it as
+    /// it is). A replay sets the same count again. Also undoes an acquire whose caller
+    /// went away (`target` = the live guards, `need_ms` = 0); with `leave_queue`, it also
+    /// removes the owner's queue entry (a wait that ended without the lock).
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
@@ -128,9 +168,30 @@ impl LockStore {
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
-    pub async fn release(&self, names: &LockNames, owner: &OwnerId, target: u64, need_ms: u64) -> Result<Release> {
-        let keys = vec![names.key().to_owned(), names.channel().to_owned()];
-        let args = vec![owner.as_str().to_owned(), target.to_string(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
+    pub async fn release(
+        &self,
+        names: &LockNames,
+        owner: &OwnerId,
+        target: u64,
+        need_ms: u64,
+        leave_queue: bool,
+    ) -> Result<Release> {
+        let keys = vec![
+            names.key().to_owned(),
+            names.channel().to_owned(),
+            names.lock_queue_key(),
+            names.lock_waiters_key(),
+            names.lock_queue_channel(),
+        ];
+        let flag = |on: bool| if on { "1" } else { "0" }.to_owned();
+        let args = vec![
+            owner.as_str().to_owned(),
+            target.to_string(),
+            need_ms.to_string(),
+            UNLOCK_MESSAGE.to_owned(),
+            flag(self.always_read_queue),
+            flag(leave_queue),
+        ];
         let reply: i64 = scripts::RELEASE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
         Ok(release_from_reply(reply))
     }
@@ -307,7 +368,10 @@ impl LockStore {
 pub(crate) fn acquire_from_reply(script: &str, names: &LockNames, reply: &[i64]) -> Result<Acquire> {
     match reply {
         [1, holds, ..] => Ok(Acquire::Acquired { holds: non_negative(*holds) }),
-        [0, pttl] => Ok(Acquire::Held { pttl: pttl_from_reply(*pttl) }),
+        [0, pttl] => Ok(Acquire::Held { pttl: pttl_from_reply(*pttl), position: None }),
+        [0, pttl, position] => {
+            Ok(Acquire::Held { pttl: pttl_from_reply(*pttl), position: Some(non_negative(*position)) })
+        }
         other => Err(unexpected(script, names, other)),
     }
 }

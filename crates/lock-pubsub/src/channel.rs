@@ -1,9 +1,17 @@
-//! The local waiters of one release channel: one FIFO queue of slots per lock.
+//! The local waiters of one release channel: one FIFO queue of slots per lock, and the
+//! waiters whose order the server keeps.
 //!
 //! Several locks can share a channel: `x` and `{x}` both publish on
 //! `redisson_lock__channel:{x}` (Redisson's naming). Their waiters queue separately, so
 //! a waiter on a free lock never waits behind a waiter on a held one. The strict FIFO
 //! rules below hold within each lock's queue.
+//!
+//! A *server-queued* waiter (a `Lock` waiter: its place is in the lock's wait queue on
+//! the server, `acquire.lua`) is not in a local line at all: the server's queue orders
+//! every client's waiters, and releases hand the lock to its head. Such a waiter is
+//! woken by a queue message naming its owner (the lock was handed to it, or it became
+//! the head), and by an unlock message only while it is the head or not queued yet
+//! (an unlock from a Redisson client, which hands nothing over).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -25,17 +33,122 @@ struct Slot {
     signal: Arc<Notify>,
 }
 
+/// A waiter whose place is kept by the server's wait queue.
+#[derive(Debug)]
+struct QueuedSlot {
+    id: u64,
+    lock: Arc<str>,
+    /// The waiter's owner field: queue messages name owners.
+    owner: Arc<str>,
+    /// Its place in the server's queue as last reported (0 = head); `None` while not
+    /// queued.
+    position: Option<u64>,
+    woken: bool,
+    held_until: Option<Instant>,
+    signal: Arc<Notify>,
+}
+
+impl QueuedSlot {
+    fn wake(&mut self) {
+        self.woken = true;
+        self.signal.notify_one();
+    }
+
+    /// Applies a queue message that arrived at `at`.
+    fn apply(&mut self, message: &QueueMessage<'_>, at: Instant) {
+        if Some(&*self.owner) == message.granted {
+            self.position = Some(0);
+            self.wake();
+        } else if Some(&*self.owner) == message.next {
+            self.position = Some(0);
+            if message.wait_ms == 0 {
+                self.wake();
+            } else {
+                let wait = std::time::Duration::from_millis(message.wait_ms);
+                self.held_until = Some(at.checked_add(wait).unwrap_or(at));
+                // Not a turn: it re-plans its wait as the head.
+                self.signal.notify_one();
+            }
+        }
+    }
+
+    /// Whether an unlock message concerns it: a Redisson client's unlock hands nothing
+    /// over, so the head (or a waiter that is not queued yet) must try.
+    fn woken_by_unlock(&self) -> bool {
+        self.position.is_none_or(|position| position == 0)
+    }
+}
+
+/// A message on a lock's queue channel (`release.lua`): `"GRANTED NEXT WAIT_MS"`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct QueueMessage<'a> {
+    /// The owner the lock was handed to, if any.
+    pub(crate) granted: Option<&'a str>,
+    /// The owner now first in the queue, if any.
+    pub(crate) next: Option<&'a str>,
+    /// When `next` should try unprompted: 0 = now, else after this long (when the lock
+    /// expires if nobody releases it).
+    pub(crate) wait_ms: u64,
+}
+
+impl<'a> QueueMessage<'a> {
+    /// Parses a queue message; `None` for anything else.
+    pub(crate) fn parse(payload: &'a str) -> Option<Self> {
+        let mut parts = payload.split(' ');
+        let owner = |part: &'a str| (part != "-").then_some(part);
+        let granted = owner(parts.next()?);
+        let next = owner(parts.next()?);
+        let wait_ms = parts.next()?.parse().ok()?;
+        parts.next().is_none().then_some(QueueMessage { granted, next, wait_ms })
+    }
+}
+
+/// A queue message kept for a waiter that registers just after it arrived.
+#[derive(Debug)]
+struct RecentMessage {
+    at: Instant,
+    granted: Option<Box<str>>,
+    next: Option<Box<str>>,
+    wait_ms: u64,
+}
+
+/// How many queue messages a channel keeps for late registrations. A waiter registers
+/// one round trip after its first call was sent; this covers hundreds of hand-overs in
+/// that time.
+const RECENT_MESSAGES: usize = 256;
+
+/// How close to the head a waiter that registered before its client's subscription was
+/// confirmed must be to catch up with one call (see [`ChannelWaiters::join_queued`]).
+const CATCH_UP_DEPTH: u64 = 3;
+
 #[derive(Debug, Default)]
 struct State {
     /// Lock key → its waiters in line. A lock's entry goes when its last waiter leaves.
     locks: HashMap<Arc<str>, VecDeque<Slot>>,
+    /// Server-queued waiters, in no particular order.
+    queued: Vec<QueuedSlot>,
+    /// The latest queue messages, oldest first, and when the latest unlock message
+    /// came: a server-queued waiter's first call is answered before it registers here,
+    /// and what arrived in between must not be lost (see [`ChannelWaiters::join_queued`]).
+    recent: VecDeque<RecentMessage>,
+    last_unlock: Option<Instant>,
     subscribed: bool,
+    /// Since when the subscription has been confirmed without a break.
+    subscribed_since: Option<Instant>,
     next_id: u64,
 }
 
 impl State {
     fn slot(&mut self, lock: &str, id: u64) -> Option<&mut Slot> {
         self.locks.get_mut(lock)?.iter_mut().find(|slot| slot.id == id)
+    }
+
+    fn queued_slot(&mut self, id: u64) -> Option<&mut QueuedSlot> {
+        self.queued.iter_mut().find(|slot| slot.id == id)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.locks.is_empty() && self.queued.is_empty()
     }
 }
 
@@ -44,6 +157,9 @@ impl State {
 #[derive(Debug)]
 pub(crate) struct ChannelWaiters {
     pub(crate) name: Arc<str>,
+    /// The lock's queue channel, subscribed and unsubscribed together with `name`
+    /// (`None` for a channel without one, such as a fair lock waiter's own channel).
+    pub(crate) companion: Option<Arc<str>>,
     state: Mutex<State>,
     subscribed_signal: Notify,
 }
@@ -57,8 +173,8 @@ pub(crate) enum Departure {
 }
 
 impl ChannelWaiters {
-    pub(crate) fn new(name: Arc<str>) -> Self {
-        ChannelWaiters { name, state: Mutex::new(State::default()), subscribed_signal: Notify::new() }
+    pub(crate) fn new(name: Arc<str>, companion: Option<Arc<str>>) -> Self {
+        ChannelWaiters { name, companion, state: Mutex::new(State::default()), subscribed_signal: Notify::new() }
     }
 
     /// Joins the end of `lock`'s queue. The first in line starts woken: it may try at
@@ -81,7 +197,12 @@ impl ChannelWaiters {
     /// round trip on a lock that was just taken. Other locks' queues are not touched.
     pub(crate) fn leave(&self, lock: &str, id: u64, held_until: Option<Instant>) -> Departure {
         let mut state = self.state.lock();
-        let departure = |state: &State| if state.locks.is_empty() { Departure::Empty } else { Departure::Others };
+        let departure = |state: &State| if state.is_empty() { Departure::Empty } else { Departure::Others };
+        if let Some(index) = state.queued.iter().position(|slot| slot.id == id) {
+            // The server keeps the order: nothing to hand on locally.
+            state.queued.swap_remove(index);
+            return departure(&state);
+        }
         let Some(queue) = state.locks.get_mut(lock) else { return departure(&state) };
         let Some(index) = queue.iter().position(|slot| slot.id == id) else { return departure(&state) };
         let Some(slot) = queue.remove(index) else { return departure(&state) };
@@ -105,24 +226,121 @@ impl ChannelWaiters {
         Departure::Others
     }
 
-    /// Takes the timer a departing acquirer left this waiter, if any.
+    /// Joins as a server-queued waiter of `lock` for `owner`, at `position` in the
+    /// server's queue (`None`: not queued yet), as the call sent at `sent_at` reported.
+    ///
+    /// Messages that came after `sent_at` were for a waiter not registered yet: if the
+    /// subscription was confirmed all that time, they are replayed from the channel's
+    /// recent messages (a hand-over to `owner`, `owner` made the head, an unlock while
+    /// it is the head). If it was not, a release may have handed the lock over or freed
+    /// it unheard, so a waiter near the head starts with a turn: one call catches up.
+    pub(crate) fn join_queued(
+        &self,
+        lock: &Arc<str>,
+        owner: &Arc<str>,
+        position: Option<u64>,
+        sent_at: Instant,
+        signal: Arc<Notify>,
+    ) -> u64 {
+        let mut state = self.state.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        let mut slot = QueuedSlot {
+            id,
+            lock: lock.clone(),
+            owner: owner.clone(),
+            position,
+            woken: false,
+            held_until: None,
+            signal,
+        };
+        let heard_everything = state.subscribed && state.subscribed_since.is_some_and(|since| since <= sent_at);
+        if heard_everything {
+            for message in state.recent.iter().filter(|message| message.at >= sent_at) {
+                let message_ref = QueueMessage {
+                    granted: message.granted.as_deref(),
+                    next: message.next.as_deref(),
+                    wait_ms: message.wait_ms,
+                };
+                slot.apply(&message_ref, message.at);
+            }
+            if position.is_none() || (slot.position == Some(0) && state.last_unlock.is_some_and(|at| at >= sent_at)) {
+                slot.woken = true;
+            }
+        } else {
+            // Only a waiter near the head can have been handed the lock (or freed it)
+            // unheard: further back, that takes CATCH_UP_DEPTH holders coming and going
+            // within the few round trips a subscription takes. Should it happen anyway,
+            // the waiter's next queue refresh (a third of the keep-alive) claims it.
+            slot.woken = position.is_none_or(|position| position < CATCH_UP_DEPTH);
+        }
+        state.queued.push(slot);
+        id
+    }
+
+    /// Records a server-queued waiter's place, as its last call reported it.
+    pub(crate) fn set_position(&self, id: u64, position: Option<u64>) {
+        if let Some(slot) = self.state.lock().queued_slot(id) {
+            slot.position = position;
+        }
+    }
+
+    /// A queue message: the granted owner's waiters get a turn (to claim the lock), the
+    /// new head's become first, with a turn (`wait_ms` 0) or a timer.
+    pub(crate) fn queue_message(&self, message: &QueueMessage<'_>) {
+        let mut state = self.state.lock();
+        let now = Instant::now();
+        for slot in &mut state.queued {
+            slot.apply(message, now);
+        }
+        if state.recent.len() == RECENT_MESSAGES {
+            state.recent.pop_front();
+        }
+        state.recent.push_back(RecentMessage {
+            at: now,
+            granted: message.granted.map(Box::from),
+            next: message.next.map(Box::from),
+            wait_ms: message.wait_ms,
+        });
+    }
+
+    /// Takes the timer a departing acquirer (or a queue message) left this waiter, if
+    /// any.
     pub(crate) fn take_held_until(&self, lock: &str, id: u64) -> Option<Instant> {
-        self.state.lock().slot(lock, id).and_then(|slot| slot.held_until.take())
+        let mut state = self.state.lock();
+        if let Some(slot) = state.queued_slot(id) {
+            return slot.held_until.take();
+        }
+        state.slot(lock, id).and_then(|slot| slot.held_until.take())
     }
 
     /// Consumes this waiter's wake-up, if it has one.
     pub(crate) fn take_wake(&self, lock: &str, id: u64) -> bool {
-        self.state.lock().slot(lock, id).is_some_and(|slot| std::mem::take(&mut slot.woken))
+        let mut state = self.state.lock();
+        if let Some(slot) = state.queued_slot(id) {
+            return std::mem::take(&mut slot.woken);
+        }
+        state.slot(lock, id).is_some_and(|slot| std::mem::take(&mut slot.woken))
     }
 
     /// `true` if this waiter holds a wake-up, without consuming it.
     pub(crate) fn has_wake(&self, lock: &str, id: u64) -> bool {
-        self.state.lock().slot(lock, id).is_some_and(|slot| slot.woken)
+        let mut state = self.state.lock();
+        if let Some(slot) = state.queued_slot(id) {
+            return slot.woken;
+        }
+        state.slot(lock, id).is_some_and(|slot| slot.woken)
     }
 
-    /// `true` while this waiter is first in its lock's line.
+    /// `true` while this waiter is first in its lock's line (for a server-queued one:
+    /// the head of the server's queue, as last reported).
     pub(crate) fn is_first(&self, lock: &str, id: u64) -> bool {
-        self.state.lock().locks.get(lock).and_then(VecDeque::front).is_some_and(|slot| slot.id == id)
+        let mut state = self.state.lock();
+        if let Some(slot) = state.queued_slot(id) {
+            // Not queued yet counts as first: it retries on its timers.
+            return slot.position.is_none_or(|position| position == 0);
+        }
+        state.locks.get(lock).and_then(VecDeque::front).is_some_and(|slot| slot.id == id)
     }
 
     /// An unlock message: wakes the first waiter in line of **every** lock on the
@@ -132,9 +350,19 @@ impl ChannelWaiters {
     /// arrive after the next waiter already got in through its turn, so extra messages
     /// are normal). Waking the first waiter of a lock that is still held costs it one
     /// attempt, answered "held", and it keeps its place.
+    ///
+    /// Server-queued waiters are woken only while first in the server's queue or not
+    /// queued yet: a leasehold release hands the lock over and names the new owner on
+    /// the queue channel, so only an unlock that handed nothing over (a Redisson
+    /// client's) concerns them.
     pub(crate) fn wake_one(&self) {
-        for queue in self.state.lock().locks.values_mut() {
+        let mut state = self.state.lock();
+        state.last_unlock = Some(Instant::now());
+        for queue in state.locks.values_mut() {
             wake_first(queue);
+        }
+        for slot in state.queued.iter_mut().filter(|slot| slot.woken_by_unlock()) {
+            slot.wake();
         }
     }
 
@@ -146,20 +374,37 @@ impl ChannelWaiters {
             slot.woken = true;
             slot.signal.notify_one();
         }
+        for slot in &mut state.queued {
+            slot.wake();
+        }
     }
 
     /// Waiters on the channel, over all its locks.
     pub(crate) fn len(&self) -> usize {
-        self.state.lock().locks.values().map(VecDeque::len).sum()
+        let state = self.state.lock();
+        state.locks.values().map(VecDeque::len).sum::<usize>() + state.queued.len()
     }
 
     /// Waiters on `lock`.
     pub(crate) fn lock_len(&self, lock: &str) -> usize {
-        self.state.lock().locks.get(lock).map_or(0, VecDeque::len)
+        let state = self.state.lock();
+        state.locks.get(lock).map_or(0, VecDeque::len) + state.queued.iter().filter(|slot| &*slot.lock == lock).count()
+    }
+
+    /// Server-queued waiters of `owner`.
+    pub(crate) fn owner_len(&self, owner: &str) -> usize {
+        self.state.lock().queued.iter().filter(|slot| &*slot.owner == owner).count()
     }
 
     pub(crate) fn set_subscribed(&self, subscribed: bool) {
-        self.state.lock().subscribed = subscribed;
+        let mut state = self.state.lock();
+        state.subscribed = subscribed;
+        if !subscribed {
+            state.subscribed_since = None;
+        } else if state.subscribed_since.is_none() {
+            state.subscribed_since = Some(Instant::now());
+        }
+        drop(state);
         if subscribed {
             self.subscribed_signal.notify_waiters();
         }
@@ -225,7 +470,7 @@ mod tests {
     }
 
     fn channel() -> OneLock {
-        OneLock { channel: ChannelWaiters::new(Arc::from("c")), lock: Arc::from("x") }
+        OneLock { channel: ChannelWaiters::new(Arc::from("c"), None), lock: Arc::from("x") }
     }
 
     fn join(ch: &ChannelWaiters, lock: &str) -> u64 {
@@ -311,7 +556,7 @@ mod tests {
 
     #[test]
     fn each_lock_on_a_channel_has_its_own_line() {
-        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"));
+        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"), None);
         let x1 = join(&ch, "x");
         let x2 = join(&ch, "x");
         let braced = join(&ch, "{x}");
@@ -326,7 +571,7 @@ mod tests {
 
     #[test]
     fn unlock_wakes_the_first_of_every_lock_and_nobody_further_back() {
-        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"));
+        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"), None);
         let x: Vec<u64> = (0..3).map(|_| join(&ch, "x")).collect();
         let braced: Vec<u64> = (0..2).map(|_| join(&ch, "{x}")).collect();
         assert!(ch.take_wake("x", x[0]) && ch.take_wake("{x}", braced[0]));
@@ -342,7 +587,7 @@ mod tests {
 
     #[test]
     fn departures_hand_on_within_their_own_lock() {
-        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"));
+        let ch = ChannelWaiters::new(Arc::from("redisson_lock__channel:{x}"), None);
         let x1 = join(&ch, "x");
         let x2 = join(&ch, "x");
         let b1 = join(&ch, "{x}");

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::time::Instant;
 
-use crate::channel::{ChannelWaiters, Departure};
+use crate::channel::{ChannelWaiters, Departure, QueueMessage};
 use crate::waiter::Waiter;
 
 /// Shares one subscriber connection among every waiter of a client.
@@ -57,6 +57,9 @@ struct Registry {
     /// *Desired*: channel → its waiters, present while at least one waiter is queued on
     /// it (on any of its locks).
     channels: HashMap<Arc<str>, Arc<ChannelWaiters>>,
+    /// Queue channel → the entry of the release channel it belongs to (subscribed with
+    /// it; see [`Subscriber::register_queued`]).
+    companions: HashMap<Arc<str>, Arc<ChannelWaiters>>,
     /// Channels whose entry appeared or went since the task last took this set: the
     /// only ones a reconcile has to look at, so that its cost (and, since it runs on
     /// the task that dispatches messages, the cost of a message) does not grow with the
@@ -100,6 +103,7 @@ impl Subscriber {
             retry_delay: Duration::from_millis(50),
             wake_after_subscribe: false,
             failed: HashSet::new(),
+            companion_of: HashMap::new(),
         };
         tokio::spawn(task.run(messages, reconnects, shutdown_rx, reconcile));
         Subscriber { shared }
@@ -110,6 +114,49 @@ impl Subscriber {
     /// FIFO queue; the channel has one subscription, shared by all of them, requested
     /// now (for the first waiter on the channel) and confirmed asynchronously.
     pub fn register_lock(&self, channel: &Arc<str>, lock_key: &Arc<str>) -> Waiter {
+        self.join(channel, None, |waiters, signal| waiters.join(lock_key, signal), lock_key)
+    }
+
+    /// Joins as a waiter whose place the server's wait queue keeps (a `Lock` waiter:
+    /// `acquire.lua` queued `owner` at `position`, or `None` when not queued yet, in
+    /// reply to the call sent at `sent_at`: queue messages received since then are
+    /// replayed for it, or, if the subscription was not confirmed all that time, it
+    /// starts with a turn to catch up), on
+    /// the lock's release channel `channel` and its queue channel `queue_channel`, which
+    /// is subscribed with it. Such a waiter is not in a local line: it gets a turn when a
+    /// queue message hands the lock to `owner` or makes it the head (or, with a timer,
+    /// the head of a held lock), and when an unlock message arrives while it is the
+    /// head or not queued (a Redisson client's unlock hands nothing over). Report its
+    /// place after every call with [`Waiter::set_position`].
+    ///
+    /// Every registration on one release channel must name the same queue channel (or,
+    /// through [`Subscriber::register_lock`], none, for a channel that has no queue).
+    pub fn register_queued(
+        &self,
+        channel: &Arc<str>,
+        queue_channel: &Arc<str>,
+        lock_key: &Arc<str>,
+        owner: &Arc<str>,
+        position: Option<u64>,
+        sent_at: Instant,
+    ) -> Waiter {
+        self.join(
+            channel,
+            Some(queue_channel),
+            |waiters, signal| waiters.join_queued(lock_key, owner, position, sent_at, signal),
+            lock_key,
+        )
+    }
+
+    /// Registers on `channel` (creating its entry, with `companion`, for the first
+    /// waiter) and joins it with `join`.
+    fn join(
+        &self,
+        channel: &Arc<str>,
+        companion: Option<&Arc<str>>,
+        join: impl FnOnce(&ChannelWaiters, Arc<Notify>) -> u64,
+        lock_key: &Arc<str>,
+    ) -> Waiter {
         let signal = Arc::new(Notify::new());
         let (waiters, id, first_on_channel) = {
             let mut registry = self.shared.registry.lock();
@@ -120,15 +167,18 @@ impl Subscriber {
                 .entry(channel.clone())
                 .or_insert_with(|| {
                     first_on_channel = true;
-                    Arc::new(ChannelWaiters::new(channel.clone()))
+                    Arc::new(ChannelWaiters::new(channel.clone(), companion.cloned()))
                 })
                 .clone();
             if first_on_channel {
+                if let Some(companion) = &waiters.companion {
+                    registry.companions.insert(companion.clone(), waiters.clone());
+                }
                 // Even when the channel is still subscribed for an earlier entry, only
                 // the task may confirm it: an UNSUBSCRIBE for it may be in flight now.
                 registry.dirty.insert(channel.clone());
             }
-            let id = waiters.join(lock_key, signal.clone());
+            let id = join(&waiters, signal.clone());
             (waiters, id, first_on_channel)
         };
         if first_on_channel {
@@ -154,7 +204,14 @@ impl Subscriber {
         self.shared.registry.lock().channels.get(channel).map_or(0, |w| w.lock_len(lock_key))
     }
 
-    /// The channels the server has confirmed, as the subscriber task last saw them.
+    /// How many server-queued waiters of `owner` wait on `channel` now (see
+    /// [`Subscriber::register_queued`]).
+    pub fn owner_waiters(&self, channel: &str, owner: &str) -> usize {
+        self.shared.registry.lock().channels.get(channel).map_or(0, |w| w.owner_len(owner))
+    }
+
+    /// The channels the server has confirmed, as the subscriber task last saw them
+    /// (queue channels included).
     pub fn active_channels(&self) -> Vec<String> {
         let mut channels: Vec<String> = self.shared.active.lock().iter().map(|c| c.to_string()).collect();
         channels.sort();
@@ -186,6 +243,9 @@ impl Shared {
             // Remove the entry only if it is still this one (a new entry may have replaced it).
             if registry.channels.get(&waiters.name).is_some_and(|current| Arc::ptr_eq(current, waiters)) {
                 registry.channels.remove(&waiters.name);
+                if let Some(companion) = &waiters.companion {
+                    registry.companions.remove(companion);
+                }
                 registry.dirty.insert(waiters.name.clone());
                 drop(registry);
                 self.reconcile.notify_one();
@@ -203,7 +263,24 @@ impl Shared {
 
     fn dispatch(&self, message: &Message) {
         self.stats.messages.fetch_add(1, Ordering::Relaxed);
-        let Some(waiters) = self.registry.lock().channels.get(&*message.channel).cloned() else { return };
+        let (waiters, queue) = {
+            let registry = self.registry.lock();
+            match registry.channels.get(&*message.channel) {
+                Some(waiters) => (waiters.clone(), None),
+                None => match registry.companions.get(&*message.channel) {
+                    Some(waiters) => (waiters.clone(), message.value.as_str()),
+                    None => return,
+                },
+            }
+        };
+        if let Some(payload) = queue {
+            match QueueMessage::parse(&payload) {
+                Some(queue_message) => waiters.queue_message(&queue_message),
+                // Not ours to read: waking everyone costs at most a retry each.
+                None => waiters.wake_all(),
+            }
+            return;
+        }
         let unlock = message.value.as_str().is_some_and(|payload| payload == lock_core::names::UNLOCK_MESSAGE);
         if unlock {
             // The message does not say which of the channel's locks was released: the
@@ -237,6 +314,9 @@ struct Task {
     /// timed out, so such a channel counts as possibly subscribed: if no waiter wants
     /// it any more, it is unsubscribed even though it was never confirmed.
     failed: HashSet<Arc<str>>,
+    /// Release channel → the queue channel subscribed with it, kept until both are
+    /// unsubscribed (the entry that named the companion may be gone by then).
+    companion_of: HashMap<Arc<str>, Arc<str>>,
 }
 
 impl Task {
@@ -332,7 +412,15 @@ impl Task {
 
         if !to_subscribe.is_empty() {
             shared.stats.subscribe_calls.fetch_add(1, Ordering::Relaxed);
-            let names: Vec<String> = to_subscribe.iter().map(|c| c.to_string()).collect();
+            let mut names: Vec<String> = Vec::with_capacity(to_subscribe.len());
+            for channel in &to_subscribe {
+                names.push(channel.to_string());
+                let companion = shared.desired(channel).and_then(|waiters| waiters.companion.clone());
+                if let Some(companion) = companion {
+                    names.push(companion.to_string());
+                    self.companion_of.insert(channel.clone(), companion);
+                }
+            }
             let confirm = async {
                 self.client.subscribe(names).await?;
                 // fred 10.1 resolves SUBSCRIBE as soon as it is written (it answers the
@@ -344,7 +432,14 @@ impl Task {
             };
             match tokio::time::timeout(self.command_timeout, confirm).await {
                 Ok(Ok(())) => {
-                    shared.active.lock().extend(to_subscribe.iter().cloned());
+                    let mut active = shared.active.lock();
+                    for channel in &to_subscribe {
+                        active.insert(channel.clone());
+                        if let Some(companion) = self.companion_of.get(channel) {
+                            active.insert(companion.clone());
+                        }
+                    }
+                    drop(active);
                     for channel in &to_subscribe {
                         // Mark the entry waiting now. If it went meanwhile, its leave
                         // marked the channel dirty and the next reconcile unsubscribes;
@@ -376,12 +471,21 @@ impl Task {
         to_unsubscribe.retain(|channel| shared.desired(channel).is_none());
         if !to_unsubscribe.is_empty() {
             shared.stats.unsubscribe_calls.fetch_add(1, Ordering::Relaxed);
-            let names: Vec<String> = to_unsubscribe.iter().map(|c| c.to_string()).collect();
+            let mut names: Vec<String> = Vec::with_capacity(to_unsubscribe.len());
+            for channel in &to_unsubscribe {
+                names.push(channel.to_string());
+                if let Some(companion) = self.companion_of.get(channel) {
+                    names.push(companion.to_string());
+                }
+            }
             match tokio::time::timeout(self.command_timeout, self.client.unsubscribe(names)).await {
                 Ok(Ok(())) => {
                     let mut active = shared.active.lock();
                     for channel in &to_unsubscribe {
                         active.remove(channel);
+                        if let Some(companion) = self.companion_of.remove(channel) {
+                            active.remove(&companion);
+                        }
                     }
                 }
                 Ok(Err(error)) => {

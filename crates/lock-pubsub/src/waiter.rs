@@ -54,9 +54,18 @@ impl Waiter {
         self.waiters.take_wake(&self.lock, self.id)
     }
 
+    /// Records where the server's wait queue has this waiter now (0 = head; `None`: not
+    /// queued), as its last call reported. Only for a waiter made by
+    /// [`Subscriber::register_queued`](crate::Subscriber::register_queued); ignored
+    /// otherwise.
+    pub fn set_position(&self, position: Option<u64>) {
+        self.waiters.set_position(self.id, position);
+    }
+
     /// `true` while this waiter is first in line for its lock (waiters on other locks
-    /// of the same channel do not count). Only the first waiter retries on the holder's
-    /// TTL; the others wait for their turn.
+    /// of the same channel do not count; for a server-queued waiter, while it is the
+    /// head of the server's queue as last reported). Only the first waiter retries on
+    /// the holder's TTL; the others wait for their turn.
     pub fn is_first(&self) -> bool {
         self.waiters.is_first(&self.lock, self.id)
     }
