@@ -27,7 +27,7 @@ fn lrange(server: &RedisServer, key: &str) -> Vec<String> {
     }
 }
 
-/// A client whose fair-lock keep-alive is `keepalive` (command timeout 1 s).
+/// A client whose queue keep-alive is `keepalive` (command timeout 1 s).
 async fn fair_client(server: &RedisServer, keepalive: Duration) -> leasehold::Client {
     leasehold::Client::builder()
         .url(server.url())
@@ -38,8 +38,104 @@ async fn fair_client(server: &RedisServer, keepalive: Duration) -> leasehold::Cl
         .expect("connect")
 }
 
-/// Starts a `fair_waiter` child and waits for its `QUEUING` line; returns it and its owner.
-async fn fair_waiter(
+/// The two lock types whose waiters queue on the server: `FairLock` (Redisson's
+/// `RFairLock` queue) and `Lock` (leasehold's own queue behind the `RLock` layout). The
+/// queue tests below run for both.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Fair,
+    Lock,
+}
+
+/// One handle of either kind.
+enum Handle {
+    Fair(leasehold::FairLock),
+    Lock(leasehold::Lock),
+}
+
+impl Handle {
+    async fn lock_with_lease(&self, lease: Duration) -> leasehold::Result<leasehold::LockGuard> {
+        match self {
+            Handle::Fair(lock) => lock.lock_with_lease(lease).await,
+            Handle::Lock(lock) => lock.lock_with_lease(lease).await,
+        }
+    }
+
+    async fn lock(&self) -> leasehold::Result<leasehold::LockGuard> {
+        match self {
+            Handle::Fair(lock) => lock.lock().await,
+            Handle::Lock(lock) => lock.lock().await,
+        }
+    }
+
+    async fn try_lock(&self) -> leasehold::Result<Option<leasehold::LockGuard>> {
+        match self {
+            Handle::Fair(lock) => lock.try_lock().await,
+            Handle::Lock(lock) => lock.try_lock().await,
+        }
+    }
+
+    async fn try_lock_for(&self, wait: Duration) -> leasehold::Result<Option<leasehold::LockGuard>> {
+        match self {
+            Handle::Fair(lock) => lock.try_lock_for(wait).await,
+            Handle::Lock(lock) => lock.try_lock_for(wait).await,
+        }
+    }
+}
+
+impl Kind {
+    fn arg(self) -> &'static str {
+        match self {
+            Kind::Fair => "fair",
+            Kind::Lock => "lock",
+        }
+    }
+
+    fn handle(self, client: &leasehold::Client, name: &str) -> Handle {
+        match self {
+            Kind::Fair => Handle::Fair(client.fair_lock(name)),
+            Kind::Lock => Handle::Lock(client.lock(name)),
+        }
+    }
+
+    /// The wait queue of `name` (a List of owners, head first), for a brace-free name.
+    fn queue(self, name: &str) -> String {
+        match self {
+            Kind::Fair => format!("redisson_lock_queue:{{{name}}}"),
+            Kind::Lock => format!("leasehold_lock_queue:{{{name}}}"),
+        }
+    }
+
+    /// How many waiters have an entry (a deadline) besides their place in the queue.
+    fn entries(self, server: &RedisServer, name: &str) -> i64 {
+        match self {
+            Kind::Fair => zcard(server, &format!("redisson_lock_timeout:{{{name}}}")),
+            Kind::Lock => hlen(server, &format!("leasehold_lock_waiters:{{{name}}}")),
+        }
+    }
+
+    /// Whether a waiter of `name` is subscribed (a fair waiter to its own channel, a
+    /// lock waiter to the release channel and the queue channel).
+    fn waiter_subscribed(self, server: &RedisServer, name: &str) -> bool {
+        let channels = pubsub_channels(server);
+        match self {
+            Kind::Fair => channels.iter().any(|c| c.starts_with(&format!("redisson_lock__channel:{{{name}}}:"))),
+            Kind::Lock => {
+                channels.contains(&format!("redisson_lock__channel:{{{name}}}"))
+                    && channels.contains(&format!("leasehold_lock__queue:{{{name}}}"))
+            }
+        }
+    }
+}
+
+fn hlen(server: &RedisServer, key: &str) -> i64 {
+    raw(server, &["HLEN", key]).as_int().unwrap_or_else(|| panic!("HLEN {key}"))
+}
+
+/// Starts a `fair_waiter` child of `kind` and waits for its `QUEUING` line; returns it
+/// and its owner.
+async fn queued_waiter(
+    kind: Kind,
     server: &RedisServer,
     name: &str,
     id: &str,
@@ -47,7 +143,7 @@ async fn fair_waiter(
     hold_ms: u64,
 ) -> (HolderProcess, String) {
     let url = server.url();
-    let args = [url.as_str(), name, id, &keepalive_ms.to_string(), &hold_ms.to_string()];
+    let args = [url.as_str(), name, id, &keepalive_ms.to_string(), &hold_ms.to_string(), kind.arg()];
     let mut child = HolderProcess::spawn(env!("CARGO_BIN_EXE_fair_waiter"), &args);
     let line = child.next_line(Duration::from_secs(10)).await.expect("QUEUING line");
     let owner = line.strip_prefix("QUEUING ").unwrap_or_else(|| panic!("unexpected line {line:?}")).to_owned();
@@ -55,20 +151,17 @@ async fn fair_waiter(
 }
 
 /// Three waiters in three processes, queued in a known order while the lock is held,
-/// acquire in that order (each records its id under the lock).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiters_in_three_processes_acquire_in_queue_order() {
+/// acquire in that order (each records its id under the lock), and leave no queue.
+async fn waiters_acquire_in_queue_order(kind: Kind, name: &str) {
     let server = RedisServer::start();
     let client = client(&server).await;
-    let name = "fair:order";
-    let lock = client.fair_lock(name);
-    let queue = lock.queue_key().expect("name");
-    assert_eq!(queue, "redisson_lock_queue:{fair:order}");
-    let guard = lock.lock().await.expect("held by the test");
+    let queue = kind.queue(name);
+    let holder = kind.handle(&client, name);
+    let guard = holder.lock().await.expect("held by the test");
     let mut children = Vec::new();
     let mut owners = Vec::new();
     for id in ["1", "2", "3"] {
-        let (child, owner) = fair_waiter(&server, name, id, 10_000, 100).await;
+        let (child, owner) = queued_waiter(kind, &server, name, id, 10_000, 100).await;
         let queued = owners.len() + 1;
         assert!(
             wait_until(Duration::from_secs(10), || lrange(&server, &queue).len() == queued).await,
@@ -78,7 +171,7 @@ async fn waiters_in_three_processes_acquire_in_queue_order() {
         children.push(child);
     }
     assert_eq!(lrange(&server, &queue), owners, "the queue holds the owners in arrival order");
-    assert_eq!(zcard(&server, "redisson_lock_timeout:{fair:order}"), 3);
+    assert_eq!(kind.entries(&server, name), 3);
     guard.unlock().await.expect("unlock");
     let order_key = format!("{name}:order");
     assert!(wait_until(Duration::from_secs(20), || lrange(&server, &order_key).len() == 3).await, "all three acquired");
@@ -87,34 +180,46 @@ async fn waiters_in_three_processes_acquire_in_queue_order() {
         assert_eq!(child.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOCKED"));
         assert_eq!(child.next_line(Duration::from_secs(5)).await.as_deref(), Some("UNLOCKED"));
     }
-    assert_eq!((llen(&server, &queue), zcard(&server, "redisson_lock_timeout:{fair:order}")), (0, 0));
+    assert_eq!((llen(&server, &queue), kind.entries(&server, name)), (0, 0));
     assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
 }
 
-/// A queued waiter killed with SIGKILL stops blocking the waiter behind it within its
-/// keep-alive (plus the live waiter's refresh period), far sooner than its wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_queued_waiter_stops_blocking_the_queue_within_its_keepalive() {
+async fn fair_lock_waiters_in_three_processes_acquire_in_queue_order() {
+    let lock = leasehold_tests::client(&RedisServer::start()).await.fair_lock("fair:order");
+    assert_eq!(lock.queue_key().expect("name"), "redisson_lock_queue:{fair:order}");
+    waiters_acquire_in_queue_order(Kind::Fair, "fair:order").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_waiters_in_three_processes_acquire_in_queue_order() {
+    waiters_acquire_in_queue_order(Kind::Lock, "queue:order").await;
+}
+
+/// A queued waiter killed with SIGKILL stops blocking the waiter behind it within its
+/// keep-alive (plus the live waiter's refresh period), far sooner than its wait. For a
+/// `Lock`, the release hands the lock to the dead head, cut to the life left in its
+/// entry; the live waiter, told it is next, takes the lock when that runs out.
+async fn a_killed_queued_waiter_stops_blocking(kind: Kind, name: &'static str) {
     const KEEPALIVE: Duration = Duration::from_millis(2_000);
     let server = RedisServer::start();
     let client = fair_client(&server, KEEPALIVE).await;
-    let name = "fair:dead";
-    let queue = "redisson_lock_queue:{fair:dead}";
-    let holder = client.fair_lock(name);
+    let queue = kind.queue(name);
+    let holder = kind.handle(&client, name);
     let guard = holder.lock_with_lease(Duration::from_secs(60)).await.expect("held");
-    let (dead, dead_owner) = fair_waiter(&server, name, "dead", 2_000, 100).await;
-    assert!(wait_until(Duration::from_secs(10), || llen(&server, queue) == 1).await, "the child queued");
+    let (dead, dead_owner) = queued_waiter(kind, &server, name, "dead", 2_000, 100).await;
+    assert!(wait_until(Duration::from_secs(10), || llen(&server, &queue) == 1).await, "the child queued");
     let live = fair_client(&server, KEEPALIVE).await;
     let waiting = tokio::spawn(async move {
-        let lock = live.fair_lock(name);
+        let lock = kind.handle(&live, name);
         let got = lock.try_lock_for(Duration::from_secs(30)).await;
         (got.map(|g| g.is_some()), tokio::time::Instant::now())
     });
-    assert!(wait_until(Duration::from_secs(10), || llen(&server, queue) == 2).await, "the live waiter queued behind");
-    assert_eq!(lrange(&server, queue)[0], dead_owner);
+    assert!(wait_until(Duration::from_secs(10), || llen(&server, &queue) == 2).await, "the live waiter queued behind");
+    assert_eq!(lrange(&server, &queue)[0], dead_owner);
     dead.signal("KILL");
     let killed = tokio::time::Instant::now();
-    // The release wakes the dead head only; the live waiter must not wait for it.
+    // The release goes to the dead head first; the live waiter must not wait for it.
     guard.unlock().await.expect("unlock");
     let (acquired, at) = tokio::time::timeout(Duration::from_secs(30), waiting).await.expect("ended").expect("task");
     assert!(acquired.expect("no error"), "the live waiter acquired");
@@ -125,25 +230,31 @@ async fn a_killed_queued_waiter_stops_blocking_the_queue_within_its_keepalive() 
     drop(dead);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_queued_fair_lock_waiter_stops_blocking_the_queue_within_its_keepalive() {
+    a_killed_queued_waiter_stops_blocking(Kind::Fair, "fair:dead").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepalive() {
+    a_killed_queued_waiter_stops_blocking(Kind::Lock, "queue:dead").await;
+}
+
 /// A wait that times out removes its queue entry and deadline before it returns; a
 /// cancelled one removes them in the background; neither leaves a subscription behind.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timed_out_or_cancelled_wait_leaves_nothing_behind() {
+async fn a_departed_wait_leaves_nothing_behind(kind: Kind, name: &'static str) {
     let server = RedisServer::start();
     let client = client(&server).await;
-    let name = "fair:gone";
-    let (queue, timeouts) = ("redisson_lock_queue:{fair:gone}", "redisson_lock_timeout:{fair:gone}");
-    let holder = client.fair_lock(name);
+    let queue = kind.queue(name);
+    let holder = kind.handle(&client, name);
     let guard = holder.lock().await.expect("held");
 
     let other = client_with(&server.url(), Duration::from_secs(30)).await;
-    let waiter = other.fair_lock(name);
-    let channel = waiter.waiter_channel().expect("name");
-    assert_eq!(channel, format!("redisson_lock__channel:{{fair:gone}}:{}", waiter.owner()));
+    let waiter = kind.handle(&other, name);
     assert!(waiter.try_lock_for(Duration::from_millis(400)).await.expect("wait").is_none(), "timed out");
-    assert_eq!((llen(&server, queue), zcard(&server, timeouts)), (0, 0), "the timed-out wait left no entry");
+    assert_eq!((llen(&server, &queue), kind.entries(&server, name)), (0, 0), "the timed-out wait left no entry");
     assert!(
-        wait_until(Duration::from_secs(3), || !pubsub_channels(&server).contains(&channel)).await,
+        wait_until(Duration::from_secs(3), || pubsub_channels(&server).is_empty()).await,
         "nor a subscription: {:?}",
         pubsub_channels(&server)
     );
@@ -151,20 +262,14 @@ async fn a_timed_out_or_cancelled_wait_leaves_nothing_behind() {
     // Cancelled while queued and subscribed.
     let task = {
         let other = other.clone();
-        tokio::spawn(async move { other.fair_lock(name).lock().await.map(drop) })
+        tokio::spawn(async move { kind.handle(&other, name).lock().await.map(drop) })
     };
-    assert!(wait_until(Duration::from_secs(5), || llen(&server, queue) == 1).await, "queued");
-    assert!(
-        wait_until(Duration::from_secs(5), || pubsub_channels(&server)
-            .iter()
-            .any(|c| c.starts_with("redisson_lock__channel:{fair:gone}:")))
-        .await,
-        "subscribed to its own channel"
-    );
+    assert!(wait_until(Duration::from_secs(5), || llen(&server, &queue) == 1).await, "queued");
+    assert!(wait_until(Duration::from_secs(5), || kind.waiter_subscribed(&server, name)).await, "subscribed");
     task.abort();
     assert!(task.await.expect_err("aborted").is_cancelled());
     assert!(
-        wait_until(Duration::from_secs(3), || llen(&server, queue) == 0 && zcard(&server, timeouts) == 0).await,
+        wait_until(Duration::from_secs(3), || llen(&server, &queue) == 0 && kind.entries(&server, name) == 0).await,
         "the cancelled wait's entry was removed (well before its 10 s keep-alive)"
     );
     assert!(
@@ -173,9 +278,24 @@ async fn a_timed_out_or_cancelled_wait_leaves_nothing_behind() {
         pubsub_channels(&server)
     );
     // try_lock never queues.
-    assert!(other.fair_lock(name).try_lock().await.expect("try").is_none());
-    assert_eq!(llen(&server, queue), 0);
+    assert!(kind.handle(&other, name).try_lock().await.expect("try").is_none());
+    assert_eq!(llen(&server, &queue), 0);
     guard.unlock().await.expect("unlock");
+    assert_eq!(raw(&server, &["DBSIZE"]).as_int(), Some(0), "no key left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_or_cancelled_fair_lock_wait_leaves_nothing_behind() {
+    let server = RedisServer::start();
+    let waiter = client(&server).await.fair_lock("fair:gone");
+    let channel = waiter.waiter_channel().expect("name");
+    assert_eq!(channel, format!("redisson_lock__channel:{{fair:gone}}:{}", waiter.owner()));
+    a_departed_wait_leaves_nothing_behind(Kind::Fair, "fair:gone").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind() {
+    a_departed_wait_leaves_nothing_behind(Kind::Lock, "queue:gone").await;
 }
 
 // Redisson's RFairLock scripts, transcribed by hand from RedissonFairLock.java

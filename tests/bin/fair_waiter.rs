@@ -1,8 +1,9 @@
-//! A `FairLock` waiter in its own process, for the cross-process FIFO and dead-waiter
-//! tests.
+//! A queued waiter in its own process (a `FairLock`, or with `KIND` = `lock` a `Lock`),
+//! for the cross-process FIFO and dead-waiter tests.
 //!
-//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS`. It prints `QUEUING <owner>`,
-//! waits for `NAME` with `FairLock::lock` (command timeout 1 s, the given keep-alive),
+//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock]`. It prints
+//! `QUEUING <owner>`, waits for `NAME` with `lock()` (command timeout 1 s, the given
+//! keep-alive),
 //! then `RPUSH NAME:order ID` while holding it, prints `LOCKED`, holds it `HOLD_MS`,
 //! unlocks, prints `UNLOCKED` and exits.
 
@@ -21,9 +22,13 @@ fn say(line: &str) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, url, name, id, keepalive_ms, hold_ms] = args.as_slice() else {
-        eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS");
-        std::process::exit(2);
+    let (url, name, id, keepalive_ms, hold_ms, kind) = match args.as_slice() {
+        [_, url, name, id, keepalive_ms, hold_ms] => (url, name, id, keepalive_ms, hold_ms, "fair"),
+        [_, url, name, id, keepalive_ms, hold_ms, kind] => (url, name, id, keepalive_ms, hold_ms, kind.as_str()),
+        _ => {
+            eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock]");
+            std::process::exit(2);
+        }
     };
     let millis = |s: &str| Duration::from_millis(s.parse().expect("a number of ms"));
     let client = leasehold::Client::builder()
@@ -33,9 +38,15 @@ async fn main() {
         .connect()
         .await
         .expect("connect");
-    let lock = client.fair_lock(name);
-    say(&format!("QUEUING {}", lock.owner()));
-    let guard = lock.lock().await.expect("fair lock");
+    let guard = if kind == "lock" {
+        let lock = client.lock(name);
+        say(&format!("QUEUING {}", lock.owner()));
+        lock.lock().await.expect("lock")
+    } else {
+        let lock = client.fair_lock(name);
+        say(&format!("QUEUING {}", lock.owner()));
+        lock.lock().await.expect("fair lock")
+    };
     let rpush = CustomCommand::new_static("RPUSH", ClusterHash::FirstKey, false);
     let _: i64 = client.fred().custom(rpush, vec![format!("{name}:order"), id.clone()]).await.expect("RPUSH");
     say("LOCKED");

@@ -1,0 +1,158 @@
+//! The wait queue of a plain `Lock` (issue 10, part 1): releases hand the lock to the
+//! first live waiter across clients and processes, so a newcomer cannot barge in, and
+//! the queue lives beside Redisson's `RLock` layout without changing what a Redisson
+//! peer sees. (Queue order across processes, dead and departed waiters: `fairlock.rs`,
+//! which runs those tests for both lock types.)
+
+use std::time::Duration;
+
+use leasehold::fred::clients::SubscriberClient;
+use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
+use leasehold_tests::{client, hgetall, pubsub_channels, raw, wait_until, HolderProcess, RedisServer, RespValue};
+
+fn lrange(server: &RedisServer, key: &str) -> Vec<String> {
+    match raw(server, &["LRANGE", key, "0", "-1"]) {
+        RespValue::Array(items) => items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        other => panic!("LRANGE {key}: {other:?}"),
+    }
+}
+
+/// A `Lock` waiter in its own process (`tests/bin/fair_waiter.rs` with kind `lock`);
+/// returns it and its owner once it is queued behind the holder.
+async fn queued_lock_waiter(server: &RedisServer, name: &str, queue: &str) -> (HolderProcess, String) {
+    let url = server.url();
+    let args = [url.as_str(), name, "w", "10000", "100", "lock"];
+    let mut child = HolderProcess::spawn(env!("CARGO_BIN_EXE_fair_waiter"), &args);
+    let line = child.next_line(Duration::from_secs(10)).await.expect("QUEUING line");
+    let owner = line.strip_prefix("QUEUING ").unwrap_or_else(|| panic!("unexpected line {line:?}")).to_owned();
+    assert!(wait_until(Duration::from_secs(10), || lrange(server, queue) == [owner.clone()]).await, "queued");
+    (child, owner)
+}
+
+/// The release hands the lock to the queued waiter at once: while that waiter (stopped
+/// with SIGSTOP, so it cannot claim yet) has not run, the lock is its own, a newcomer's
+/// `try_lock` and the releaser's own next `try_lock` both fail, and once it runs again
+/// it claims the lock. Without the hand-over, the newcomer would take the free lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_the_lock_to_the_queued_waiter_so_no_newcomer_barges_in() {
+    let server = RedisServer::start();
+    let name = "queue:handover";
+    let queue = "leasehold_lock_queue:{queue:handover}";
+    let releaser = client(&server).await;
+    let lock = releaser.lock(name);
+    let guard = lock.lock_with_lease(Duration::from_secs(30)).await.expect("held");
+    let (mut waiter, waiter_owner) = queued_lock_waiter(&server, name, queue).await;
+    waiter.signal("STOP");
+
+    guard.unlock().await.expect("unlock");
+    assert_eq!(hgetall(&server, name), vec![(waiter_owner.clone(), "1".to_owned())], "handed to the waiter");
+    let ttl = leasehold_tests::pttl(&server, name);
+    assert!(ttl > 0 && ttl <= 10_000, "the hand-over's TTL is cut to the waiter's keep-alive: {ttl}");
+    assert!(lrange(&server, queue).is_empty(), "the waiter left the queue with the hand-over");
+    let newcomer = client(&server).await;
+    assert!(newcomer.lock(name).try_lock().await.expect("try").is_none(), "a newcomer cannot barge in");
+    assert!(lock.try_lock().await.expect("try").is_none(), "nor can the releaser take it back");
+
+    waiter.signal("CONT");
+    assert_eq!(waiter.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOCKED"), "the waiter claims it");
+    assert_eq!(waiter.next_line(Duration::from_secs(5)).await.as_deref(), Some("UNLOCKED"));
+    let keys = raw(&server, &["KEYS", "*"]);
+    let left: Vec<&str> = match &keys {
+        RespValue::Array(items) => items.iter().filter_map(RespValue::as_str).collect(),
+        other => panic!("KEYS: {other:?}"),
+    };
+    assert_eq!(left, ["queue:handover:order"], "nothing left but the waiter's record");
+}
+
+// Redisson's RLock scripts, transcribed by hand from RedissonLock.java
+// (tryLockInnerAsync, and unlockInnerAsync without its unlock latch, which no other
+// client reads). KEYS and ARGV as Redisson passes them.
+const REDISSON_TRY_LOCK: &str = "if ((redis.call('exists', KEYS[1]) == 0) or \
+     (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then \
+     redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; \
+     return redis.call('pttl', KEYS[1]);";
+const REDISSON_UNLOCK: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
+     local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
+     if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
+     else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+
+/// A hand-written Redisson `RLock` peer and leasehold `Lock`s on one name, with the
+/// queue in play: a Redisson release wakes the queued leasehold waiter (it hands nothing
+/// over), a leasehold release wakes a waiting Redisson peer, and when both wait, the
+/// leasehold release hands the lock to the queued leasehold waiter while the Redisson
+/// peer, woken too, finds it held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_rlock_peer_and_queued_waiters_wake_each_other() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let name = "queue:mixed";
+    let channel = "redisson_lock__channel:{queue:mixed}";
+    let java = "5a1f2c3d-0000-4000-8000-00000000cafe:7";
+    let redisson_try = || raw(&server, &["EVAL", REDISSON_TRY_LOCK, "1", name, "30000", java]);
+    let redisson_unlock = || raw(&server, &["EVAL", REDISSON_UNLOCK, "2", name, channel, "0", "30000", java]);
+
+    // The Java side's subscription to the release channel, as Redisson makes it.
+    let subscriber: SubscriberClient =
+        Builder::from_config(Config::from_url(&server.url()).expect("url")).build_subscriber_client().expect("build");
+    subscriber.init().await.expect("connect");
+    let mut messages = subscriber.message_rx();
+    subscriber.subscribe(channel).await.expect("subscribe");
+    subscriber.ping::<()>(None).await.expect("subscribed");
+
+    // Redisson holds; a leasehold waiter queues, and Redisson's unlock wakes it at once
+    // (the 30 s TTL and the 10 s keep-alive's refresh are far later).
+    assert_eq!(redisson_try(), RespValue::Nil, "Redisson acquires the free lock");
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let got = client.lock(name).try_lock_for(Duration::from_secs(20)).await;
+            (got, tokio::time::Instant::now())
+        })
+    };
+    let queue = "leasehold_lock_queue:{queue:mixed}";
+    assert!(wait_until(Duration::from_secs(5), || lrange(&server, queue).len() == 1).await, "leasehold queued");
+    let queue_channel = "leasehold_lock__queue:{queue:mixed}".to_owned();
+    assert!(
+        wait_until(Duration::from_secs(5), || pubsub_channels(&server).contains(&queue_channel)).await,
+        "subscribed"
+    );
+    let released = tokio::time::Instant::now();
+    assert_eq!(redisson_unlock().as_int(), Some(1), "Redisson released");
+    let (got, at) = waiting.await.expect("task");
+    let guard = got.expect("no error").expect("acquired");
+    assert!(at - released < Duration::from_secs(2), "woken by Redisson's publish, after {:?}", at - released);
+    assert!(lrange(&server, queue).is_empty(), "the waiter left the queue");
+    while messages.try_recv().is_ok() {}
+
+    // leasehold holds, Redisson waits: leasehold's release publishes `0` and Redisson
+    // then acquires.
+    assert!(redisson_try().as_int().is_some_and(|ttl| ttl > 0), "Redisson is excluded");
+    guard.unlock().await.expect("unlock");
+    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.expect("woken").expect("message");
+    assert_eq!((message.channel.to_string(), message.value.as_string()), (channel.to_owned(), Some("0".to_owned())));
+    assert_eq!(redisson_try(), RespValue::Nil, "the woken Redisson peer acquires");
+
+    // Both wait behind a leasehold holder: Redisson hears the `0`, but the lock went to
+    // the queued leasehold waiter.
+    assert_eq!(redisson_unlock().as_int(), Some(1));
+    let holder = client.lock(name).lock().await.expect("leasehold holds");
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move { client.lock(name).try_lock_for(Duration::from_secs(20)).await })
+    };
+    assert!(wait_until(Duration::from_secs(5), || lrange(&server, queue).len() == 1).await, "leasehold queued");
+    let queued = lrange(&server, queue).remove(0);
+    assert!(redisson_try().as_int().is_some_and(|ttl| ttl > 0), "Redisson waits too");
+    while messages.try_recv().is_ok() {}
+    holder.unlock().await.expect("unlock");
+    let message = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.expect("woken").expect("message");
+    assert_eq!(message.value.as_string(), Some("0".to_owned()), "Redisson is woken");
+    assert!(redisson_try().as_int().is_some_and(|ttl| ttl > 0), "but the lock was handed to the queued waiter");
+    let guard = waiting.await.expect("task").expect("no error").expect("acquired");
+    assert_eq!(guard.owner(), queued);
+    guard.unlock().await.expect("unlock");
+    assert_eq!(redisson_try(), RespValue::Nil, "and Redisson gets it after that");
+    assert_eq!(redisson_unlock().as_int(), Some(1));
+    assert_eq!(raw(&server, &["DBSIZE"]).as_int(), Some(0), "nothing left behind");
+    let _ = subscriber.quit().await;
+}
