@@ -19,9 +19,11 @@ use crate::lock::Lock;
 /// A reentrant lock granted **strictly in the order its waiters queued**, across every
 /// client and process (Redisson's `RFairLock` layout).
 ///
-/// A plain [`Lock`] is fair only among one client's local waiters: across processes,
-/// whoever's script runs first after a release wins. A `FairLock` keeps the queue on the
-/// server: a waiter appends its owner field to the List `redisson_lock_queue:{NAME}` and
+/// A plain [`Lock`] queues its waiters too, in leasehold's own queue beside Redisson's
+/// `RLock` layout (a release hands the lock to the first live waiter); what `FairLock`
+/// adds is Redisson's `RFairLock` layout, so that Java services using `RFairLock` share
+/// the queue, and a strict queue even for `try_lock`. A `FairLock` keeps the queue on
+/// the server: a waiter appends its owner field to the List `redisson_lock_queue:{NAME}` and
 /// records a deadline in the sorted set `redisson_lock_timeout:{NAME}`; only the queue head
 /// may take a free lock, and a release publishes to the head's own channel
 /// `redisson_lock__channel:{NAME}:OWNER` only. A Redisson `RFairLock` on the same name

@@ -103,8 +103,14 @@ impl Lock {
     /// client's watchdog timeout (default 30 s), renewed every third of it while the
     /// guard lives.
     ///
-    /// Waiting does not poll: the task sleeps until a release message on the lock's
-    /// channel (or the holder's TTL) gives it a turn; local waiters go in FIFO order.
+    /// Waiting does not poll, and waiters are served in arrival order across every
+    /// client and process: a waiter that does not get the lock queues in the lock's
+    /// wait queue on the server (`leasehold_lock_queue:{NAME}`, beside Redisson's
+    /// layout), and a release hands the lock straight to the first live waiter, which
+    /// its release message wakes to claim it (one more round trip). A waiter whose
+    /// process died is skipped once its queue entry's keep-alive
+    /// ([`ClientBuilder::fair_lock_keepalive`](crate::ClientBuilder::fair_lock_keepalive),
+    /// default 10 s) runs out. [`Lock::try_lock`] never queues.
     ///
     /// Transient errors (timeouts, connection errors, a server that is loading or
     /// read-only) do not end the wait: the attempt is retried with jittered back-off
