@@ -71,8 +71,10 @@ pub struct ClientConfig {
     /// [`DEFAULT_FENCE_TOKEN_TTL`] for why tokens stay monotonic when it expires). 1 ms to
     /// 1 year. Default: 7 days.
     pub fence_token_ttl: Duration,
-    /// How long a [`FairLock`](crate::FairLock) waiter's queue entry lives without a
-    /// refresh (live waiters refresh it every third of this). More than 1.5 × the command
+    /// How long a queued waiter's entry lives without a refresh (live waiters refresh it
+    /// every third of this): a [`FairLock`](crate::FairLock)'s, and a waiting
+    /// [`Lock`](crate::Lock)'s (whose hand-over to a waiter that died is also cut to
+    /// what is left of it). More than 1.5 × the command
     /// timeout, at most 1 year. Default (`None`): 10 s ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]),
     /// or twice the command timeout when that is longer
     /// ([`ClientConfig::fair_lock_keepalive`]).
@@ -300,8 +302,9 @@ impl ClientBuilder {
         self
     }
 
-    /// How long a [`FairLock`](crate::FairLock) waiter's queue entry lives without a
-    /// refresh: a waiter that died stops blocking the queue after this. Live waiters
+    /// How long a queued waiter's entry ([`FairLock`](crate::FairLock) and waiting
+    /// [`Lock`](crate::Lock)) lives without a refresh: a waiter that died stops blocking
+    /// the queue after this. Live waiters
     /// refresh every third of it. More than 1.5 × the command timeout (checked by
     /// [`ClientBuilder::connect`]). Default: 10 s ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]).
     pub fn fair_lock_keepalive(mut self, keepalive: Duration) -> Self {
