@@ -334,6 +334,10 @@ async fn life_of_a_client(url: &str, name: &str) -> Result<(), String> {
     guard.unlock().await.map_err(step("unlock"))?;
     let woken = waiting.await.map_err(|e| format!("task: {e}"))?.map_err(step("wait"))?;
     woken.ok_or("not woken within 3 s")?.unlock().await.map_err(step("unlock woken"))?;
+    // The channel lingers subscribed (lock_pubsub::LINGER), then is unsubscribed.
+    if !wait_until(Duration::from_secs(5), || second.subscribed_channels().is_empty()).await {
+        return Err(format!("still subscribed after the linger: {:?}", second.subscribed_channels()));
+    }
     let lock = first.lock(name);
     let held = lock.lock().await.map_err(step("watchdog lock"))?;
     // The plain commands: EXISTS, HGET, PTTL.

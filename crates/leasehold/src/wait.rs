@@ -90,6 +90,9 @@ pub(crate) async fn acquire_loop(
     let mut entry = (queued && !zero_wait).then(|| QueueEntry::new(lock, names, &channel));
     let mut position: Option<u64> = None;
     let mut first_sent_at = Instant::now();
+    // Whether the fast path ran and was answered "held": only then does its send time
+    // tell the channel what this waiter may have missed.
+    let mut fast_path_held = false;
 
     // Fast path: one round trip, no subscription. A waiter of a lock without a server
     // queue skips it when local waiters are already queued on this lock, so a newcomer
@@ -105,6 +108,7 @@ pub(crate) async fn acquire_loop(
             Ok(Ok(guard)) => return Ok(Some(disarm(entry, guard))),
             Ok(Err(_)) if zero_wait => return Ok(None),
             Ok(Err(held)) => {
+                fast_path_held = true;
                 position = held.position;
                 retry_at = held.pttl.map(|pttl| args::instant_after(Instant::now(), pttl));
             }
@@ -129,6 +133,9 @@ pub(crate) async fn acquire_loop(
         let queue_channel: Arc<str> = Arc::from(names.lock_queue_channel());
         let owner: Arc<str> = Arc::from(lock.owner.as_str());
         subscriber.register_queued(&channel, &queue_channel, names.key_arc(), &owner, position, first_sent_at)
+    } else if lock.fair_keepalive.is_some() && fast_path_held {
+        // Alone on its own channel: the channel's history says whether a release came.
+        subscriber.register_lock_after(&channel, names.key_arc(), first_sent_at)
     } else {
         subscriber.register_lock(&channel, names.key_arc())
     };

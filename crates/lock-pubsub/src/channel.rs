@@ -178,13 +178,21 @@ impl ChannelWaiters {
     }
 
     /// Joins the end of `lock`'s queue. The first in line starts woken: it may try at
-    /// once (waiters on other locks of the channel do not count).
-    pub(crate) fn join(&self, lock: &Arc<str>, signal: Arc<Notify>) -> u64 {
+    /// once (waiters on other locks of the channel do not count) — unless `sent_at`
+    /// says when the caller's last attempt was sent and the channel has heard
+    /// everything since, with no unlock message in that time: then nothing can have
+    /// freed the lock unheard, and it waits for the next message.
+    pub(crate) fn join(&self, lock: &Arc<str>, signal: Arc<Notify>, sent_at: Option<Instant>) -> u64 {
         let mut state = self.state.lock();
         let id = state.next_id;
         state.next_id += 1;
+        let quiet_since = sent_at.is_some_and(|sent_at| {
+            state.subscribed
+                && state.subscribed_since.is_some_and(|since| since <= sent_at)
+                && state.last_unlock.is_none_or(|at| at < sent_at)
+        });
         let queue = state.locks.entry(lock.clone()).or_default();
-        let woken = queue.is_empty();
+        let woken = queue.is_empty() && !quiet_since;
         queue.push_back(Slot { id, woken, held_until: None, signal });
         id
     }
@@ -447,7 +455,7 @@ mod tests {
 
     impl OneLock {
         fn join(&self, signal: Arc<Notify>) -> u64 {
-            self.channel.join(&self.lock, signal)
+            self.channel.join(&self.lock, signal, None)
         }
         fn leave(&self, id: u64, held_until: Option<Instant>) -> Departure {
             self.channel.leave(&self.lock, id, held_until)
@@ -474,7 +482,7 @@ mod tests {
     }
 
     fn join(ch: &ChannelWaiters, lock: &str) -> u64 {
-        ch.join(&Arc::from(lock), Arc::new(Notify::new()))
+        ch.join(&Arc::from(lock), Arc::new(Notify::new()), None)
     }
 
     #[test]

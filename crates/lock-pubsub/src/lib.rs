@@ -17,9 +17,10 @@
 //! - **One queue per lock, one subscription per channel.** Locks can share a channel
 //!   (`x` and `{x}` both use `redisson_lock__channel:{x}`), so a channel holds one FIFO
 //!   queue per lock key, and its subscription is reference-counted over all of them: the
-//!   first waiter on the channel makes the subscriber task `SUBSCRIBE`, the last one to
-//!   leave makes it `UNSUBSCRIBE`. Only that task sends (un)subscribe commands, so they
-//!   never race.
+//!   first waiter on the channel makes the subscriber task `SUBSCRIBE`; once the last
+//!   one has left, the channel lingers subscribed for [`LINGER`] (the next wait on it
+//!   costs nothing extra) and is then `UNSUBSCRIBE`d. Only that task sends
+//!   (un)subscribe commands, so they never race.
 //! - **Wake one per lock**: an unlock message (`0`) cannot say which lock was released,
 //!   so it wakes the first waiter in line of every lock on the channel, never one further
 //!   back; a read-unlock message (`1`, or anything unknown) wakes all.
@@ -40,5 +41,5 @@ mod channel;
 mod subscriber;
 mod waiter;
 
-pub use subscriber::{Subscriber, SubscriberStats};
+pub use subscriber::{Subscriber, SubscriberStats, LINGER};
 pub use waiter::Waiter;

@@ -15,6 +15,9 @@ use tokio::time::Instant;
 use crate::channel::{ChannelWaiters, Departure, QueueMessage};
 use crate::waiter::Waiter;
 
+/// How long a channel stays subscribed after its last waiter left.
+pub const LINGER: Duration = Duration::from_secs(1);
+
 /// Shares one subscriber connection among every waiter of a client.
 ///
 /// Cheap to clone. The background task holds only a `Weak` reference to the waiter
@@ -60,6 +63,11 @@ struct Registry {
     /// Queue channel → the entry of the release channel it belongs to (subscribed with
     /// it; see [`Subscriber::register_queued`]).
     companions: HashMap<Arc<str>, Arc<ChannelWaiters>>,
+    /// Channels with no waiter left, and since when: they stay subscribed for
+    /// [`LINGER`], so that the next wait on them (the same owner waiting again, the next
+    /// burst of contention) finds the subscription confirmed and costs no
+    /// `SUBSCRIBE`/`PING`/`UNSUBSCRIBE`.
+    idle: HashMap<Arc<str>, Instant>,
     /// Channels whose entry appeared or went since the task last took this set: the
     /// only ones a reconcile has to look at, so that its cost (and, since it runs on
     /// the task that dispatches messages, the cost of a message) does not grow with the
@@ -104,6 +112,7 @@ impl Subscriber {
             wake_after_subscribe: false,
             failed: HashSet::new(),
             companion_of: HashMap::new(),
+            linger_at: None,
         };
         tokio::spawn(task.run(messages, reconnects, shutdown_rx, reconcile));
         Subscriber { shared }
@@ -114,7 +123,17 @@ impl Subscriber {
     /// FIFO queue; the channel has one subscription, shared by all of them, requested
     /// now (for the first waiter on the channel) and confirmed asynchronously.
     pub fn register_lock(&self, channel: &Arc<str>, lock_key: &Arc<str>) -> Waiter {
-        self.join(channel, None, |waiters, signal| waiters.join(lock_key, signal), lock_key)
+        self.join(channel, None, |waiters, signal| waiters.join(lock_key, signal, None), lock_key)
+    }
+
+    /// [`Subscriber::register_lock`] for a caller whose last attempt, sent at
+    /// `sent_at`, was answered "held": if the channel's subscription was confirmed
+    /// before then and no unlock message came since, the first in line does not start
+    /// with a turn (nothing can have freed the lock unheard); it waits for the message.
+    /// For a waiter alone on its own channel (a fair lock's), this saves the attempt a
+    /// new subscription needs.
+    pub fn register_lock_after(&self, channel: &Arc<str>, lock_key: &Arc<str>, sent_at: Instant) -> Waiter {
+        self.join(channel, None, |waiters, signal| waiters.join(lock_key, signal, Some(sent_at)), lock_key)
     }
 
     /// Joins as a waiter whose place the server's wait queue keeps (a `Lock` waiter:
@@ -240,17 +259,47 @@ impl Shared {
     pub(crate) fn leave(&self, waiters: &Arc<ChannelWaiters>, lock: &str, id: u64, held_until: Option<Instant>) {
         let mut registry = self.registry.lock();
         if let Departure::Empty = waiters.leave(lock, id, held_until) {
-            // Remove the entry only if it is still this one (a new entry may have replaced it).
+            // Only if the entry is still this one (a new entry may have replaced it).
             if registry.channels.get(&waiters.name).is_some_and(|current| Arc::ptr_eq(current, waiters)) {
-                registry.channels.remove(&waiters.name);
-                if let Some(companion) = &waiters.companion {
-                    registry.companions.remove(companion);
-                }
-                registry.dirty.insert(waiters.name.clone());
+                // It lingers, subscribed: the task unsubscribes it after LINGER unless a
+                // waiter came back.
+                registry.idle.insert(waiters.name.clone(), Instant::now());
                 drop(registry);
                 self.reconcile.notify_one();
             }
         }
+    }
+
+    /// Removes the entries of channels idle for [`LINGER`] (marking them dirty, so the
+    /// reconcile unsubscribes them); returns when the next idle one is due.
+    fn expire_idle(&self) -> Option<Instant> {
+        let mut registry = self.registry.lock();
+        let registry = &mut *registry;
+        let now = Instant::now();
+        let mut next: Option<Instant> = None;
+        let mut expired = Vec::new();
+        registry.idle.retain(|channel, since| {
+            let Some(waiters) = registry.channels.get(channel) else { return false };
+            if waiters.len() > 0 {
+                return false; // in use again
+            }
+            let due = since.checked_add(LINGER).unwrap_or(now);
+            if due <= now {
+                expired.push(channel.clone());
+                return false;
+            }
+            next = Some(next.map_or(due, |n| n.min(due)));
+            true
+        });
+        for channel in expired {
+            if let Some(waiters) = registry.channels.remove(&channel) {
+                if let Some(companion) = &waiters.companion {
+                    registry.companions.remove(companion);
+                }
+            }
+            registry.dirty.insert(channel);
+        }
+        next
     }
 
     fn wake_all(&self) {
@@ -317,6 +366,8 @@ struct Task {
     /// Release channel → the queue channel subscribed with it, kept until both are
     /// unsubscribed (the entry that named the companion may be gone by then).
     companion_of: HashMap<Arc<str>, Arc<str>>,
+    /// When the next idle channel's linger ends.
+    linger_at: Option<Instant>,
 }
 
 impl Task {
@@ -331,6 +382,7 @@ impl Task {
             // Wait without holding the registry: dropping the last `Subscriber` must be
             // able to free it, which drops the shutdown sender and ends this loop.
             let retry = self.retry_at;
+            let linger = self.linger_at;
             // Messages come last: they can arrive in an unbounded flood, while each of
             // the other branches fires once per event (a reconnect, a batch of
             // registrations, a retry timer), so none of them can starve the messages,
@@ -343,6 +395,7 @@ impl Task {
                 }
                 () = reconcile.notified() => Event::Reconcile,
                 () = sleep_until_opt(retry) => Event::Retry,
+                () = sleep_until_opt(linger) => Event::Linger,
                 message = messages.recv() => Event::Message(message),
             };
             let Some(shared) = self.shared.upgrade() else { break };
@@ -376,12 +429,13 @@ impl Task {
                     self.wake_after_subscribe = true;
                     self.retry_at = None;
                 }
-                Event::Reconcile => {}
+                Event::Reconcile | Event::Linger => {}
                 Event::Retry => {
                     self.retry_at = None;
                     shared.registry.lock().dirty.extend(self.failed.drain());
                 }
             }
+            self.linger_at = shared.expire_idle();
             self.reconcile(&shared).await;
         }
         let _ = tokio::time::timeout(self.command_timeout, self.client.quit()).await;
@@ -528,6 +582,8 @@ enum Event {
     Reconnect(bool),
     Reconcile,
     Retry,
+    /// An idle channel's linger may be over.
+    Linger,
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {
