@@ -102,8 +102,11 @@ impl Client {
     /// `Client` is dropped); it closes only the subscriber connection it made itself.
     ///
     /// A client made elsewhere may replay in-flight commands after a reconnect
-    /// (fred's `max_command_attempts`); leasehold's acquire and release carry request
-    /// ids, so a replay counts once within the replay window.
+    /// (fred's `max_command_attempts`); leasehold's acquire and release set absolute
+    /// counts, so a replay counts once. For a cluster client, set fred's
+    /// `max_redirections` to 0 as leasehold's own clients do: fred 10.1 jams after an
+    /// ASK redirect otherwise (`docs/cluster.md`); leasehold retries redirected commands
+    /// itself.
     ///
     /// # Errors
     /// As [`ClientBuilder::connect`].
@@ -143,6 +146,13 @@ impl Client {
             // No silent replays of in-flight scripts: an ambiguous outcome surfaces as
             // an error and leasehold undoes or retries it (the scripts are idempotent).
             c.max_command_attempts = 1;
+            // In a cluster fred must not follow MOVED/ASK itself: fred 10.1 sends the
+            // command after an ASK to the old node again and, once out of attempts, ends
+            // its router task, after which every command of the client hangs
+            // (docs/cluster.md). With no redirections allowed it answers "Too many
+            // redirections" instead (after refreshing its slot map on a MOVED), and
+            // leasehold sends the command again: a redirect means it did not run.
+            c.max_redirections = 0;
             c.connection_timeout = config.command_timeout;
         });
         let client = builder.build().map_err(Error::from_fred)?;
