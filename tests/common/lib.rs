@@ -5,7 +5,7 @@ use std::time::Duration;
 
 pub use leasehold_test_support::{
     raw_command, wait_until, Monitor, Proxy, RedisCluster, RedisServer, RespValue, SentinelSet, ServerOptions,
-    TlsFiles, SENTINEL_SERVICE,
+    SlotMigration, TlsFiles, SENTINEL_SERVICE,
 };
 
 /// A client on `url` with a short watchdog timeout and command timeout for tests: 2 s,

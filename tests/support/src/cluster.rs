@@ -172,6 +172,35 @@ impl RedisCluster {
         replica
     }
 
+    /// Starts moving `slot` from the primary serving it to `target` (another primary) by
+    /// hand, as `redis-cli --cluster reshard` does: `CLUSTER SETSLOT slot IMPORTING` on the
+    /// target, `MIGRATING` on the source. Keys then move one by one with
+    /// [`SlotMigration::migrate_key`] (the source answers `ASK` for keys it no longer
+    /// has), and [`SlotMigration::finish`] gives the slot to the target. Only on a
+    /// private cluster.
+    ///
+    /// # Panics
+    /// On the shared cluster, or when a node refuses.
+    pub fn begin_migration(&self, slot: u16, target: &str) -> SlotMigration {
+        assert!(self.owned.is_some() && !std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)));
+        let source = self
+            .slot_ranges()
+            .into_iter()
+            .find(|(from, to, _)| (*from..=*to).contains(&slot))
+            .map(|r| r.2)
+            .unwrap_or_else(|| panic!("no primary serves slot {slot}"));
+        assert_ne!(source, target, "the slot is already on {target}");
+        let id = |addr: &str| text(&run(addr, &["CLUSTER", "MYID"]));
+        let migration =
+            SlotMigration { slot, source_id: id(&source), target_id: id(target), source, target: target.to_owned() };
+        let slot_text = slot.to_string();
+        expect_ok(target, &["CLUSTER", "SETSLOT", &slot_text, "IMPORTING", &migration.source_id])
+            .unwrap_or_else(|e| panic!("{e}"));
+        expect_ok(&migration.source, &["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &migration.target_id])
+            .unwrap_or_else(|e| panic!("{e}"));
+        migration
+    }
+
     /// Whether every node reports `cluster_state:ok` and the same primaries.
     fn settled(&self) -> bool {
         let views: Vec<Option<Vec<String>>> = self.addrs().iter().map(|a| primaries_seen_by(a)).collect();
@@ -207,6 +236,56 @@ impl RedisCluster {
     /// process started it.
     pub fn dir(&self) -> Option<PathBuf> {
         self.owned.as_ref().map(|(_, reaper)| reaper.dir().to_path_buf())
+    }
+}
+
+/// A slot being moved by hand between two primaries ([`RedisCluster::begin_migration`]).
+#[derive(Debug)]
+pub struct SlotMigration {
+    slot: u16,
+    source: String,
+    target: String,
+    source_id: String,
+    target_id: String,
+}
+
+impl SlotMigration {
+    /// The node the slot leaves.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The node the slot goes to.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// `MIGRATE`s `key` from the source to the target (`NOKEY` when it is not there).
+    ///
+    /// # Panics
+    /// When the source refuses.
+    pub fn migrate_key(&self, key: &str) {
+        let (host, port) = self.target.rsplit_once(':').unwrap_or(("127.0.0.1", ""));
+        let reply = run(&self.source, &["MIGRATE", host, port, key, "0", "5000"]);
+        assert!(matches!(reply.as_str(), Some("OK" | "NOKEY")), "MIGRATE {key}: {reply:?}");
+    }
+
+    /// Gives the slot to the target on both nodes (`CLUSTER SETSLOT slot NODE target`;
+    /// the others learn it by gossip): from then on the source answers `MOVED` for it.
+    /// Checks that no key of the slot was left on the source.
+    ///
+    /// # Panics
+    /// When a node refuses or the source still has keys of the slot after 10 s.
+    pub fn finish(self) {
+        let slot_text = self.slot.to_string();
+        for addr in [&self.target, &self.source] {
+            expect_ok(addr, &["CLUSTER", "SETSLOT", &slot_text, "NODE", &self.target_id])
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let moved = poll(Duration::from_secs(10), || {
+            run(&self.source, &["CLUSTER", "COUNTKEYSINSLOT", &slot_text]) == RespValue::Integer(0)
+        });
+        assert!(moved, "slot {} still has keys on {}", self.slot, self.source);
     }
 }
 

@@ -24,7 +24,7 @@ mod sentinel;
 mod server;
 mod shared;
 
-pub use cluster::RedisCluster;
+pub use cluster::{RedisCluster, SlotMigration};
 pub use sentinel::{SentinelSet, SERVICE as SENTINEL_SERVICE};
 
 pub use monitor::Monitor;
