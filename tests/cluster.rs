@@ -284,3 +284,67 @@ async fn fred_10_1_jams_after_an_ask_redirect() {
     eprintln!("GET {other} after the ASK: {answered:?} after {:?}", started.elapsed());
     assert!(answered.is_none(), "fred answered again: the jam is fixed? {answered:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_and_fair_locks_keep_every_key_in_the_lock_slot() {
+    let cluster = RedisCluster::shared();
+    let a = client_with(&cluster.url(), WATCHDOG).await;
+    let b = client_with(&cluster.url(), WATCHDOG).await;
+    // Fenced: the token counter is in the lock's slot; the fence in the resource's.
+    let fenced = a.fenced_lock("ledger:cluster");
+    let guard = fenced.lock().await.expect("fenced lock");
+    let counter = fenced.token_key().expect("token key");
+    assert_eq!(cluster.slot(&counter), cluster.slot(fenced.key()));
+    assert_eq!(cluster.on_key(&counter, &["GET", &counter]).as_str(), Some(guard.token().to_string().as_str()));
+    assert!(guard.fenced_set("ledger:cluster:balance", "120").await.expect("fenced write").is_written());
+    guard.unlock().await.expect("unlock");
+    let later = b.fenced_lock("ledger:cluster").lock().await.expect("second holder");
+    assert!(later.token() > 0);
+    later.unlock().await.expect("unlock");
+
+    // Fair: queue and deadlines in the lock's slot; a queued waiter on another client
+    // is woken on its own channel.
+    let fair = a.fair_lock("printer:cluster");
+    let held = fair.lock().await.expect("fair lock");
+    let waiter = b.fair_lock("printer:cluster");
+    for key in [waiter.queue_key().expect("queue"), waiter.timeout_key().expect("timeouts")] {
+        assert_eq!(cluster.slot(&key), cluster.slot(fair.key()), "{key}");
+    }
+    let wait = tokio::spawn(async move {
+        let guard = waiter.try_lock_for(Duration::from_secs(5)).await.expect("fair wait").expect("granted");
+        guard.unlock().await.expect("unlock");
+    });
+    let queue = fair.queue_key().expect("queue");
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || {
+            cluster.on_key(&queue, &["LLEN", &queue]).as_int() == Some(1)
+        })
+        .await,
+        "the waiter queued on the lock's node"
+    );
+    held.unlock().await.expect("unlock");
+    tokio::time::timeout(Duration::from_secs(5), wait).await.expect("granted in time").expect("task");
+    assert_eq!(cluster.on_key(&queue, &["EXISTS", &queue]).as_int(), Some(0), "queue emptied");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_waits_for_its_shards_replica() {
+    let cluster = RedisCluster::shared();
+    // WAIT has no key: it must go to the lock's node, on the script's connection.
+    let client = leasehold::Client::builder()
+        .url(cluster.url())
+        .command_timeout(Duration::from_secs(2))
+        .sync_replicas(1, Duration::from_secs(1))
+        .connect()
+        .await
+        .expect("connect");
+    for name in names("synced", 12) {
+        let lock = client.lock(&name);
+        let guard = lock.try_lock().await.expect("synced acquire").expect("free");
+        // Acknowledged by the replica of this lock's shard: it has the hold already.
+        let replica = cluster.replica_of(&cluster.primary_for(&name));
+        let on_replica = cluster.on_replica(&replica, &["HGET", &name, lock.owner()]);
+        assert_eq!(on_replica.as_str(), Some("1"), "{name} on {replica}");
+        guard.unlock().await.expect("unlock");
+    }
+}

@@ -130,6 +130,17 @@ impl RedisCluster {
         run(addr, args)
     }
 
+    /// Runs one command on the replica at `addr` after `READONLY` on the same
+    /// connection (a cluster replica otherwise redirects every keyed command).
+    ///
+    /// # Panics
+    /// When the node cannot be reached.
+    pub fn on_replica(&self, addr: &str, args: &[&str]) -> RespValue {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let mut replies = crate::raw::raw_commands(addr, &[&[b"READONLY"], &bytes]);
+        replies.pop().unwrap_or(RespValue::Nil)
+    }
+
     /// The replica of the primary at `addr` (from that primary's `INFO replication`).
     ///
     /// # Panics

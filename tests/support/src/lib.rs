@@ -29,7 +29,7 @@ pub use sentinel::{SentinelSet, SERVICE as SENTINEL_SERVICE};
 
 pub use monitor::Monitor;
 pub use proxy::Proxy;
-pub use raw::{raw_command, RespValue};
+pub use raw::{raw_command, raw_commands, RespValue};
 pub use server::{RedisServer, ServerOptions, TlsFiles};
 
 use std::time::{Duration, Instant};
