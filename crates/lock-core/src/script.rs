@@ -73,9 +73,22 @@ impl LuaScript {
     {
         let keys: MultipleKeys = keys.into();
         let args: MultipleValues = args.try_into().map_err(|e| Error::from_fred(e.into()).with_key(key))?;
+        // What fred's `evalsha_with_reload` does (one copy of the keys and arguments per
+        // send, another only after NOSCRIPT), made anew for each send of the retry loop.
         // Boxed: fred's script future is several KB, and every acquire and release
         // future (and so every task waiting on a lock) would otherwise carry it inline.
-        let call = || Box::pin(self.script.evalsha_with_reload::<R, _, _>(client, keys.clone(), args.clone()));
+        let call = || {
+            Box::pin(async {
+                match self.script.evalsha::<R, _, _, _>(client, keys.clone(), args.clone()).await {
+                    Err(error) if error.details().starts_with("NOSCRIPT") => {
+                        // On every primary of a cluster (`script_load_cluster`).
+                        self.script.load(client).await?;
+                        self.script.evalsha(client, keys.clone(), args.clone()).await
+                    }
+                    other => other,
+                }
+            })
+        };
         bounded_retry(timeout, self.name, key, call).await
     }
 }
