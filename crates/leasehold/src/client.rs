@@ -120,6 +120,14 @@ impl Client {
             // bounds each call, so nothing hangs, but nothing recovers either).
             tracing::warn!("the fred client given to leasehold has no reconnect policy");
         }
+        if client.is_clustered() && client.connection_config().max_redirections > 0 {
+            // leasehold resends redirected commands itself; fred 10.1 following an ASK
+            // can end its router task (docs/cluster.md).
+            tracing::warn!(
+                "the cluster fred client given to leasehold follows redirects (max_redirections > 0): \
+                 fred 10.1 can stop answering after an ASK; set max_redirections = 0"
+            );
+        }
         let policy = client.client_reconnect_policy().unwrap_or_else(default_reconnect_policy);
         let subscriber = subscriber_client(client.client_config(), policy)?;
         bounded_init(&subscriber, config.command_timeout).await?;
