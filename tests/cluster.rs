@@ -348,3 +348,37 @@ async fn an_acquire_waits_for_its_shards_replica() {
         guard.unlock().await.expect("unlock");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_primary_is_followed_and_its_replicated_locks_survive() {
+    let mut cluster = RedisCluster::start_with_node_timeout(Duration::from_millis(1_500));
+    let holder = client_with(&cluster.url(), Duration::from_secs(6)).await;
+    let other = client_with(&cluster.url(), WATCHDOG).await;
+    let name = "killed:{k}";
+    let lock = holder.lock(name);
+    let guard = lock.lock().await.expect("lock");
+    let old = cluster.primary_for(name);
+    let replica = cluster.replica_of(&old);
+    let digest = |addr: &str| cluster.on(addr, &["DEBUG", "DIGEST-VALUE", name]);
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
+        "the replica has the hold"
+    );
+    let killed = Instant::now();
+    cluster.kill(&old);
+    assert!(cluster.wait_settled_without(&old, Duration::from_secs(20)), "the replica took over");
+    eprintln!("failed over {:?} after the kill", killed.elapsed());
+    assert_eq!(cluster.primary_for(name), replica);
+
+    // The other client had the old slot map too: its acquire reaches the new primary
+    // and finds the replicated hold.
+    let contender = other.lock(name);
+    assert!(contender.try_lock().await.expect("try_lock after the kill").is_none(), "the hold survived");
+    // The holder's renewals (every 2 s) kept the lease; its unlock reaches the new primary.
+    assert!(!guard.is_lost(), "the hold was not lost");
+    assert!(pttl(&cluster, name) > 0);
+    guard.unlock().await.expect("unlock after the kill");
+    assert_eq!(cluster.on(&replica, &["EXISTS", name]).as_int(), Some(0), "released on the new primary");
+    let taken = contender.try_lock().await.expect("try_lock").expect("free now");
+    taken.unlock().await.expect("unlock");
+}

@@ -46,10 +46,44 @@ impl RedisCluster {
     /// # Panics
     /// When `redis-server` is missing or the cluster does not form within 30 s.
     pub fn start() -> RedisCluster {
+        Self::start_with_node_timeout(Duration::from_secs(5))
+    }
+
+    /// [`RedisCluster::start`] with another `cluster-node-timeout`: how long a node must be
+    /// unreachable before the others fail it over (a killed primary's replica takes over
+    /// about a second after that). Short timeouts make a loaded machine's slow node look
+    /// dead, so keep them for tests that kill nodes.
+    ///
+    /// # Panics
+    /// As [`RedisCluster::start`], or for a timeout over `u32::MAX` ms.
+    pub fn start_with_node_timeout(node_timeout: Duration) -> RedisCluster {
+        let ms = u32::try_from(node_timeout.as_millis()).unwrap_or_else(|_| panic!("node timeout too long"));
         let dir = make_temp_dir();
         let reaper = Reaper::start(&dir, Watch::ThisProcess).unwrap_or_else(|e| panic!("{e}"));
-        let (ports, servers) = form(&dir, reaper.group(), 5_000).unwrap_or_else(|e| panic!("cluster: {e}"));
+        let (ports, servers) = form(&dir, reaper.group(), ms).unwrap_or_else(|e| panic!("cluster: {e}"));
         RedisCluster { ports, owned: Some((servers, reaper)) }
+    }
+
+    /// Kills the node at `addr` (`SIGKILL`), for good. Only on a private cluster.
+    ///
+    /// # Panics
+    /// On the shared cluster, or when `addr` is not a node of this cluster.
+    pub fn kill(&mut self, addr: &str) {
+        assert!(!std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)));
+        let (servers, _) = self.owned.as_mut().unwrap_or_else(|| panic!("not started by this process"));
+        let server = servers.iter_mut().find(|s| s.addr() == addr).unwrap_or_else(|| panic!("no node {addr}"));
+        server.kill();
+    }
+
+    /// Waits until the nodes other than `dead` report `cluster_state:ok` and agree on
+    /// the primaries (after a failover), within `deadline`. Returns whether they did.
+    pub fn wait_settled_without(&self, dead: &str, deadline: Duration) -> bool {
+        let live: Vec<String> = self.addrs().into_iter().filter(|a| a != dead).collect();
+        poll(deadline, || {
+            let views: Vec<Option<Vec<String>>> = live.iter().map(|a| primaries_seen_by(a)).collect();
+            views.iter().all(|v| v.as_ref().is_some_and(|p| p.len() == 3 && !p.iter().any(|a| a == dead)))
+                && views.windows(2).all(|w| w[0] == w[1])
+        })
     }
 
     /// The cluster shared by this test binary (or nextest run), started on first use.
