@@ -382,3 +382,59 @@ async fn a_killed_primary_is_followed_and_its_replicated_locks_survive() {
     let taken = contender.try_lock().await.expect("try_lock").expect("free now");
     taken.unlock().await.expect("unlock");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_carries_on_through_a_manual_failover() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let cluster = RedisCluster::start();
+    let name = "contended:{c}";
+    let clients = [client_with(&cluster.url(), WATCHDOG).await, client_with(&cluster.url(), WATCHDOG).await];
+    let inside = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicU64::new(0));
+    let failed_over = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for client in &clients {
+        for _ in 0..4 {
+            let lock = client.lock(name);
+            let (inside, overlaps, failed_over) = (inside.clone(), overlaps.clone(), failed_over.clone());
+            tasks.push(tokio::spawn(async move {
+                let (mut before, mut after) = (0u32, 0u32);
+                while after < 5 {
+                    let guard = lock.lock().await.expect("lock");
+                    if inside.swap(true, Ordering::SeqCst) {
+                        overlaps.fetch_add(1, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    inside.store(false, Ordering::SeqCst);
+                    let counted_after = failed_over.load(Ordering::SeqCst);
+                    guard.unlock().await.expect("unlock");
+                    if counted_after {
+                        after += 1;
+                    } else {
+                        before += 1;
+                    }
+                }
+                before
+            }));
+        }
+    }
+    // Let every task through once before the failover.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let old = cluster.primary_for(name);
+    let new = cluster.failover(&old);
+    failed_over.store(true, Ordering::SeqCst);
+    assert_eq!(cluster.primary_for(name), new);
+    let done = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut before = Vec::new();
+        for task in tasks {
+            before.push(task.await.expect("task"));
+        }
+        before
+    })
+    .await
+    .expect("no waiter is stuck after the failover");
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "never two holders at once");
+    assert!(done.iter().sum::<u32>() >= 8, "the tasks ran before the failover too: {done:?}");
+    assert_eq!(cluster.on(&new, &["EXISTS", name]).as_int(), Some(0), "nothing left held");
+}
