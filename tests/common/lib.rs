@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 pub use leasehold_test_support::{
-    raw_command, wait_until, Monitor, Proxy, RedisServer, RespValue, ServerOptions, TlsFiles,
+    raw_command, wait_until, Monitor, Proxy, RedisCluster, RedisServer, RespValue, SentinelSet, ServerOptions,
+    SlotMigration, TlsFiles, SENTINEL_SERVICE,
 };
 
 /// A client on `url` with a short watchdog timeout and command timeout for tests: 2 s,

@@ -102,8 +102,11 @@ impl Client {
     /// `Client` is dropped); it closes only the subscriber connection it made itself.
     ///
     /// A client made elsewhere may replay in-flight commands after a reconnect
-    /// (fred's `max_command_attempts`); leasehold's acquire and release carry request
-    /// ids, so a replay counts once within the replay window.
+    /// (fred's `max_command_attempts`); leasehold's acquire and release set absolute
+    /// counts, so a replay counts once. For a cluster client, set fred's
+    /// `max_redirections` to 0 as leasehold's own clients do: fred 10.1 jams after an
+    /// ASK redirect otherwise (`docs/cluster.md`); leasehold retries redirected commands
+    /// itself.
     ///
     /// # Errors
     /// As [`ClientBuilder::connect`].
@@ -116,6 +119,14 @@ impl Client {
             // fred's default: after a dropped connection every command fails (leasehold
             // bounds each call, so nothing hangs, but nothing recovers either).
             tracing::warn!("the fred client given to leasehold has no reconnect policy");
+        }
+        if client.is_clustered() && client.connection_config().max_redirections > 0 {
+            // leasehold resends redirected commands itself; fred 10.1 following an ASK
+            // can end its router task (docs/cluster.md).
+            tracing::warn!(
+                "the cluster fred client given to leasehold follows redirects (max_redirections > 0): \
+                 fred 10.1 can stop answering after an ASK; set max_redirections = 0"
+            );
         }
         let policy = client.client_reconnect_policy().unwrap_or_else(default_reconnect_policy);
         let subscriber = subscriber_client(client.client_config(), policy)?;
@@ -143,6 +154,13 @@ impl Client {
             // No silent replays of in-flight scripts: an ambiguous outcome surfaces as
             // an error and leasehold undoes or retries it (the scripts are idempotent).
             c.max_command_attempts = 1;
+            // In a cluster fred must not follow MOVED/ASK itself: fred 10.1 sends the
+            // command after an ASK to the old node again and, once out of attempts, ends
+            // its router task, after which every command of the client hangs
+            // (docs/cluster.md). With no redirections allowed it answers "Too many
+            // redirections" instead (after refreshing its slot map on a MOVED), and
+            // leasehold sends the command again: a redirect means it did not run.
+            c.max_redirections = 0;
             c.connection_timeout = config.command_timeout;
         });
         let client = builder.build().map_err(Error::from_fred)?;
@@ -160,7 +178,10 @@ impl Client {
     fn assemble(client: FredClient, subscriber: SubscriberClient, config: ClientConfig, owns: bool) -> Client {
         let group_by_slot = client.is_clustered();
         let reconnects = client.reconnect_rx();
-        let store = LockStore::new(client, config.command_timeout);
+        // In a cluster, classic PUBLISH counts only the subscribers of the node that ran
+        // the script, so "nobody listened" says nothing there: every release reads the
+        // wait queue (release.lua, ARGV[5]).
+        let store = LockStore::new(client, config.command_timeout).always_reading_queue(group_by_slot);
         let mut watchdog_config = WatchdogConfig::default();
         watchdog_config.timeout = config.watchdog_timeout;
         watchdog_config.batch_size = config.renew_batch_size;

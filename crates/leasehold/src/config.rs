@@ -226,8 +226,11 @@ pub(crate) fn redact_url(url: &str) -> String {
 
 impl ClientBuilder {
     /// The server's URL (`redis://[user:password@]host:port/db`, `rediss://…` (needs the
-    /// `tls-rustls` or `tls-native-tls` feature), `redis-cluster://…`).
-    /// Default: `redis://127.0.0.1:6379`.
+    /// `tls-rustls` or `tls-native-tls` feature), a cluster as
+    /// `redis-cluster://host:port?node=host:port&…` (any reachable nodes), or a primary
+    /// found through Sentinel as
+    /// `redis-sentinel://sentinel:port?sentinelServiceName=NAME&node=sentinel:port&…`;
+    /// see `docs/cluster.md`). Default: `redis://127.0.0.1:6379`.
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
         self

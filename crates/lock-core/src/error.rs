@@ -99,7 +99,11 @@ impl Error {
     /// [`ErrorKind::Redis`].
     ///
     /// Errors fred raises before writing the command (no connection to route it to,
-    /// back-pressure) are marked [`Error::is_not_sent`], so they are not ambiguous.
+    /// back-pressure), and refusals the server answers before running it (a cluster
+    /// redirect that fred did not follow, `TRYAGAIN`, `CLUSTERDOWN`: see
+    /// [`refused_before_running`]), are marked [`Error::is_not_sent`], so they are not
+    /// ambiguous. A redirect fred did not follow ("Too many redirections") is an
+    /// [`ErrorKind::Connection`]; `TRYAGAIN` and `CLUSTERDOWN` stay [`ErrorKind::Redis`].
     pub fn from_fred(error: fred::error::Error) -> Self {
         use fred::error::ErrorKind as F;
         let details = error.details();
@@ -108,6 +112,13 @@ impl Error {
         } else if details.starts_with("Failed to route command") {
             // Raised while looking for a connection to write to: nothing was written.
             (ErrorKind::Connection, true)
+        } else if details.starts_with("Too many redirections") || refused_before_running(&error) {
+            // A MOVED or ASK reply (which leasehold's clients tell fred not to follow,
+            // `max_redirections = 0`), TRYAGAIN or CLUSTERDOWN: the server refused the
+            // command before running it.
+            let kind =
+                if details.starts_with("Too many redirections") { ErrorKind::Connection } else { ErrorKind::Redis };
+            (kind, true)
         } else if details.starts_with("Too many failed write attempts") {
             // A re-send after a dropped connection or a redirect: the first write may
             // have run, so the outcome is unknown.
@@ -183,8 +194,9 @@ impl Error {
         self.kind == ErrorKind::Connection
     }
 
-    /// `true` when the command is known never to have reached Redis (fred had no
-    /// connection to write it to): nothing was applied, so any retry is safe.
+    /// `true` when the command is known not to have run: fred had no connection to write
+    /// it to, or the server refused it before running it (a cluster redirect, `TRYAGAIN`,
+    /// `CLUSTERDOWN`). Nothing was applied, so any retry is safe.
     pub fn is_not_sent(&self) -> bool {
         self.not_sent
     }
@@ -212,6 +224,16 @@ impl Error {
             _ => false,
         }
     }
+}
+
+/// `true` when the server refused the command before running it, so that sending it
+/// again is safe and may succeed shortly: a cluster redirect that fred did not follow
+/// ("Too many redirections": leasehold's clients set `max_redirections = 0`, see
+/// `docs/cluster.md`), `TRYAGAIN` (a multi-key command while its slot's keys are split
+/// between two nodes during a migration) or `CLUSTERDOWN` (a failover in progress).
+pub fn refused_before_running(error: &fred::error::Error) -> bool {
+    let details = error.details().trim_start_matches("ERR ").trim_start();
+    ["Too many redirections", "TRYAGAIN", "CLUSTERDOWN"].iter().any(|prefix| details.starts_with(prefix))
 }
 
 impl fmt::Display for Error {
@@ -299,6 +321,28 @@ mod tests {
             "Too many failed write attempts.",
         ));
         assert!(err.is_connection() && err.is_ambiguous());
+    }
+
+    #[test]
+    fn refusals_before_running_are_not_sent() {
+        // fred 10.1's answer to a MOVED or ASK it was not allowed to follow, and the
+        // server's refusals during a migration or a failover: nothing ran.
+        for (kind, text) in [
+            (fred::error::ErrorKind::Routing, "Too many redirections."),
+            (fred::error::ErrorKind::Unknown, "TRYAGAIN Multiple keys request during rehashing of slot"),
+            (fred::error::ErrorKind::Unknown, "CLUSTERDOWN The cluster is down"),
+        ] {
+            let fred = fred::error::Error::new(kind, text);
+            assert!(refused_before_running(&fred), "{text}");
+            let err = Error::from_fred(fred);
+            assert!(err.is_not_sent() && !err.is_ambiguous() && err.is_transient(), "{text}: {err:?}");
+        }
+        let redirect =
+            Error::from_fred(fred::error::Error::new(fred::error::ErrorKind::Routing, "Too many redirections."));
+        assert!(redirect.is_connection());
+        for text in ["MOVED 3999 127.0.0.1:6381", "ERR user_script:1: boom", "Too many failed write attempts."] {
+            assert!(!refused_before_running(&fred::error::Error::new(fred::error::ErrorKind::Unknown, text)), "{text}");
+        }
     }
 
     #[test]

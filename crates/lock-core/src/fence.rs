@@ -92,7 +92,7 @@ impl LockStore {
         }
         let key = fence_key(resource);
         let value: Option<String> =
-            crate::script::bounded(self.command_timeout(), "GET", &key, self.client().get(&key)).await?;
+            crate::script::bounded_retry(self.command_timeout(), "GET", &key, || self.client().get(&key)).await?;
         value
             .map(|v| {
                 v.parse().map_err(|_| {

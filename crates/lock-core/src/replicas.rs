@@ -218,17 +218,20 @@ async fn run_then_wait(
         // put the pair on the stack of whoever polls the acquire.
         Box::pin(async move { tokio::join!(biased; script_call, wait_call) })
     };
-    let call = Box::pin(async {
-        let (reply, waited) = match pair().await {
-            (Err(error), _) if error.details().starts_with("NOSCRIPT") => {
-                let _: String = client.script_load(script.source()).await?;
-                pair().await
-            }
-            other => other,
-        };
-        Ok::<_, fred::error::Error>((reply?, waited))
-    });
-    let (reply, waited) = crate::script::bounded(timeout, script.name(), key, call).await?;
+    let call = || {
+        Box::pin(async {
+            let (reply, waited) = match pair().await {
+                (Err(error), _) if error.details().starts_with("NOSCRIPT") => {
+                    // On every primary of a cluster (one SCRIPT LOAD elsewhere).
+                    client.script_load_cluster::<(), _>(script.source()).await?;
+                    pair().await
+                }
+                other => other,
+            };
+            Ok::<_, fred::error::Error>((reply?, waited))
+        })
+    };
+    let (reply, waited) = crate::script::bounded_retry(timeout, script.name(), key, call).await?;
     let acknowledged = waited
         .map_err(|error| Error::from_fred(error).with_key(key))
         .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX));

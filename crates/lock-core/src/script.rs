@@ -7,7 +7,7 @@ use fred::prelude::{Client, FromValue};
 use fred::types::scripts::Script;
 use fred::types::{MultipleKeys, MultipleValues};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{refused_before_running, Error, ErrorKind, Result};
 
 /// One Lua script of `lua/`, ready to run.
 #[derive(Debug)]
@@ -71,10 +71,66 @@ impl LuaScript {
         V: TryInto<MultipleValues> + Send,
         V::Error: Into<fred::error::Error> + Send,
     {
+        let keys: MultipleKeys = keys.into();
+        let args: MultipleValues = args.try_into().map_err(|e| Error::from_fred(e.into()).with_key(key))?;
+        // What fred's `evalsha_with_reload` does (one copy of the keys and arguments per
+        // send, another only after NOSCRIPT), made anew for each send of the retry loop.
         // Boxed: fred's script future is several KB, and every acquire and release
         // future (and so every task waiting on a lock) would otherwise carry it inline.
-        let call = Box::pin(self.script.evalsha_with_reload::<R, K, V>(client, keys, args));
-        bounded(timeout, self.name, key, call).await
+        let call = || {
+            Box::pin(async {
+                match self.script.evalsha::<R, _, _, _>(client, keys.clone(), args.clone()).await {
+                    Err(error) if error.details().starts_with("NOSCRIPT") => {
+                        // On every primary of a cluster (`script_load_cluster`).
+                        self.script.load(client).await?;
+                        self.script.evalsha(client, keys.clone(), args.clone()).await
+                    }
+                    other => other,
+                }
+            })
+        };
+        bounded_retry(timeout, self.name, key, call).await
+    }
+}
+
+/// Like [`bounded`], but sends the call again (made anew by `make`) while the server
+/// refuses it without running it ([`refused_before_running`]: a cluster redirect, which
+/// fred was told not to follow, `TRYAGAIN` during a slot migration, `CLUSTERDOWN` during
+/// a failover), after a pause of 5 ms doubling up to 100 ms, all within `timeout`. When
+/// the time runs out between two refusals, the last refusal is returned (its
+/// [`Error::is_not_sent`] says nothing ran).
+///
+/// # Errors
+/// As [`bounded`].
+///
+/// # Cancel safety
+/// As cancel safe as the calls `make` returns: dropping it drops the one in flight.
+pub async fn bounded_retry<T, F, Fut>(timeout: Duration, what: &str, key: &str, mut make: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, fred::error::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match tokio::time::timeout(left, make()).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(error)) if refused_before_running(&error) => {
+                if tokio::time::Instant::now() + pause >= deadline {
+                    return Err(Error::from_fred(error).with_key(key));
+                }
+                tracing::debug!(key, error = %error, "refused before running; sending again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            Ok(Err(error)) => return Err(Error::from_fred(error).with_key(key)),
+            Err(_) => {
+                return Err(
+                    Error::new(ErrorKind::Timeout, format!("{what} did not answer within {timeout:?}")).with_key(key)
+                )
+            }
+        }
     }
 }
 

@@ -324,7 +324,7 @@ impl LockStore {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn exists(&self, key: &str) -> Result<bool> {
-        let n: i64 = self.bounded(key, self.client.exists(key)).await?;
+        let n: i64 = self.bounded(key, || self.client.exists(key)).await?;
         Ok(n == 1)
     }
 
@@ -336,7 +336,7 @@ impl LockStore {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn hold_count(&self, key: &str, owner: &OwnerId) -> Result<u64> {
-        let holds: Option<i64> = self.bounded(key, self.client.hget(key, owner.as_str())).await?;
+        let holds: Option<i64> = self.bounded(key, || self.client.hget(key, owner.as_str())).await?;
         Ok(holds.map_or(0, non_negative))
     }
 
@@ -348,19 +348,18 @@ impl LockStore {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn pttl(&self, key: &str) -> Result<Option<Option<Duration>>> {
-        let pttl: i64 = self.bounded(key, self.client.pttl(key)).await?;
+        let pttl: i64 = self.bounded(key, || self.client.pttl(key)).await?;
         Ok(match pttl {
             -2 => None,
             other => Some(pttl_from_reply(other)),
         })
     }
 
-    async fn bounded<R>(
-        &self,
-        key: &str,
-        call: impl std::future::Future<Output = Result<R, fred::error::Error>>,
-    ) -> Result<R> {
-        crate::script::bounded(self.command_timeout, "Redis", key, call).await
+    async fn bounded<R, Fut>(&self, key: &str, call: impl FnMut() -> Fut) -> Result<R>
+    where
+        Fut: std::future::Future<Output = Result<R, fred::error::Error>>,
+    {
+        crate::script::bounded_retry(self.command_timeout, "Redis", key, call).await
     }
 }
 

@@ -7,19 +7,29 @@
 //!   cut connections, for faults that a server alone cannot produce.
 //! - [`RedisServer::start_replica_of`]: a replica of a server, in sync before it returns;
 //!   [`RedisServer::promote`] makes it a primary.
+//! - [`RedisCluster`]: 3 primaries and 3 replicas; [`SentinelSet`]: a primary, a replica
+//!   and 3 sentinels. Each is started once per test binary (once per run under nextest,
+//!   shared by the test processes) or privately, and dies with the test process.
 //! - [`Monitor`]: a `MONITOR` tap that records every command the server runs.
 //! - [`raw_command`]: one command over a plain TCP connection, for tests that must not go
 //!   through the client under test.
 
+mod cluster;
 mod monitor;
 mod proxy;
 mod raw;
+mod reaper;
 mod replica;
+mod sentinel;
 mod server;
+mod shared;
+
+pub use cluster::{RedisCluster, SlotMigration};
+pub use sentinel::{SentinelSet, SERVICE as SENTINEL_SERVICE};
 
 pub use monitor::Monitor;
 pub use proxy::Proxy;
-pub use raw::{raw_command, RespValue};
+pub use raw::{raw_command, raw_commands, RespValue};
 pub use server::{RedisServer, ServerOptions, TlsFiles};
 
 use std::time::{Duration, Instant};

@@ -51,6 +51,24 @@ pub fn raw_command(addr: &str, args: &[&[u8]]) -> RespValue {
     read_value(&mut reader)
 }
 
+/// Sends `commands` to `addr` on one new connection, in order, and returns their
+/// replies (for state that lives on the connection, such as `READONLY` on a cluster
+/// replica).
+///
+/// # Panics
+/// As [`raw_command`].
+pub fn raw_commands(addr: &str, commands: &[&[&[u8]]]) -> Vec<RespValue> {
+    let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut out = Vec::new();
+    for args in commands {
+        out.extend(encode(args));
+    }
+    stream.write_all(&out).unwrap_or_else(|e| panic!("write: {e}"));
+    let mut reader = BufReader::new(stream);
+    commands.iter().map(|_| read_value(&mut reader)).collect()
+}
+
 /// Encodes a command as a RESP array of bulk strings.
 pub(crate) fn encode(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();

@@ -67,6 +67,9 @@ pub struct RedisServer {
     dir: PathBuf,
     options: ServerOptions,
     stopped: bool,
+    /// The process group the server runs in (a topology's [`Reaper`](crate::reaper::Reaper)
+    /// group), or `None` for the test's own.
+    group: Option<u32>,
 }
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
@@ -91,14 +94,32 @@ impl RedisServer {
         for _ in 0..5 {
             let port = options.port.unwrap_or_else(free_port);
             let tls_port = options.tls.as_ref().map(|_| free_port());
-            match spawn(port, tls_port, &dir, &options) {
+            match spawn(port, tls_port, &dir, &options, None) {
                 Ok(child) => {
-                    return RedisServer { child: Some(child), port, tls_port, dir, options, stopped: false };
+                    return RedisServer {
+                        child: Some(child),
+                        port,
+                        tls_port,
+                        dir,
+                        options,
+                        stopped: false,
+                        group: None,
+                    };
                 }
                 Err(error) => last_error = error,
             }
         }
         panic!("could not start redis-server: {last_error}");
+    }
+
+    /// One attempt to start a server in `dir` on `options.port` (which must be set),
+    /// in process group `group`: the topologies pick their ports (a cluster node needs
+    /// two) and retry themselves.
+    pub(crate) fn try_start_in(dir: PathBuf, options: ServerOptions, group: Option<u32>) -> Result<Self, String> {
+        let port = options.port.ok_or("try_start_in needs a port")?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let child = spawn(port, None, &dir, &options, group)?;
+        Ok(RedisServer { child: Some(child), port, tls_port: None, dir, options, stopped: false, group })
     }
 
     /// The port it listens on.
@@ -139,7 +160,7 @@ impl RedisServer {
         self.kill();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match spawn(self.port, self.tls_port, &self.dir, &self.options) {
+            match spawn(self.port, self.tls_port, &self.dir, &self.options, self.group) {
                 Ok(child) => {
                     self.child = Some(child);
                     return;
@@ -191,7 +212,7 @@ fn signal(child: &Child, name: &str) {
     let _ = Command::new("kill").arg(format!("-{name}")).arg(child.id().to_string()).status();
 }
 
-fn make_temp_dir() -> PathBuf {
+pub(crate) fn make_temp_dir() -> PathBuf {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("leasehold-redis-{}-{n}-{nanos}", std::process::id()));
@@ -199,15 +220,26 @@ fn make_temp_dir() -> PathBuf {
     dir
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .unwrap_or_else(|e| panic!("no free port: {e}"))
 }
 
-fn spawn(port: u16, tls_port: Option<u16>, dir: &Path, options: &ServerOptions) -> Result<Child, String> {
+fn spawn(
+    port: u16,
+    tls_port: Option<u16>,
+    dir: &Path,
+    options: &ServerOptions,
+    group: Option<u32>,
+) -> Result<Child, String> {
     let mut command = Command::new("redis-server");
+    if let Some(group) = group {
+        use std::os::unix::process::CommandExt;
+        // The reaper's group: killed as a whole when the reaper's watch ends.
+        command.process_group(i32::try_from(group).map_err(|_| format!("bad process group {group}"))?);
+    }
     command
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .args(["--enable-debug-command", "local", "--protected-mode", "no"])
@@ -242,9 +274,14 @@ fn spawn(port: u16, tls_port: Option<u16>, dir: &Path, options: &ServerOptions) 
     }
 }
 
+/// [`ping`] on `127.0.0.1:PORT` given as text.
+pub(crate) fn ping_addr(addr: &str) -> bool {
+    addr.rsplit(':').next().and_then(|p| p.parse().ok()).is_some_and(ping)
+}
+
 /// Whether the server answers on `port`: `+PONG`, or `-NOAUTH` from a server that
 /// requires a password (`--requirepass`), which is up all the same.
-fn ping(port: u16) -> bool {
+pub(crate) fn ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
     if stream.write_all(b"PING\r\n").is_err() {
