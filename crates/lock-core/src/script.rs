@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use fred::prelude::{Client, FromValue};
+use fred::prelude::{Client, FromValue, LuaInterface};
 use fred::types::scripts::Script;
-use fred::types::{MultipleKeys, MultipleValues};
+use fred::types::{Key, MultipleKeys, MultipleValues, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -15,12 +15,17 @@ pub struct LuaScript {
     name: &'static str,
     source: &'static str,
     script: Script,
+    /// The SHA1 as fred's shared string: each `EVALSHA` clones it (a reference count)
+    /// instead of copying it.
+    sha1: fred::bytes_utils::Str,
 }
 
 impl LuaScript {
     /// Wraps `source`, computing its SHA1 now.
     pub fn new(name: &'static str, source: &'static str) -> Self {
-        LuaScript { name, source, script: Script::from_lua(source) }
+        let script = Script::from_lua(source);
+        let sha1 = script.sha1().clone();
+        LuaScript { name, source, script, sha1 }
     }
 
     /// The script's file name in `lua/`, e.g. `acquire.lua`.
@@ -74,6 +79,37 @@ impl LuaScript {
         // Boxed: fred's script future is several KB, and every acquire and release
         // future (and so every task waiting on a lock) would otherwise carry it inline.
         let call = Box::pin(self.script.evalsha_with_reload::<R, K, V>(client, keys, args));
+        bounded(timeout, self.name, key, call).await
+    }
+
+    /// [`LuaScript::run`] with KEYS and ARGV made by `build`, already in fred's types
+    /// (shared byte strings and integers: nothing is copied or formatted per call).
+    /// `build` runs once, and once more if the server answered `NOSCRIPT` and the script
+    /// was loaded, so no argument is cloned for a retry that rarely happens.
+    ///
+    /// # Errors
+    /// As [`LuaScript::run`].
+    ///
+    /// # Cancel safety
+    /// As [`LuaScript::run`].
+    pub async fn run_with<R, B>(&self, client: &Client, key: &str, timeout: Duration, build: B) -> Result<R>
+    where
+        R: FromValue,
+        B: Fn() -> (Vec<Key>, Vec<Value>) + Send + Sync,
+    {
+        // Boxed for the reason `run` gives.
+        let call = Box::pin(async {
+            let (keys, args) = build();
+            match client.evalsha::<R, _, _, _>(self.sha1.clone(), keys, Value::Array(args)).await {
+                Err(error) if error.details().starts_with("NOSCRIPT") => {
+                    // What fred's `evalsha_with_reload` does, without its up-front clones.
+                    self.script.load(client).await?;
+                    let (keys, args) = build();
+                    client.evalsha::<R, _, _, _>(self.sha1.clone(), keys, Value::Array(args)).await
+                }
+                result => result,
+            }
+        });
         bounded(timeout, self.name, key, call).await
     }
 }

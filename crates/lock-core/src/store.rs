@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use fred::prelude::{Client, HashesInterface, KeysInterface};
+use fred::types::{Key, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::{LockNames, UNLOCK_MESSAGE};
@@ -111,8 +112,14 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn acquire(&self, names: &LockNames, owner: &OwnerId, lease_ms: u64, target: u64) -> Result<Acquire> {
-        let (keys, args) = acquire_args(names, owner, lease_ms, target);
-        let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
+        // The same KEYS and ARGV as `acquire_args`, as shared byte strings and integers.
+        let build = || {
+            (
+                vec![Key::from(names.key_arg())],
+                vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1))],
+            )
+        };
+        let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
         acquire_from_reply("acquire.lua", names, &reply)
     }
 
@@ -129,9 +136,12 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn release(&self, names: &LockNames, owner: &OwnerId, target: u64, need_ms: u64) -> Result<Release> {
-        let keys = vec![names.key().to_owned(), names.channel().to_owned()];
-        let args = vec![owner.as_str().to_owned(), target.to_string(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
-        let reply: i64 = scripts::RELEASE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
+        let build = || {
+            let keys = vec![Key::from(names.key_arg()), Key::from(names.channel_arg())];
+            let args = vec![Value::Bytes(owner.arg()), int_arg(target), int_arg(need_ms), unlock_message()];
+            (keys, args)
+        };
+        let reply: i64 = scripts::RELEASE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
         Ok(release_from_reply(reply))
     }
 
@@ -301,6 +311,17 @@ impl LockStore {
     ) -> Result<R> {
         crate::script::bounded(self.command_timeout, "Redis", key, call).await
     }
+}
+
+/// A whole number as a script argument: fred sends an integer as the bulk string of its
+/// decimal digits (what `to_string` would send) without allocating one.
+fn int_arg(n: u64) -> Value {
+    i64::try_from(n).map_or_else(|_| Value::from(n.to_string()), Value::Integer)
+}
+
+/// [`UNLOCK_MESSAGE`] as a script argument (static: nothing is allocated).
+fn unlock_message() -> Value {
+    Value::Bytes(fred::bytes::Bytes::from_static(UNLOCK_MESSAGE.as_bytes()))
 }
 
 /// Maps the first two entries of an acquire script's reply (`{1, holds}`, `{0, pttl}`).
