@@ -147,6 +147,25 @@ impl std::hash::Hash for LockNames {
     }
 }
 
+/// `parts` joined into one shared string: through a buffer on the stack when short (one
+/// allocation, the `Arc`'s), else through a `String`.
+pub(crate) fn concat_shared(parts: &[&str]) -> Arc<str> {
+    let mut buffer = [0u8; 160];
+    let len: usize = parts.iter().map(|part| part.len()).sum();
+    if len <= buffer.len() {
+        let mut at = 0;
+        for part in parts {
+            buffer[at..at + part.len()].copy_from_slice(part.as_bytes());
+            at += part.len();
+        }
+        // Whole `str`s joined: always UTF-8.
+        if let Ok(text) = std::str::from_utf8(&buffer[..len]) {
+            return Arc::from(text);
+        }
+    }
+    Arc::from(parts.concat())
+}
+
 /// An `Arc<str>` seen as bytes, so that a [`Bytes`] can share it instead of copying it.
 struct SharedText(Arc<str>);
 
@@ -172,7 +191,12 @@ impl LockNames {
             return Err(Error::invalid_argument("a lock name must not be empty"));
         }
         let key: Arc<str> = Arc::from(key);
-        let channel: Arc<str> = Arc::from(derived_key(CHANNEL_PREFIX, &key));
+        let channel = match (hash_tag(key.as_bytes()).is_some(), key.contains('}')) {
+            // `derived_key`'s two usual cases, straight into the shared string.
+            (true, _) => concat_shared(&[CHANNEL_PREFIX, ":", &key]),
+            (false, false) => concat_shared(&[CHANNEL_PREFIX, ":{", &key, "}"]),
+            (false, true) => Arc::from(derived_key(CHANNEL_PREFIX, &key)),
+        };
         let (key_arg, channel_arg) = (shared_bytes(&key), shared_bytes(&channel));
         Ok(LockNames { key, channel, key_arg, channel_arg })
     }
@@ -299,6 +323,8 @@ mod tests {
                 lock.waiter_channel("00000000-0000-0000-0000-000000000000:1"),
                 format!("{}:r1", derived_key("p", name)),
             ];
+            assert_eq!(lock.channel(), derived_key(CHANNEL_PREFIX, name), "{name:?}");
+            assert_eq!((&lock.key_arg()[..], &lock.channel_arg()[..]), (name.as_bytes(), lock.channel().as_bytes()));
             for derived in derived_names {
                 assert_eq!(key_slot(derived.as_bytes()), slot, "{derived:?} is not in the slot of {name:?}");
             }

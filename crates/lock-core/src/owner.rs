@@ -66,11 +66,11 @@ impl ClientId {
                 break;
             }
         }
-        let mut id = String::with_capacity(self.text.len() + 1 + digits.len() - at);
-        id.push_str(&self.text);
-        id.push(separator);
-        id.extend(digits[at..].iter().map(|&d| char::from(d)));
-        OwnerId::from_text(Arc::from(id))
+        let mut sep = [0u8; 4];
+        let sep: &str = separator.encode_utf8(&mut sep);
+        // ASCII digits: always UTF-8.
+        let n = std::str::from_utf8(&digits[at..]).unwrap_or("0");
+        OwnerId::from_text(crate::names::concat_shared(&[&self.text, sep, n]))
     }
 }
 
