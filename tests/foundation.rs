@@ -83,6 +83,38 @@ async fn reentrancy_counts_holds_and_publishes_once() {
     assert!(publishes[0].contains("\"redisson_lock__channel:{re}\" \"0\""), "{publishes:?}");
 }
 
+/// What the hot path sends, argument by argument (integers as their decimal digits, the
+/// key, channel and owner as given), and that a server which forgot the scripts
+/// (`SCRIPT FLUSH`, as after a restart) gets them loaded and the same call sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_arguments_are_exact_and_forgotten_scripts_are_reloaded() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    for flush in [false, true] {
+        if flush {
+            assert_eq!(raw(&server, &["SCRIPT", "FLUSH"]).as_str(), Some("OK"));
+        }
+        let lock = client.lock("args:1");
+        let owner = lock.owner().to_owned();
+        let monitor = Monitor::start(&server.addr());
+        let guard = lock.try_lock_with(Duration::ZERO, Duration::from_micros(12_345_001)).await.expect("try");
+        guard.expect("free lock is acquired").unlock().await.expect("unlock");
+        monitor.sync(&server.addr());
+        let evalshas: Vec<String> =
+            monitor.commands().into_iter().filter(|l| l.to_lowercase().contains("\"evalsha\"")).collect();
+        let tail =
+            |line: &str| line.split("\" \"").skip(2).collect::<Vec<_>>().join(" ").trim_end_matches('"').to_owned();
+        let sent: Vec<String> = evalshas.iter().map(|l| tail(l)).collect();
+        let acquire = format!("1 args:1 12346 {owner} 1");
+        let release = format!("2 args:1 redisson_lock__channel:{{args:1}} {owner} 0 0 0");
+        // After a flush each script is answered NOSCRIPT once, loaded, and sent again as it was.
+        let expected =
+            if flush { vec![acquire.clone(), acquire, release.clone(), release] } else { vec![acquire, release] };
+        assert_eq!(sent, expected, "{evalshas:?}");
+        assert_eq!(raw(&server, &["EXISTS", "args:1"]).as_int(), Some(0));
+    }
+}
+
 /// The release publishes `0` on `redisson_lock__channel:{name}` (seen by a plain subscriber).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_publishes_zero_on_the_redisson_channel() {

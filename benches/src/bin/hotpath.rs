@@ -10,7 +10,10 @@
 //! 4. `setnx`: plain fred, `SET key owner NX PX 10000` + a compare-and-delete script
 //!    (`EVALSHA`);
 //! 5. `floor`: two `EVALSHA`s of `return 1` through one fred client, the least any
-//!    script-based pair can cost.
+//!    script-based pair can cost;
+//! 6. `scripts`: leasehold's own `acquire.lua` and `release.lua`, with the arguments a
+//!    fixed-lease `try_lock_with` + `unlock` sends, through plain fred (`EVALSHA`, string
+//!    arguments): the same server work as `leasehold-lease` without leasehold's client.
 //!
 //! Every pair uses a fresh key, `lock:order:<contender>:<task>:<n>` (the contender tag
 //! keeps contenders apart on a server that is not flushed), so nothing contends.
@@ -55,6 +58,9 @@ const COMPARE_AND_DELETE: &str =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 /// The trivial script of the `floor` contender.
 const TRIVIAL: &str = "return 1";
+/// leasehold's scripts, sent by the `scripts` contender.
+const ACQUIRE_LUA: &str = include_str!("../../../lua/acquire.lua");
+const RELEASE_LUA: &str = include_str!("../../../lua/release.lua");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Contender {
@@ -63,15 +69,17 @@ enum Contender {
     Rslock,
     SetNx,
     Floor,
+    Scripts,
 }
 
 impl Contender {
-    const ALL: [Contender; 5] = [
+    const ALL: [Contender; 6] = [
         Contender::LeaseholdWatchdog,
         Contender::LeaseholdLease,
         Contender::Rslock,
         Contender::SetNx,
         Contender::Floor,
+        Contender::Scripts,
     ];
 
     fn name(self) -> &'static str {
@@ -81,6 +89,7 @@ impl Contender {
             Contender::Rslock => "rslock",
             Contender::SetNx => "setnx",
             Contender::Floor => "floor",
+            Contender::Scripts => "scripts",
         }
     }
 
@@ -92,6 +101,7 @@ impl Contender {
             Contender::Rslock => "rslock 0.10 LockManager::lock(key, 10 s) + unlock(&lock)",
             Contender::SetNx => "fred SET key owner NX PX 10000 + EVALSHA compare-and-delete",
             Contender::Floor => "fred EVALSHA `return 1` twice (no key)",
+            Contender::Scripts => "fred EVALSHA of leasehold's acquire.lua + release.lua (no leasehold client)",
         }
     }
 
@@ -103,6 +113,7 @@ impl Contender {
             Contender::Rslock => "rs",
             Contender::SetNx => "nx",
             Contender::Floor => "fl",
+            Contender::Scripts => "sc",
         }
     }
 
@@ -158,6 +169,8 @@ struct Ctx {
     rslock: rslock::LockManager,
     compare_and_delete: String,
     trivial: String,
+    acquire_lua: String,
+    release_lua: String,
     owner_prefix: String,
     /// Numbers the `setnx` owner values.
     owners: AtomicU64,
@@ -168,6 +181,7 @@ enum Held {
     Leasehold(LockGuard),
     Rslock(rslock::Lock),
     Plain { key: String, owner: String },
+    Script { key: String, owner: String },
     Nothing,
 }
 
@@ -204,6 +218,16 @@ async fn acquire(ctx: &Ctx, contender: Contender, key: String) -> Result<Held, B
             }
             Ok(Held::Nothing)
         }
+        Contender::Scripts => {
+            // What `try_lock_with(ZERO, LEASE)` sends: KEYS = [key], ARGV = [lease ms, owner, 1].
+            let owner = format!("{}:{}", ctx.owner_prefix, ctx.owners.fetch_add(1, Ordering::Relaxed));
+            let args = vec![LEASE.as_millis().to_string(), owner.clone(), "1".to_owned()];
+            let reply: Vec<i64> = ctx.fred.evalsha(ctx.acquire_lua.as_str(), vec![key.clone()], args).await?;
+            if reply.first() != Some(&1) {
+                return Err(format!("acquire.lua did not acquire the distinct key {key}: {reply:?}").into());
+            }
+            Ok(Held::Script { key, owner })
+        }
     }
 }
 
@@ -220,6 +244,16 @@ async fn release(ctx: &Ctx, held: Held) -> Result<(), BoxError> {
             let deleted: i64 = ctx.fred.evalsha(ctx.compare_and_delete.as_str(), key.as_str(), owner).await?;
             if deleted != 1 {
                 return Err(format!("compare-and-delete of {key} deleted {deleted} keys").into());
+            }
+            Ok(())
+        }
+        Held::Script { key, owner } => {
+            // What the last `unlock` sends: KEYS = [key, channel], ARGV = [owner, 0, 0, "0"].
+            let channel = format!("redisson_lock__channel:{{{key}}}");
+            let args = vec![owner, "0".to_owned(), "0".to_owned(), "0".to_owned()];
+            let left: i64 = ctx.fred.evalsha(ctx.release_lua.as_str(), vec![key.clone(), channel], args).await?;
+            if left != 0 {
+                return Err(format!("release.lua of {key} answered {left}").into());
             }
             Ok(())
         }
@@ -326,6 +360,8 @@ async fn main() -> Result<ExitCode, BoxError> {
     print_machine(&fred, &target).await?;
     let compare_and_delete: String = fred.script_load(COMPARE_AND_DELETE).await?;
     let trivial: String = fred.script_load(TRIVIAL).await?;
+    let acquire_lua: String = fred.script_load(ACQUIRE_LUA).await?;
+    let release_lua: String = fred.script_load(RELEASE_LUA).await?;
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let ctx = Arc::new(Ctx {
         leasehold,
@@ -334,6 +370,8 @@ async fn main() -> Result<ExitCode, BoxError> {
         rslock: rslock::LockManager::new(vec![url.clone()]),
         compare_and_delete,
         trivial,
+        acquire_lua,
+        release_lua,
         owner_prefix: format!("{}-{nanos:x}", std::process::id()),
         owners: AtomicU64::new(0),
     });
@@ -723,6 +761,20 @@ fn print_ratios(outcomes: &[(Contender, Outcome)], settings: &Settings) {
                 lh.pairs_per_sec(),
                 rslock.pairs_per_sec(),
                 lh.pairs_per_sec() / rslock.pairs_per_sec().max(f64::MIN_POSITIVE)
+            );
+        }
+        if let Some(scripts) = find(Contender::Scripts) {
+            println!(
+                "  {name} against its own scripts through plain fred: pair p50 {} / {} ms = {:.2}, bench CPU per pair {:.2} / {:.2} µs = {:.2}, pairs/s {:.0} / {:.0} = {:.2} (not a target)",
+                ms(lh.p50()),
+                ms(scripts.p50()),
+                lh.p50() as f64 / scripts.p50().max(1) as f64,
+                lh.proc_cpu_per_pair(),
+                scripts.proc_cpu_per_pair(),
+                lh.proc_cpu_per_pair() / scripts.proc_cpu_per_pair().max(f64::MIN_POSITIVE),
+                lh.pairs_per_sec(),
+                scripts.pairs_per_sec(),
+                lh.pairs_per_sec() / scripts.pairs_per_sec().max(f64::MIN_POSITIVE)
             );
         }
     }

@@ -222,7 +222,7 @@ impl Client {
     /// reentrancy"). An empty name is reported by the first operation, before anything
     /// is sent.
     pub fn lock(&self, name: impl AsRef<str>) -> Lock {
-        Lock::new(self.inner.clone(), self.full_key(name.as_ref()))
+        Lock::new(self.inner.clone(), &self.full_key(name.as_ref()))
     }
 
     /// A handle on the fenced lock `name`: a reentrant [`Lock`] whose every fresh hold
@@ -242,7 +242,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn fenced_lock(&self, name: impl AsRef<str>) -> FencedLock {
-        FencedLock::new(self.inner.clone(), self.full_key(name.as_ref()))
+        FencedLock::new(self.inner.clone(), &self.full_key(name.as_ref()))
     }
 
     /// A handle on the fair lock `name`: a reentrant lock granted strictly in the order
@@ -263,20 +263,21 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn fair_lock(&self, name: impl AsRef<str>) -> FairLock {
-        FairLock::new(self.inner.clone(), self.full_key(name.as_ref()))
+        FairLock::new(self.inner.clone(), &self.full_key(name.as_ref()))
     }
 
     /// A handle on the minimal lock `name` (`SET NX PX` and compare-and-delete; not
     /// reentrant, not renewed). See [`SimpleLock`].
     pub fn simple_lock(&self, name: impl AsRef<str>) -> SimpleLock {
-        SimpleLock::new(self.inner.clone(), self.full_key(name.as_ref()))
+        SimpleLock::new(self.inner.clone(), self.full_key(name.as_ref()).into_owned())
     }
 
-    fn full_key(&self, name: &str) -> String {
+    /// The lock key of `name`: borrowed when there is no prefix to prepend.
+    fn full_key<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
         match &self.inner.config.key_prefix {
             // An empty name stays empty so that it is rejected, prefix or not.
-            Some(prefix) if !name.is_empty() => format!("{prefix}{name}"),
-            _ => name.to_owned(),
+            Some(prefix) if !name.is_empty() => std::borrow::Cow::Owned(format!("{prefix}{name}")),
+            _ => std::borrow::Cow::Borrowed(name),
         }
     }
 

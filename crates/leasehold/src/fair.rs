@@ -68,7 +68,7 @@ impl std::fmt::Debug for FairLock {
 }
 
 impl FairLock {
-    pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
+    pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
         FairLock { lock: Lock::fair(client, key) }
     }
 

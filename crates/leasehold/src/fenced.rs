@@ -66,7 +66,7 @@ impl std::fmt::Debug for FencedLock {
 }
 
 impl FencedLock {
-    pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
+    pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
         let ttl = client.fence_token_ttl_ms;
         FencedLock { lock: Lock::with_fence(client, key, Some(ttl)) }
     }

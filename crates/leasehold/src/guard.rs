@@ -39,7 +39,7 @@ impl std::fmt::Debug for LockGuard {
             LeaseMode::Fixed(lease) => ("fixed", lease),
         };
         f.debug_struct("LockGuard")
-            .field("key", &crate::debug::Bounded(&self.lock.key))
+            .field("key", &crate::debug::Bounded(self.lock.key()))
             .field("owner", &self.lock.owner.as_str())
             .field("mode", &mode)
             .field("lease", &lease)
@@ -73,7 +73,7 @@ impl LockGuard {
 
     /// The lock's Redis key.
     pub fn key(&self) -> &str {
-        &self.lock.key
+        self.lock.key()
     }
 
     /// The owner id that holds this guard's hold, `CLIENT_UUID:N`.
@@ -136,7 +136,7 @@ impl LockGuard {
     pub async fn unlock(mut self) -> Result<()> {
         self.done = true;
         let lock = self.lock.clone();
-        let names = lock.names()?.clone();
+        let names = lock.names()?;
         let lost = self.hold.lease.is_marked_lost();
         let current = lock.holds.is_current(&self.hold);
         // Detach first, synchronously: if this future is dropped mid-release, renewal
@@ -149,7 +149,7 @@ impl LockGuard {
         let Some(counted) = counted else {
             return Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(names.key()));
         };
-        match release(&lock, &names, &self.hold, counted).await? {
+        match release(&lock, names, &self.hold, counted).await? {
             Release::NotOwner => {
                 Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(names.key()))
             }

@@ -107,7 +107,14 @@ impl OwnerHolds {
     ///
     /// Cancel safety: dropping the future gives up the place in line; nothing is sent.
     pub(crate) async fn turn(&self) -> Turn<'_> {
-        let mut next = self.turns.lock().await;
+        // Uncontended (the usual case: one task per owner), take it without building
+        // and polling the `lock()` future. `try_lock` fails whenever the turn is taken,
+        // and a released turn goes to the first queued task before `try_lock` can see
+        // it free, so this never overtakes a task that is waiting: the order stays FIFO.
+        let mut next = match self.turns.try_lock() {
+            Ok(next) => next,
+            Err(_) => self.turns.lock().await,
+        };
         *next += 1;
         Turn { seq: *next, _permit: next }
     }

@@ -39,7 +39,6 @@ pub(crate) struct LockShared {
     pub(crate) client: Arc<ClientShared>,
     /// `Err` text when the name was invalid; reported by every operation.
     pub(crate) names: std::result::Result<LockNames, String>,
-    pub(crate) key: String,
     pub(crate) owner: OwnerId,
     pub(crate) holds: OwnerHolds,
     /// `Some(counter TTL in ms)` for a [`FencedLock`](crate::FencedLock): its acquires
@@ -54,7 +53,7 @@ pub(crate) struct LockShared {
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("key", &crate::debug::Bounded(&self.shared.key))
+            .field("key", &crate::debug::Bounded(self.shared.key()))
             .field("owner", &self.shared.owner.as_str())
             .field("held", &self.shared.holds.has_current())
             .finish()
@@ -62,36 +61,36 @@ impl std::fmt::Debug for Lock {
 }
 
 impl Lock {
-    pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
+    pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
         Self::with_fence(client, key, None)
     }
 
     /// A lock whose acquires are fenced (`Some(counter TTL in ms)`) or not.
-    pub(crate) fn with_fence(client: Arc<ClientShared>, key: String, fence_ttl_ms: Option<u64>) -> Self {
+    pub(crate) fn with_fence(client: Arc<ClientShared>, key: &str, fence_ttl_ms: Option<u64>) -> Self {
         Self::with_variant(client, key, fence_ttl_ms, None)
     }
 
     /// A fair lock: queue order across processes, entries kept alive for `keepalive`.
-    pub(crate) fn fair(client: Arc<ClientShared>, key: String) -> Self {
+    pub(crate) fn fair(client: Arc<ClientShared>, key: &str) -> Self {
         let keepalive = client.fair_keepalive;
         Self::with_variant(client, key, None, Some(keepalive))
     }
 
     fn with_variant(
         client: Arc<ClientShared>,
-        key: String,
+        key: &str,
         fence_ttl_ms: Option<u64>,
         fair_keepalive: Option<Duration>,
     ) -> Self {
-        let names = LockNames::new(&key).map_err(|e| e.to_string());
+        let names = LockNames::new(key).map_err(|e| e.to_string());
         let owner = client.id.next_owner();
         let holds = OwnerHolds::default();
-        Lock { shared: Arc::new(LockShared { client, names, key, owner, holds, fence_ttl_ms, fair_keepalive }) }
+        Lock { shared: Arc::new(LockShared { client, names, owner, holds, fence_ttl_ms, fair_keepalive }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
     pub fn key(&self) -> &str {
-        &self.shared.key
+        self.shared.key()
     }
 
     /// This handle's owner id, `CLIENT_UUID:N`: the Hash field it writes.
@@ -268,14 +267,14 @@ impl Lock {
     pub(crate) async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
         let start = Instant::now();
         // Every check happens before anything is sent.
-        let names = self.shared.names()?.clone();
+        let names = self.shared.names()?;
         let lease = match mode {
             LeaseMode::Watchdog => self.shared.client.config.watchdog_timeout,
             LeaseMode::Fixed(lease) => lease,
         };
         let lease_ms = args::lease_millis(lease, "lease")?;
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
-        let acquire = crate::wait::acquire_loop(&self.shared, &names, lease, lease_ms, mode, deadline);
+        let acquire = crate::wait::acquire_loop(&self.shared, names, lease, lease_ms, mode, deadline);
         if !tracing::enabled!(tracing::Level::DEBUG) {
             // No span to fill: skip building it on the hot path.
             return acquire.await;
@@ -309,6 +308,11 @@ impl LockShared {
     /// The life of a queue entry without a refresh (fair and server-queued waits).
     pub(crate) fn queue_keepalive(&self) -> Duration {
         self.fair_keepalive.unwrap_or(self.client.fair_keepalive)
+    }
+
+    /// The lock's Redis key (empty when the name was: the only invalid name).
+    pub(crate) fn key(&self) -> &str {
+        self.names.as_ref().map_or("", LockNames::key)
     }
 
     pub(crate) fn names(&self) -> Result<&LockNames> {

@@ -53,7 +53,11 @@ impl LeaseState {
         let first = !inner.lost;
         inner.lost = true;
         drop(inner);
-        self.changed.notify_waiters();
+        if first {
+            // Once lost, a waiter registered later sees the flag before it sleeps: only
+            // the change itself needs to wake anyone.
+            self.changed.notify_waiters();
+        }
         first
     }
 

@@ -18,6 +18,8 @@
 
 use std::sync::Arc;
 
+use fred::bytes::Bytes;
+
 use crate::error::{Error, Result};
 
 /// Prefix of the release channel: `redisson_lock__channel:{NAME}` (two underscores).
@@ -96,14 +98,23 @@ fn slot_tag(slot: u16) -> u32 {
 /// Builds the key or channel `prefix` derives from the lock key `name`, in `name`'s hash
 /// slot (see the module docs for the rule and where it departs from Redisson's).
 pub fn derived_key(prefix: &str, name: &str) -> String {
+    // Built with `push_str` rather than `format!`: every lock handle derives its
+    // channel, and on a hot path handles are made per request.
+    let mut key = String::with_capacity(prefix.len() + name.len() + 3);
+    key.push_str(prefix);
+    key.push(':');
     if hash_tag(name.as_bytes()).is_some() {
-        format!("{prefix}:{name}")
+        key.push_str(name);
     } else if !name.contains('}') {
         // No `}` inside, so the one added here closes the tag: `{NAME}` hashes as NAME.
-        format!("{prefix}:{{{name}}}")
+        key.push('{');
+        key.push_str(name);
+        key.push('}');
     } else {
-        format!("{prefix}:{{{}}}:{name}", slot_tag(key_slot(name.as_bytes())))
+        use std::fmt::Write as _;
+        let _ = write!(key, "{{{}}}:{name}", slot_tag(key_slot(name.as_bytes())));
     }
+    key
 }
 
 /// Builds a leasehold-only key of the lock key `name` (no Redisson layout to follow), in
@@ -129,10 +140,72 @@ pub fn is_redisson_derivation(name: &str) -> bool {
 /// The names of one lock: its key and the keys and channel derived from it.
 ///
 /// Cheap to clone (shared strings).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct LockNames {
     key: Arc<str>,
     channel: Arc<str>,
+    /// The same two strings as fred byte strings sharing the `Arc`s, made once: a
+    /// script call clones them (a reference count) instead of copying them.
+    key_arg: Bytes,
+    channel_arg: Bytes,
+    /// The wait queue, waiter entries and queue channel as script arguments, made on
+    /// first use (every release names them; a single try does not).
+    queue_args: std::sync::OnceLock<[Bytes; 3]>,
+}
+
+impl std::fmt::Debug for LockNames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockNames").field("key", &self.key).field("channel", &self.channel).finish()
+    }
+}
+
+impl PartialEq for LockNames {
+    fn eq(&self, other: &Self) -> bool {
+        // The channel and the byte strings are derived from the key.
+        self.key == other.key
+    }
+}
+
+impl Eq for LockNames {}
+
+impl std::hash::Hash for LockNames {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+    }
+}
+
+/// `parts` joined into one shared string: through a buffer on the stack when short (one
+/// allocation, the `Arc`'s), else through a `String`.
+pub(crate) fn concat_shared(parts: &[&str]) -> Arc<str> {
+    let mut buffer = [0u8; 160];
+    let len: usize = parts.iter().map(|part| part.len()).sum();
+    if len <= buffer.len() {
+        let mut at = 0;
+        for part in parts {
+            buffer[at..at + part.len()].copy_from_slice(part.as_bytes());
+            at += part.len();
+        }
+        // Whole `str`s joined: always UTF-8.
+        if let Ok(text) = std::str::from_utf8(&buffer[..len]) {
+            return Arc::from(text);
+        }
+    }
+    Arc::from(parts.concat())
+}
+
+/// An `Arc<str>` seen as bytes, so that a [`Bytes`] can share it instead of copying it.
+struct SharedText(Arc<str>);
+
+impl AsRef<[u8]> for SharedText {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+/// A [`Bytes`] that shares `text` (one small allocation, no copy); its clones only
+/// count references.
+pub(crate) fn shared_bytes(text: &Arc<str>) -> Bytes {
+    Bytes::from_owner(SharedText(Arc::clone(text)))
 }
 
 impl LockNames {
@@ -144,7 +217,37 @@ impl LockNames {
         if key.is_empty() {
             return Err(Error::invalid_argument("a lock name must not be empty"));
         }
-        Ok(LockNames { key: Arc::from(key), channel: Arc::from(derived_key(CHANNEL_PREFIX, key)) })
+        let key: Arc<str> = Arc::from(key);
+        let channel = match (hash_tag(key.as_bytes()).is_some(), key.contains('}')) {
+            // `derived_key`'s two usual cases, straight into the shared string.
+            (true, _) => concat_shared(&[CHANNEL_PREFIX, ":", &key]),
+            (false, false) => concat_shared(&[CHANNEL_PREFIX, ":{", &key, "}"]),
+            (false, true) => Arc::from(derived_key(CHANNEL_PREFIX, &key)),
+        };
+        let (key_arg, channel_arg) = (shared_bytes(&key), shared_bytes(&channel));
+        Ok(LockNames { key, channel, key_arg, channel_arg, queue_args: std::sync::OnceLock::new() })
+    }
+
+    /// [`LockNames::lock_queue_key`], [`LockNames::lock_waiters_key`] and
+    /// [`LockNames::lock_queue_channel`] as script arguments (made once per `LockNames`).
+    pub(crate) fn queue_args(&self) -> &[Bytes; 3] {
+        self.queue_args.get_or_init(|| {
+            [
+                Bytes::from(self.lock_queue_key()),
+                Bytes::from(self.lock_waiters_key()),
+                Bytes::from(self.lock_queue_channel()),
+            ]
+        })
+    }
+
+    /// The lock key as a script argument (shared, not copied).
+    pub(crate) fn key_arg(&self) -> Bytes {
+        self.key_arg.clone()
+    }
+
+    /// The release channel as a script argument (shared, not copied).
+    pub(crate) fn channel_arg(&self) -> Bytes {
+        self.channel_arg.clone()
     }
 
     /// The lock key (a Hash for the reentrant lock, a String for the simple lock).
@@ -282,6 +385,8 @@ mod tests {
                 lock.waiter_channel("00000000-0000-0000-0000-000000000000:1"),
                 format!("{}:r1", derived_key("p", name)),
             ];
+            assert_eq!(lock.channel(), derived_key(CHANNEL_PREFIX, name), "{name:?}");
+            assert_eq!((&lock.key_arg()[..], &lock.channel_arg()[..]), (name.as_bytes(), lock.channel().as_bytes()));
             for derived in derived_names {
                 assert_eq!(key_slot(derived.as_bytes()), slot, "{derived:?} is not in the slot of {name:?}");
             }

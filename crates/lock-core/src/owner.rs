@@ -52,37 +52,84 @@ impl ClientId {
     /// `UUID` + `separator` + the next N. (A `Lock` handle is made per request on hot
     /// paths, so this avoids formatting the UUID each time.)
     fn owner_with(&self, separator: char) -> OwnerId {
-        use std::fmt::Write as _;
         let n = self.next_owner.fetch_add(1, Ordering::Relaxed);
-        let mut id = String::with_capacity(self.text.len() + 21);
-        id.push_str(&self.text);
-        id.push(separator);
-        let _ = write!(id, "{n}");
-        OwnerId(Arc::from(id))
+        // `N` in decimal, without the formatting machinery.
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = n;
+        loop {
+            at -= 1;
+            // `rest % 10` is below 10: the cast cannot truncate.
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let mut sep = [0u8; 4];
+        let sep: &str = separator.encode_utf8(&mut sep);
+        // ASCII digits: always UTF-8.
+        let n = std::str::from_utf8(&digits[at..]).unwrap_or("0");
+        OwnerId::from_text(crate::names::concat_shared(&[&self.text, sep, n]))
     }
 }
 
 /// An owner: the Hash field of a reentrant lock, or the value of a simple lock.
 ///
 /// Cheap to clone.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct OwnerId(Arc<str>);
+#[derive(Clone)]
+pub struct OwnerId {
+    text: Arc<str>,
+    /// The same text as a fred byte string sharing `text`, made once: a script call
+    /// clones it (a reference count) instead of copying it.
+    arg: fred::bytes::Bytes,
+}
 
 impl OwnerId {
     /// An owner id from its text (for tests and for interop with ids made elsewhere).
     pub fn from_raw(raw: &str) -> Self {
-        OwnerId(Arc::from(raw))
+        OwnerId::from_text(Arc::from(raw))
+    }
+
+    fn from_text(text: Arc<str>) -> Self {
+        let arg = crate::names::shared_bytes(&text);
+        OwnerId { text, arg }
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
+    }
+
+    /// The id as a script argument (shared, not copied).
+    pub(crate) fn arg(&self) -> fred::bytes::Bytes {
+        self.arg.clone()
+    }
+}
+
+impl fmt::Debug for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("OwnerId").field(&self.text).finish()
+    }
+}
+
+impl PartialEq for OwnerId {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for OwnerId {}
+
+impl std::hash::Hash for OwnerId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.text.hash(state);
     }
 }
 
 impl fmt::Display for OwnerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
@@ -97,5 +144,12 @@ mod tests {
         assert_eq!(client.next_owner().as_str(), "0f3c4b7e-9a43-4ff3-8a39-2a7a7d3c5e10:1");
         assert_eq!(client.next_owner().as_str(), "0f3c4b7e-9a43-4ff3-8a39-2a7a7d3c5e10:2");
         assert_eq!(client.next_simple_owner().as_str(), "0f3c4b7e-9a43-4ff3-8a39-2a7a7d3c5e10-3");
+        for (n, text) in [(10, "10"), (909, "909"), (u64::MAX, "18446744073709551615")] {
+            client.next_owner.store(n, Ordering::Relaxed);
+            let owner = client.next_owner();
+            assert_eq!(owner.as_str(), format!("0f3c4b7e-9a43-4ff3-8a39-2a7a7d3c5e10:{text}"));
+            assert_eq!(&owner.arg()[..], owner.as_str().as_bytes());
+            assert_eq!(owner, OwnerId::from_raw(owner.as_str()));
+        }
     }
 }

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use fred::prelude::{Client, FromValue};
+use fred::prelude::{Client, FromValue, LuaInterface};
 use fred::types::scripts::Script;
-use fred::types::{MultipleKeys, MultipleValues};
+use fred::types::{Key, MultipleKeys, MultipleValues, Value};
 
 use crate::error::{refused_before_running, Error, ErrorKind, Result};
 
@@ -15,12 +15,17 @@ pub struct LuaScript {
     name: &'static str,
     source: &'static str,
     script: Script,
+    /// The SHA1 as fred's shared string: each `EVALSHA` clones it (a reference count)
+    /// instead of copying it.
+    sha1: fred::bytes_utils::Str,
 }
 
 impl LuaScript {
     /// Wraps `source`, computing its SHA1 now.
     pub fn new(name: &'static str, source: &'static str) -> Self {
-        LuaScript { name, source, script: Script::from_lua(source) }
+        let script = Script::from_lua(source);
+        let sha1 = script.sha1().clone();
+        LuaScript { name, source, script, sha1 }
     }
 
     /// The script's file name in `lua/`, e.g. `acquire.lua`.
@@ -86,6 +91,41 @@ impl LuaScript {
                         self.script.evalsha(client, keys.clone(), args.clone()).await
                     }
                     other => other,
+                }
+            })
+        };
+        bounded_retry(timeout, self.name, key, call).await
+    }
+
+    /// [`LuaScript::run`] with KEYS and ARGV made by `build`, already in fred's types
+    /// (shared byte strings and integers: nothing is copied or formatted per call).
+    /// `build` runs once per send (a redirect or `TRYAGAIN` sends again, see
+    /// [`bounded_retry`]), and once more if the server answered `NOSCRIPT` and the
+    /// script was loaded, so no argument is cloned for a retry that rarely happens.
+    ///
+    /// # Errors
+    /// As [`LuaScript::run`].
+    ///
+    /// # Cancel safety
+    /// As [`LuaScript::run`].
+    pub async fn run_with<R, B>(&self, client: &Client, key: &str, timeout: Duration, build: B) -> Result<R>
+    where
+        R: FromValue,
+        B: Fn() -> (Vec<Key>, Vec<Value>) + Send + Sync,
+    {
+        let build = &build;
+        // Boxed for the reason `run` gives.
+        let call = || {
+            Box::pin(async move {
+                let (keys, args) = build();
+                match client.evalsha::<R, _, _, _>(self.sha1.clone(), keys, Value::Array(args)).await {
+                    Err(error) if error.details().starts_with("NOSCRIPT") => {
+                        // On every primary of a cluster (`script_load_cluster`).
+                        self.script.load(client).await?;
+                        let (keys, args) = build();
+                        client.evalsha::<R, _, _, _>(self.sha1.clone(), keys, Value::Array(args)).await
+                    }
+                    result => result,
                 }
             })
         };

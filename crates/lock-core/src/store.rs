@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use fred::prelude::{Client, HashesInterface, KeysInterface};
+use fred::types::{Key, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::{LockNames, UNLOCK_MESSAGE};
@@ -149,8 +150,16 @@ impl LockStore {
         target: u64,
         queue_keepalive_ms: Option<u64>,
     ) -> Result<Acquire> {
-        let (keys, args) = acquire_args(names, owner, lease_ms, target, queue_keepalive_ms);
-        let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
+        // The same KEYS and ARGV as `acquire_args`, as shared byte strings and integers.
+        let build = || {
+            let mut keys = vec![Key::from(names.key_arg())];
+            if queue_keepalive_ms.is_some() {
+                keys.extend(names.queue_args().iter().cloned().map(Key::from));
+            }
+            let keepalive = int_arg(queue_keepalive_ms.map_or(0, |ms| ms.max(1)));
+            (keys, vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1)), keepalive])
+        };
+        let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
         acquire_from_reply("acquire.lua", names, &reply)
     }
 
@@ -176,23 +185,20 @@ impl LockStore {
         need_ms: u64,
         leave_queue: bool,
     ) -> Result<Release> {
-        let keys = vec![
-            names.key().to_owned(),
-            names.channel().to_owned(),
-            names.lock_queue_key(),
-            names.lock_waiters_key(),
-            names.lock_queue_channel(),
-        ];
-        let flag = |on: bool| if on { "1" } else { "0" }.to_owned();
-        let args = vec![
-            owner.as_str().to_owned(),
-            target.to_string(),
-            need_ms.to_string(),
-            UNLOCK_MESSAGE.to_owned(),
-            flag(self.always_read_queue),
-            flag(leave_queue),
-        ];
-        let reply: i64 = scripts::RELEASE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
+        let build = || {
+            let mut keys = vec![Key::from(names.key_arg()), Key::from(names.channel_arg())];
+            keys.extend(names.queue_args().iter().cloned().map(Key::from));
+            let args = vec![
+                Value::Bytes(owner.arg()),
+                int_arg(target),
+                int_arg(need_ms),
+                unlock_message(),
+                int_arg(u64::from(self.always_read_queue)),
+                int_arg(u64::from(leave_queue)),
+            ];
+            (keys, args)
+        };
+        let reply: i64 = scripts::RELEASE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
         Ok(release_from_reply(reply))
     }
 
@@ -361,6 +367,17 @@ impl LockStore {
     {
         crate::script::bounded_retry(self.command_timeout, "Redis", key, call).await
     }
+}
+
+/// A whole number as a script argument: fred sends an integer as the bulk string of its
+/// decimal digits (what `to_string` would send) without allocating one.
+fn int_arg(n: u64) -> Value {
+    i64::try_from(n).map_or_else(|_| Value::from(n.to_string()), Value::Integer)
+}
+
+/// [`UNLOCK_MESSAGE`] as a script argument (static: nothing is allocated).
+fn unlock_message() -> Value {
+    Value::Bytes(fred::bytes::Bytes::from_static(UNLOCK_MESSAGE.as_bytes()))
 }
 
 /// Maps the first two entries of an acquire script's reply (`{1, holds}`, `{0, pttl}`).
