@@ -105,8 +105,13 @@ async fn script_arguments_are_exact_and_forgotten_scripts_are_reloaded() {
         let tail =
             |line: &str| line.split("\" \"").skip(2).collect::<Vec<_>>().join(" ").trim_end_matches('"').to_owned();
         let sent: Vec<String> = evalshas.iter().map(|l| tail(l)).collect();
-        let acquire = format!("1 args:1 12346 {owner} 1");
-        let release = format!("2 args:1 redisson_lock__channel:{{args:1}} {owner} 0 0 0");
+        // A single try names the lock key alone and no keep-alive (it never queues); the
+        // release names the wait queue too (it may hand the lock over) and its two flags.
+        let acquire = format!("1 args:1 12346 {owner} 1 0");
+        let release = format!(
+            "5 args:1 redisson_lock__channel:{{args:1}} leasehold_lock_queue:{{args:1}} \
+             leasehold_lock_waiters:{{args:1}} leasehold_lock__queue:{{args:1}} {owner} 0 0 0 0 0"
+        );
         // After a flush each script is answered NOSCRIPT once, loaded, and sent again as it was.
         let expected =
             if flush { vec![acquire.clone(), acquire, release.clone(), release] } else { vec![acquire, release] };
