@@ -412,6 +412,8 @@ async fn a_release_wakes_its_lock_even_behind_another_lock_on_the_channel() {
     // The release channel, and the queue channel subscribed with it.
     let subscribed = ["leasehold_lock__queue:{x}", channel];
     assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server) == subscribed).await);
+    // And the client saw the server confirm it (so it heard everything from here on).
+    assert!(wait_until(Duration::from_secs(5), || waiters.subscribed_channels().contains(&channel.to_owned())).await);
     let attempts_before = evalsha_calls(&server);
     let on_plain = tokio::spawn({
         let client = waiters.clone();

@@ -303,8 +303,10 @@ impl Client {
         self.inner.subscriber.stats()
     }
 
-    /// The release channels the server has confirmed this client's subscription to,
-    /// sorted (empty when nobody waits).
+    /// The channels the server has confirmed this client's subscription to, sorted: the
+    /// release channels of the locks its tasks wait for, with their queue channels. A
+    /// channel stays subscribed for a second after its last waiter left; empty when
+    /// nobody has waited for that long.
     pub fn subscribed_channels(&self) -> Vec<String> {
         self.inner.subscriber.active_channels()
     }

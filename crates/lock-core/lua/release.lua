@@ -48,6 +48,21 @@
 --   WRONGTYPE   KEYS[1] exists and is not a Hash; nothing was written. A queue key of
 --               another type is treated as an empty queue.
 
+-- The hot path first, before any closure is made: the last hold, no queue clean-up,
+-- and nobody listening. HDEL checks the owner and removes it in one command; it fails on
+-- a key of another type before writing. A Hash with no field left is deleted by Redis.
+local last = tonumber(ARGV[2]) == 0
+local released = false
+if last and ARGV[6] ~= '1' then
+  if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
+    return -1
+  end
+  if redis.call('publish', KEYS[2], ARGV[4]) == 0 and ARGV[5] ~= '1' then
+    return 0
+  end
+  released = true
+end
+
 local function now_ms()
   local t = redis.call('time')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -93,16 +108,19 @@ local function hand_over()
   end
 end
 
-if tonumber(ARGV[2]) == 0 then
-  -- HDEL checks the owner and removes it in one command; it fails on a key of another
-  -- type before writing. A Hash with no field left is deleted by Redis itself.
+if released then
+  -- Someone listened (or the queue is read regardless): hand the lock over.
+  hand_over()
+  return 0
+end
+if last then
+  -- A wait's clean-up (ARGV[6]): the same release, leaving the queue first.
   if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
-    if ARGV[6] == '1' then leave_queue() end
+    leave_queue()
     return -1
   end
-  if ARGV[6] == '1' then leave_queue() end
-  local listeners = redis.call('publish', KEYS[2], ARGV[4])
-  if listeners > 0 or ARGV[5] == '1' then
+  leave_queue()
+  if redis.call('publish', KEYS[2], ARGV[4]) > 0 or ARGV[5] == '1' then
     hand_over()
   end
   return 0

@@ -486,20 +486,21 @@ impl Task {
             };
             match tokio::time::timeout(self.command_timeout, confirm).await {
                 Ok(Ok(())) => {
+                    for channel in &to_subscribe {
+                        // Mark the entry waiting now (before it shows as active, so that
+                        // whoever sees it active sees it confirmed). If it went
+                        // meanwhile, its leave marked the channel dirty and the next
+                        // reconcile unsubscribes; a newer entry is subscribed, since no
+                        // UNSUBSCRIBE followed.
+                        if let Some(waiters) = shared.desired(channel) {
+                            waiters.set_subscribed(true);
+                        }
+                    }
                     let mut active = shared.active.lock();
                     for channel in &to_subscribe {
                         active.insert(channel.clone());
                         if let Some(companion) = self.companion_of.get(channel) {
                             active.insert(companion.clone());
-                        }
-                    }
-                    drop(active);
-                    for channel in &to_subscribe {
-                        // Mark the entry waiting now. If it went meanwhile, its leave
-                        // marked the channel dirty and the next reconcile unsubscribes;
-                        // a newer entry is subscribed, since no UNSUBSCRIBE followed.
-                        if let Some(waiters) = shared.desired(channel) {
-                            waiters.set_subscribed(true);
                         }
                     }
                 }
