@@ -44,34 +44,28 @@
 -- Errors:
 --   WRONGTYPE   KEYS[1] exists and is not a Hash (or, for a waiting call, KEYS[2] is
 --               not a List or KEYS[3] not a Hash); nothing was written
-if ARGV[4] == '0' then
-  if redis.call('exists', KEYS[1]) == 0 then
-    redis.call('hset', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return {1, 1}
-  end
-  -- HGET fails on a key of another type before anything is written.
-  if redis.call('hget', KEYS[1], ARGV[2]) then
-    redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
-    -- A nested hold with a shorter lease must not cut the outer holds short.
-    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
-      redis.call('pexpire', KEYS[1], ARGV[1])
-    end
-    return {1, tonumber(ARGV[3])}
-  end
-  return {0, redis.call('pttl', KEYS[1])}
-end
-
--- A waiting call. Reads first: each raises WRONGTYPE before any write.
+local queueing = ARGV[4] ~= '0'
 local free = redis.call('exists', KEYS[1]) == 0
-local mine = (not free) and redis.call('hget', KEYS[1], ARGV[2])
-if mine then
+if free and not queueing then
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, 1}
+end
+-- HGET fails on a key of another type before anything is written.
+if not free and redis.call('hget', KEYS[1], ARGV[2]) then
+  -- A re-entry (or the claim of a lock handed to this owner): never queued.
   redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
+  -- A nested hold with a shorter lease must not cut the outer holds short.
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
     redis.call('pexpire', KEYS[1], ARGV[1])
   end
   return {1, tonumber(ARGV[3])}
 end
+if not queueing then
+  return {0, redis.call('pttl', KEYS[1])}
+end
+
+-- A waiting call. Reads first: each raises WRONGTYPE before any write.
 redis.call('lindex', KEYS[2], 0)
 redis.call('hget', KEYS[3], ARGV[2])
 
