@@ -462,6 +462,8 @@ pub(crate) fn text(value: &RespValue) -> String {
     value.as_str().unwrap_or_default().to_owned()
 }
 
+/// Polls `condition` every 20 ms until it is true or `deadline` passes (blocking: for
+/// the harness's start-up and topology changes). Returns whether it became true.
 pub(crate) fn poll(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + deadline;
     loop {

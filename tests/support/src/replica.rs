@@ -1,8 +1,9 @@
 //! Replication: a replica of a [`RedisServer`], started on a free port in its own temp
 //! dir and killed on drop like any other server.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::cluster::poll;
 use crate::raw::{raw_command, RespValue};
 use crate::server::{RedisServer, ServerOptions};
 
@@ -88,18 +89,5 @@ impl RedisServer {
         let offset = offset.trim();
         let mut replicas = info.lines().filter(|l| l.starts_with("slave") && l.contains("ip=")).peekable();
         replicas.peek().is_some() && replicas.all(|l| l.split(',').any(|f| f.strip_prefix("offset=") == Some(offset)))
-    }
-}
-
-fn poll(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + deadline;
-    loop {
-        if condition() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
