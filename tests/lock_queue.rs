@@ -42,6 +42,10 @@ async fn a_release_hands_the_lock_to_the_queued_waiter_so_no_newcomer_barges_in(
     let lock = releaser.lock(name);
     let guard = lock.lock_with_lease(Duration::from_secs(30)).await.expect("held");
     let (mut waiter, waiter_owner) = queued_lock_waiter(&server, name, queue).await;
+    // Its client subscribes right after it queued: only then does a release know that
+    // someone waits (before that, the lock is freed and the waiter's catch-up takes it).
+    let queue_channel = "leasehold_lock__queue:{queue:handover}".to_owned();
+    assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server).contains(&queue_channel)).await);
     waiter.signal("STOP");
 
     guard.unlock().await.expect("unlock");
