@@ -51,6 +51,8 @@ pub(crate) struct ClientShared {
     pub(crate) fair_keepalive: Duration,
     /// `true` when leasehold made the fred client and so may close it.
     owns_connection: bool,
+    /// Through Sentinel: the watch that reconnects at a switch of primary.
+    _sentinel: Option<crate::sentinel::SentinelWatch>,
     runtime: tokio::runtime::Handle,
 }
 
@@ -138,7 +140,7 @@ impl Client {
                 return Err(error);
             }
         }
-        let client = Self::assemble(client, subscriber, config, false);
+        let client = Self::assemble(client, subscriber, config, false, None);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
@@ -164,18 +166,25 @@ impl Client {
             c.connection_timeout = config.command_timeout;
         });
         let client = builder.build().map_err(Error::from_fred)?;
-        let subscriber = subscriber_client(fred_config, policy)?;
+        let subscriber = subscriber_client(fred_config.clone(), policy.clone())?;
         bounded_init(&client, config.command_timeout).await?;
         if let Err(error) = bounded_init(&subscriber, config.command_timeout).await {
             close(&client, config.command_timeout).await;
             return Err(error);
         }
-        let client = Self::assemble(client, subscriber, config, true);
+        let sentinel = crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
+        let client = Self::assemble(client, subscriber, config, true, sentinel);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
 
-    fn assemble(client: FredClient, subscriber: SubscriberClient, config: ClientConfig, owns: bool) -> Client {
+    fn assemble(
+        client: FredClient,
+        subscriber: SubscriberClient,
+        config: ClientConfig,
+        owns: bool,
+        sentinel: Option<crate::sentinel::SentinelWatch>,
+    ) -> Client {
         let group_by_slot = client.is_clustered();
         let reconnects = client.reconnect_rx();
         // In a cluster, classic PUBLISH counts only the subscribers of the node that ran
@@ -212,6 +221,7 @@ impl Client {
                 fence_token_ttl_ms,
                 fair_keepalive,
                 owns_connection: owns,
+                _sentinel: sentinel,
                 runtime: tokio::runtime::Handle::current(),
             }),
         }

@@ -106,6 +106,7 @@ mod hold;
 mod lock;
 mod replicas;
 mod retry;
+mod sentinel;
 mod simple;
 mod tls;
 mod wait;
