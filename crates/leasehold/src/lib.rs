@@ -120,7 +120,7 @@ pub use fenced::{FencedGuard, FencedLock};
 pub use guard::LockGuard;
 pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};
-pub use lock_pubsub::SubscriberStats;
+pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;
 pub use simple::{SimpleGuard, SimpleLock};
 

@@ -56,7 +56,15 @@ pub struct LockStore {
     /// Whether every release reads the wait queue, even when its unlock message reached
     /// no subscriber (see `release.lua`, ARGV[5]).
     always_read_queue: bool,
+    /// The command the scripts publish with: `publish`, or `spublish` for sharded
+    /// pub/sub in a cluster (the scripts' last ARGV).
+    publish: &'static str,
 }
+
+/// The scripts' publish command with classic pub/sub.
+const PUBLISH: &str = "publish";
+/// The scripts' publish command with sharded pub/sub (a cluster on Redis 7.0 or later).
+const SPUBLISH: &str = "spublish";
 
 /// The KEYS and ARGV of `acquire.lua` (shared with the replica-synced acquire in
 /// `replicas.rs`, so the two cannot drift apart).
@@ -69,6 +77,7 @@ pub(crate) fn acquire_args(
     lease_ms: u64,
     target: u64,
     queue_keepalive_ms: Option<u64>,
+    publish: &str,
 ) -> (Vec<String>, Vec<String>) {
     let keys = match queue_keepalive_ms {
         None => vec![names.key().to_owned()],
@@ -77,7 +86,12 @@ pub(crate) fn acquire_args(
         }
     };
     let keepalive = queue_keepalive_ms.map_or_else(|| "0".to_owned(), |ms| ms.max(1).to_string());
-    let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string(), keepalive];
+    let mut args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string(), keepalive];
+    if queue_keepalive_ms.is_some() {
+        // Only a waiting call publishes (on the queue channel); a single try's ARGV
+        // stay as they were.
+        args.push(publish.to_owned());
+    }
     (keys, args)
 }
 
@@ -90,7 +104,27 @@ pub(crate) fn fair_keys(names: &LockNames) -> Vec<String> {
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
     pub fn new(client: Client, command_timeout: Duration) -> Self {
-        LockStore { client, command_timeout, always_read_queue: false }
+        LockStore { client, command_timeout, always_read_queue: false, publish: PUBLISH }
+    }
+
+    /// Makes the scripts publish with `SPUBLISH` (sharded pub/sub; `true`) or `PUBLISH`
+    /// (`false`, the default). Every channel a script publishes on has the lock key's
+    /// hash tag, so `SPUBLISH` stays in the script's slot. Waiters must then subscribe
+    /// with `SSUBSCRIBE`.
+    #[must_use]
+    pub fn sharded_pubsub(mut self, sharded: bool) -> Self {
+        self.publish = if sharded { SPUBLISH } else { PUBLISH };
+        self
+    }
+
+    /// Whether the scripts publish with `SPUBLISH` ([`LockStore::sharded_pubsub`]).
+    pub fn is_sharded_pubsub(&self) -> bool {
+        self.publish == SPUBLISH
+    }
+
+    /// The publish command the scripts are given (`publish` or `spublish`).
+    pub(crate) fn publish_command(&self) -> &'static str {
+        self.publish
     }
 
     /// Makes every release read the lock's wait queue, even when its unlock message
@@ -149,7 +183,7 @@ impl LockStore {
         target: u64,
         queue_keepalive_ms: Option<u64>,
     ) -> Result<Acquire> {
-        let (keys, args) = acquire_args(names, owner, lease_ms, target, queue_keepalive_ms);
+        let (keys, args) = acquire_args(names, owner, lease_ms, target, queue_keepalive_ms, self.publish);
         let reply: Vec<i64> = scripts::ACQUIRE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
         acquire_from_reply("acquire.lua", names, &reply)
     }
@@ -191,6 +225,7 @@ impl LockStore {
             UNLOCK_MESSAGE.to_owned(),
             flag(self.always_read_queue),
             flag(leave_queue),
+            self.publish.to_owned(),
         ];
         let reply: i64 = scripts::RELEASE.run(&self.client, names.key(), self.command_timeout, keys, args).await?;
         Ok(release_from_reply(reply))
@@ -209,7 +244,13 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn fair_release(&self, names: &LockNames, owner: &OwnerId, target: u64, need_ms: u64) -> Result<Release> {
-        let args = vec![owner.as_str().to_owned(), target.to_string(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
+        let args = vec![
+            owner.as_str().to_owned(),
+            target.to_string(),
+            need_ms.to_string(),
+            UNLOCK_MESSAGE.to_owned(),
+            self.publish.to_owned(),
+        ];
         let reply: i64 =
             scripts::FAIR_RELEASE.run(&self.client, names.key(), self.command_timeout, fair_keys(names), args).await?;
         Ok(release_from_reply(reply))
@@ -227,7 +268,13 @@ impl LockStore {
     /// only its answer is lost.
     pub async fn fair_force_release(&self, names: &LockNames) -> Result<bool> {
         let reply: i64 = scripts::FAIR_FORCE_RELEASE
-            .run(&self.client, names.key(), self.command_timeout, fair_keys(names), vec![UNLOCK_MESSAGE.to_owned()])
+            .run(
+                &self.client,
+                names.key(),
+                self.command_timeout,
+                fair_keys(names),
+                vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
+            )
             .await?;
         Ok(reply == 1)
     }
@@ -244,7 +291,13 @@ impl LockStore {
     pub async fn force_release(&self, names: &LockNames) -> Result<bool> {
         let keys = vec![names.key().to_owned(), names.channel().to_owned()];
         let reply: i64 = scripts::FORCE_RELEASE
-            .run(&self.client, names.key(), self.command_timeout, keys, vec![UNLOCK_MESSAGE.to_owned()])
+            .run(
+                &self.client,
+                names.key(),
+                self.command_timeout,
+                keys,
+                vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
+            )
             .await?;
         Ok(reply == 1)
     }
