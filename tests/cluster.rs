@@ -637,3 +637,53 @@ async fn contention_carries_on_through_a_manual_failover() {
     assert!(done.iter().sum::<u32>() >= 8, "the tasks ran before the failover too: {done:?}");
     assert_eq!(cluster.on(&new, &["EXISTS", name]).as_int(), Some(0), "nothing left held");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_follows_a_failover_of_its_shard() {
+    let cluster = RedisCluster::start();
+    let connect = || async {
+        leasehold::Client::builder()
+            .url(cluster.url())
+            .command_timeout(Duration::from_secs(2))
+            .fair_lock_keepalive(Duration::from_secs(60))
+            .connect()
+            .await
+            .expect("connect")
+    };
+    let (holder, waiting) = (connect().await, connect().await);
+    let name = "failing";
+    let channel = channel_of(name);
+    let old = cluster.primary_for(name);
+    let guard = holder.lock(name).lock().await.expect("lock");
+    let lock = waiting.lock(name);
+    let wait = tokio::spawn(async move {
+        let guard = lock.lock().await.expect("waiter's lock");
+        let at = Instant::now();
+        guard.unlock().await.expect("waiter's unlock");
+        at
+    });
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &old, &channel)).await,
+        "subscribed on the primary"
+    );
+    let replica = cluster.replica_of(&old);
+    let digest = |addr: &str| cluster.on(addr, &["DEBUG", "DIGEST-VALUE", name]);
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
+        "the replica has the hold"
+    );
+    let new = cluster.failover(&old);
+    eprintln!("after the failover: the old primary lists the channel: {}", shard_channel_on(&cluster, &old, &channel));
+    // The waiter's subscription moves to the new primary (the slot map changed).
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &new, &channel)).await,
+        "subscribed on the new primary"
+    );
+    assert!(waiting.subscriber_stats().moved_channels >= 1, "{:?}", waiting.subscriber_stats());
+    let released = Instant::now();
+    guard.unlock().await.expect("unlock after the failover");
+    let acquired = tokio::time::timeout(Duration::from_secs(10), wait).await.expect("acquired in time").expect("task");
+    let took = acquired.saturating_duration_since(released);
+    eprintln!("the waiter acquired {took:?} after the release; {:?}", waiting.subscriber_stats());
+    assert!(took < Duration::from_secs(2), "woken by the release on the new primary: {took:?}");
+}
