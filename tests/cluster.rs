@@ -687,3 +687,49 @@ async fn a_waiter_follows_a_failover_of_its_shard() {
     eprintln!("the waiter acquired {took:?} after the release; {:?}", waiting.subscriber_stats());
     assert!(took < Duration::from_secs(2), "woken by the release on the new primary: {took:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_pubsub_in_a_cluster_when_sharded_is_off() {
+    let cluster = RedisCluster::shared();
+    let connect = || async {
+        leasehold::Client::builder()
+            .url(cluster.url())
+            .command_timeout(Duration::from_secs(2))
+            .sharded_subscription_mode(leasehold::ShardedSubscriptionMode::Off)
+            .connect()
+            .await
+            .expect("connect")
+    };
+    let (holder, waiter) = (connect().await, connect().await);
+    assert_eq!(waiter.pubsub_mode(), PubsubMode::Classic);
+    let mut per_node = std::collections::BTreeMap::new();
+    for name in names("classic", 64) {
+        per_node.entry(cluster.primary_for(&name)).or_insert(name);
+    }
+    for name in per_node.values() {
+        let guard = holder.lock(name).lock().await.expect("lock");
+        let lock = waiter.lock(name);
+        let wait = tokio::spawn(async move {
+            let guard = lock.lock().await.expect("waiter's lock");
+            let woken = Instant::now();
+            guard.unlock().await.expect("waiter's unlock");
+            woken
+        });
+        let channel = channel_of(name);
+        assert!(
+            leasehold_tests::wait_until(Duration::from_secs(5), || waiter.subscribed_channels().contains(&channel))
+                .await,
+            "subscribed"
+        );
+        // Classic: a channel on one node (whichever fred pins the subscriber to), no
+        // shard channel anywhere; the release's PUBLISH is broadcast to every node, and
+        // the release reads the queue although PUBLISH counted only its own node.
+        assert!(classic_channel_anywhere(cluster, &channel), "{channel} is a classic channel");
+        assert!(cluster.addrs().iter().all(|node| !shard_channel_on(cluster, node, &channel)), "no shard channel");
+        let released = Instant::now();
+        guard.unlock().await.expect("unlock");
+        let woken = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("woken in time").expect("task");
+        let handoff = woken.saturating_duration_since(released);
+        assert!(handoff < Duration::from_secs(2), "{name}: woken {handoff:?} after the release");
+    }
+}

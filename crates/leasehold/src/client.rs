@@ -9,7 +9,7 @@ use lock_core::{ClientId, Error, ErrorKind, LockStore, ReplicaSync, Result};
 use lock_pubsub::{PubsubMode, Subscriber, SubscriberStats};
 use lock_watchdog::{Watchdog, WatchdogConfig, WatchdogStats};
 
-use crate::config::{default_reconnect_policy, ClientBuilder, ClientConfig};
+use crate::config::{default_reconnect_policy, ClientBuilder, ClientConfig, ShardedSubscriptionMode};
 use crate::fair::FairLock;
 use crate::fenced::FencedLock;
 use crate::lock::Lock;
@@ -138,7 +138,7 @@ impl Client {
                 return Err(error);
             }
         }
-        let mode = pubsub_mode(&client, config.command_timeout).await;
+        let mode = pubsub_mode(&client, &config).await;
         let client = Self::assemble(client, subscriber, config, false, mode);
         client.inner.store.load_scripts().await?;
         Ok(client)
@@ -171,7 +171,7 @@ impl Client {
             close(&client, config.command_timeout).await;
             return Err(error);
         }
-        let mode = pubsub_mode(&client, config.command_timeout).await;
+        let mode = pubsub_mode(&client, &config).await;
         let client = Self::assemble(client, subscriber, config, true, mode);
         client.inner.store.load_scripts().await?;
         Ok(client)
@@ -346,16 +346,22 @@ impl Client {
     }
 }
 
-/// Redisson's `shardedSubscriptionMode` AUTO: sharded pub/sub in a cluster whose
+/// Redisson's `shardedSubscriptionMode`. AUTO: sharded pub/sub in a cluster whose
 /// servers know `SPUBLISH` (`COMMAND INFO SPUBLISH` names it; when the user may not run
 /// `COMMAND INFO`, the server version fred read at connect, 7.0 or later), classic
-/// pub/sub otherwise, and always on a standalone or Sentinel-managed server (where
+/// pub/sub otherwise. Always classic on a standalone or Sentinel-managed server (where
 /// classic pub/sub reaches every subscriber anyway).
-async fn pubsub_mode(client: &FredClient, timeout: Duration) -> PubsubMode {
+async fn pubsub_mode(client: &FredClient, config: &ClientConfig) -> PubsubMode {
     use fred::types::{ClusterHash, CustomCommand, Value};
     if !client.is_clustered() {
         return PubsubMode::Classic;
     }
+    match config.sharded_subscription_mode {
+        ShardedSubscriptionMode::Off => return PubsubMode::Classic,
+        ShardedSubscriptionMode::On => return PubsubMode::Sharded,
+        _ => {}
+    }
+    let timeout = config.command_timeout;
     let info = client.custom::<Value, &str>(
         CustomCommand::new_static("COMMAND", ClusterHash::Random, false),
         vec!["INFO", "SPUBLISH"],
