@@ -19,6 +19,8 @@
 -- ARGV[4]  keep-alive in milliseconds (> 0): a queued entry's deadline is now + ARGV[4]
 -- ARGV[5]  "1": queue up (or refresh the entry) when not acquired; "0": do not (try_lock)
 -- ARGV[6]  unlock message ("0"), published to a new queue head this call uncovered
+-- ARGV[7]  the publish command: "publish" (classic pub/sub) or "spublish" (sharded;
+--          a waiter's channel has the lock key's hash tag, so it is in the script's slot)
 --
 -- Replies:
 --   {1, 1}        acquired fresh (the key was absent and the queue empty or headed by
@@ -86,7 +88,7 @@ if free then
   head = redis.call('lindex', KEYS[2], 0)
   if purged and head ~= ARGV[2] then
     -- The purge made someone else first while the lock is free: wake it.
-    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[6])
+    redis.call(ARGV[7], KEYS[4] .. ':' .. head, ARGV[6])
   end
   local deadline = redis.call('zscore', KEYS[3], head)
   wait = 1

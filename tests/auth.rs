@@ -35,6 +35,9 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+hdel",
         "+pexpire",
         "+del",
+        // The scripts' publish command on a standalone server (their last ARGV). A
+        // cluster with sharded pub/sub needs +spublish, +ssubscribe and +sunsubscribe
+        // instead (docs/deployment.md §3, cluster only): unneeded here.
         "+publish",
         // The server clock of the wait queues (acquire.lua, release.lua, the fair-lock
         // scripts), FencedLock's token seed (fenced_acquire.lua).

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use leasehold::fred::prelude::{ClientLike, KeysInterface};
+use leasehold::PubsubMode;
 use leasehold_tests::{client_with, RedisCluster, RespValue};
 
 const WATCHDOG: Duration = Duration::from_secs(30);
@@ -63,19 +64,42 @@ async fn locks_on_every_shard_exclude_and_live_on_their_slots_primary() {
     }
 }
 
+/// Whether `channel` is a shard channel on `node` (`PUBSUB SHARDCHANNELS`).
+fn shard_channel_on(cluster: &RedisCluster, node: &str, channel: &str) -> bool {
+    listed(&cluster.on(node, &["PUBSUB", "SHARDCHANNELS", channel]), channel)
+}
+
+/// Whether `channel` is a classic channel on any node (`PUBSUB CHANNELS`).
+fn classic_channel_anywhere(cluster: &RedisCluster, channel: &str) -> bool {
+    cluster.addrs().iter().any(|node| listed(&cluster.on(node, &["PUBSUB", "CHANNELS", channel]), channel))
+}
+
+fn listed(reply: &RespValue, channel: &str) -> bool {
+    match reply {
+        RespValue::Array(items) => items.iter().any(|item| item.as_str() == Some(channel)),
+        other => panic!("PUBSUB: {other:?}"),
+    }
+}
+
+/// The release channel of a lock name without a hash tag.
+fn channel_of(name: &str) -> String {
+    format!("redisson_lock__channel:{{{name}}}")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_is_woken_by_a_release_on_another_node() {
     let cluster = RedisCluster::shared();
     let holder = client_with(&cluster.url(), WATCHDOG).await;
     let waiter = client_with(&cluster.url(), WATCHDOG).await;
-    // One lock per shard: whichever node the waiter's subscription is pinned to, at
-    // least two of the releases are published on another node.
+    assert_eq!(waiter.pubsub_mode(), PubsubMode::Sharded, "Redis 7 cluster: sharded pub/sub");
+    // One lock per shard: each waiter subscribes on its lock's primary, and the release
+    // runs there too (SPUBLISH), whichever node the clients' other connections use.
     let mut per_node = std::collections::BTreeMap::new();
     for name in names("wake", 64) {
         per_node.entry(cluster.primary_for(&name)).or_insert(name);
     }
     assert_eq!(per_node.len(), 3);
-    for name in per_node.values() {
+    for (node, name) in &per_node {
         let guard = holder.lock(name).lock().await.expect("lock");
         let lock = waiter.lock(name);
         let wait = tokio::spawn(async move {
@@ -84,10 +108,17 @@ async fn a_waiter_is_woken_by_a_release_on_another_node() {
             guard.unlock().await.expect("waiter's unlock");
             woken
         });
+        let channel = channel_of(name);
         assert!(
-            leasehold_tests::wait_until(Duration::from_secs(5), || waiter.local_waiters(name) == 1).await,
-            "the waiter queued"
+            leasehold_tests::wait_until(Duration::from_secs(5), || {
+                waiter.local_waiters(name) == 1 && waiter.subscribed_channels().contains(&channel)
+            })
+            .await,
+            "the waiter queued and subscribed"
         );
+        // Sharded: on the primary of the channel's slot, and not a classic channel anywhere.
+        assert!(shard_channel_on(cluster, node, &channel), "{channel} is a shard channel on {node}");
+        assert!(!classic_channel_anywhere(cluster, &channel), "{channel} is not a classic channel");
         let released = Instant::now();
         guard.unlock().await.expect("unlock");
         let woken = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("woken in time").expect("task");
@@ -96,6 +127,174 @@ async fn a_waiter_is_woken_by_a_release_on_another_node() {
         assert!(handoff < Duration::from_secs(2), "{name}: woken {handoff:?} after the release");
     }
     assert!(waiter.subscriber_stats().messages >= 3, "{:?}", waiter.subscriber_stats());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_queue_hands_over_across_clients_in_a_cluster() {
+    let cluster = RedisCluster::shared();
+    let a = client_with(&cluster.url(), WATCHDOG).await;
+    let b = client_with(&cluster.url(), WATCHDOG).await;
+    let name = "handover:cluster";
+    let queue = format!("leasehold_lock_queue:{{{name}}}");
+    let held = a.lock(name).lock().await.expect("a holds");
+    // b queues first, then another owner on a: the release hands the lock to b (the
+    // head), b's release to a's second owner, each through its queue message.
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let spawn_waiter = |lock: leasehold::Lock, tag: &'static str| {
+        let order = order.clone();
+        tokio::spawn(async move {
+            let guard = lock.lock().await.expect("queued waiter");
+            order.lock().expect("order").push((tag, Instant::now()));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            guard.unlock().await.expect("unlock");
+        })
+    };
+    let b_lock = b.lock(name);
+    let b_owner = b_lock.owner().to_owned();
+    let first = spawn_waiter(b_lock, "b");
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || {
+            cluster.on_key(&queue, &["LLEN", &queue]).as_int() == Some(1)
+        })
+        .await,
+        "b queued"
+    );
+    let second = spawn_waiter(a.lock(name), "a2");
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || {
+            cluster.on_key(&queue, &["LLEN", &queue]).as_int() == Some(2)
+        })
+        .await,
+        "a's second owner queued behind b"
+    );
+    let node = cluster.primary_for(name);
+    let monitor = leasehold_tests::Monitor::start(&node);
+    let released = Instant::now();
+    held.unlock().await.expect("unlock");
+    tokio::time::timeout(Duration::from_secs(5), async {
+        first.await.expect("b");
+        second.await.expect("a2");
+    })
+    .await
+    .expect("both waiters got the lock in time");
+    // A hand-over, not a free lock taken: SPUBLISH counted b's subscription on this
+    // primary, so release.lua read the queue and granted b the lock.
+    monitor.sync(&node);
+    let grant = format!("\"spublish\" \"leasehold_lock__queue:{{{name}}}\" \"{b_owner} ");
+    assert!(
+        monitor.commands().iter().any(|line| line.to_lowercase().contains(&grant.to_lowercase())),
+        "the release handed the lock to b: {:?}",
+        monitor.commands()
+    );
+    let order = order.lock().expect("order").clone();
+    assert_eq!(order.iter().map(|(tag, _)| *tag).collect::<Vec<_>>(), ["b", "a2"], "queue order");
+    let took = order[0].1.saturating_duration_since(released);
+    assert!(took < Duration::from_secs(2), "b got the lock {took:?} after the release (lease 30 s)");
+    assert_eq!(cluster.on_key(name, &["EXISTS", name]).as_int(), Some(0), "nothing left held");
+    assert_eq!(cluster.on_key(&queue, &["EXISTS", &queue]).as_int(), Some(0), "queue emptied");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_waiter_is_woken_through_sharded_pubsub() {
+    let cluster = RedisCluster::shared();
+    let a = client_with(&cluster.url(), WATCHDOG).await;
+    let b = client_with(&cluster.url(), WATCHDOG).await;
+    let name = "fair:sharded";
+    let held = a.fair_lock(name).lock().await.expect("fair lock");
+    let waiter = b.fair_lock(name);
+    let channel = waiter.waiter_channel().expect("waiter channel");
+    let wait = tokio::spawn(async move {
+        let guard = waiter.try_lock_for(Duration::from_secs(10)).await.expect("fair wait").expect("granted");
+        let woken = Instant::now();
+        guard.unlock().await.expect("unlock");
+        woken
+    });
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || b.subscribed_channels().contains(&channel)).await,
+        "the fair waiter subscribed its own channel"
+    );
+    let node = cluster.primary_for(name);
+    assert!(shard_channel_on(cluster, &node, &channel), "{channel} is a shard channel on {node}");
+    assert!(!classic_channel_anywhere(cluster, &channel), "{channel} is not a classic channel");
+    let released = Instant::now();
+    held.unlock().await.expect("unlock");
+    let woken = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("granted in time").expect("task");
+    let took = woken.saturating_duration_since(released);
+    // Lease 30 s, keep-alive refresh every 3.3 s: only the message is this fast.
+    assert!(took < Duration::from_secs(2), "woken {took:?} after the release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_follows_its_locks_slot_to_another_node() {
+    let cluster = RedisCluster::start();
+    let connect = || async {
+        leasehold::Client::builder()
+            .url(cluster.url())
+            .command_timeout(Duration::from_secs(2))
+            // No refresh of the waiter's queue entry during the test (every 20 s): only
+            // a message or a wake-up can give it the lock before the 30 s lease ends.
+            .fair_lock_keepalive(Duration::from_secs(60))
+            .connect()
+            .await
+            .expect("connect")
+    };
+    let (holder, waiting) = (connect().await, connect().await);
+    let name = "moving";
+    let channel = channel_of(name);
+    let slot = cluster.slot(name);
+    let source = cluster.primary_for(name);
+    let target = cluster.primaries().into_iter().find(|p| *p != source).expect("another primary");
+    let guard = holder.lock(name).lock().await.expect("lock");
+    let lock = waiting.lock(name);
+    let wait = tokio::spawn(async move {
+        let guard = lock.lock().await.expect("waiter's lock");
+        let at = Instant::now();
+        guard.unlock().await.expect("waiter's unlock");
+        at
+    });
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &source, &channel)).await,
+        "subscribed on the source"
+    );
+
+    // Move the slot, with every key in it (the lock, its queue and entries).
+    let migration = cluster.begin_migration(slot, &target);
+    let keys = cluster.on(&source, &["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "100"]);
+    let RespValue::Array(keys) = keys else { panic!("GETKEYSINSLOT: {keys:?}") };
+    assert!(keys.len() >= 3, "the lock and its queue keys: {keys:?}");
+    for key in &keys {
+        migration.migrate_key(key.as_str().expect("key"));
+    }
+    migration.finish();
+    assert_eq!(cluster.primary_for(name), target);
+    assert!(!shard_channel_on(&cluster, &source, &channel), "the source dropped the subscription with the slot");
+
+    // Release at once: the waiter may not have subscribed on the target yet; then the
+    // release is published where nobody listens, and the waiter must be woken by its
+    // resubscribe (not its 30 s lease timer).
+    let released = Instant::now();
+    guard.unlock().await.expect("unlock after the migration");
+    let acquired = tokio::time::timeout(Duration::from_secs(10), wait).await.expect("acquired in time").expect("task");
+    let took = acquired.saturating_duration_since(released);
+    eprintln!("the waiter acquired {took:?} after the release; {:?}", waiting.subscriber_stats());
+    assert!(
+        took < Duration::from_secs(5),
+        "acquired {took:?} after the release, not on a timer (30 s lease, 20 s refresh)"
+    );
+    assert!(waiting.subscriber_stats().moved_channels >= 1, "{:?}", waiting.subscriber_stats());
+
+    // Waiting again: the subscription is on the target now.
+    let guard = holder.lock(name).lock().await.expect("lock again");
+    let lock = waiting.lock(name);
+    let wait = tokio::spawn(async move { lock.lock().await.expect("waiter's lock").unlock().await.expect("unlock") });
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &target, &channel)).await,
+        "subscribed on the target"
+    );
+    let released = Instant::now();
+    guard.unlock().await.expect("unlock");
+    tokio::time::timeout(Duration::from_secs(5), wait).await.expect("in time").expect("task");
+    assert!(released.elapsed() < Duration::from_secs(2), "woken by the release on the target");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -437,4 +636,100 @@ async fn contention_carries_on_through_a_manual_failover() {
     assert_eq!(overlaps.load(Ordering::SeqCst), 0, "never two holders at once");
     assert!(done.iter().sum::<u32>() >= 8, "the tasks ran before the failover too: {done:?}");
     assert_eq!(cluster.on(&new, &["EXISTS", name]).as_int(), Some(0), "nothing left held");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_follows_a_failover_of_its_shard() {
+    let cluster = RedisCluster::start();
+    let connect = || async {
+        leasehold::Client::builder()
+            .url(cluster.url())
+            .command_timeout(Duration::from_secs(2))
+            .fair_lock_keepalive(Duration::from_secs(60))
+            .connect()
+            .await
+            .expect("connect")
+    };
+    let (holder, waiting) = (connect().await, connect().await);
+    let name = "failing";
+    let channel = channel_of(name);
+    let old = cluster.primary_for(name);
+    let guard = holder.lock(name).lock().await.expect("lock");
+    let lock = waiting.lock(name);
+    let wait = tokio::spawn(async move {
+        let guard = lock.lock().await.expect("waiter's lock");
+        let at = Instant::now();
+        guard.unlock().await.expect("waiter's unlock");
+        at
+    });
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &old, &channel)).await,
+        "subscribed on the primary"
+    );
+    let replica = cluster.replica_of(&old);
+    let digest = |addr: &str| cluster.on(addr, &["DEBUG", "DIGEST-VALUE", name]);
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
+        "the replica has the hold"
+    );
+    let new = cluster.failover(&old);
+    eprintln!("after the failover: the old primary lists the channel: {}", shard_channel_on(&cluster, &old, &channel));
+    // The waiter's subscription moves to the new primary (the slot map changed).
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &new, &channel)).await,
+        "subscribed on the new primary"
+    );
+    assert!(waiting.subscriber_stats().moved_channels >= 1, "{:?}", waiting.subscriber_stats());
+    let released = Instant::now();
+    guard.unlock().await.expect("unlock after the failover");
+    let acquired = tokio::time::timeout(Duration::from_secs(10), wait).await.expect("acquired in time").expect("task");
+    let took = acquired.saturating_duration_since(released);
+    eprintln!("the waiter acquired {took:?} after the release; {:?}", waiting.subscriber_stats());
+    assert!(took < Duration::from_secs(2), "woken by the release on the new primary: {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_pubsub_in_a_cluster_when_sharded_is_off() {
+    let cluster = RedisCluster::shared();
+    let connect = || async {
+        leasehold::Client::builder()
+            .url(cluster.url())
+            .command_timeout(Duration::from_secs(2))
+            .sharded_subscription_mode(leasehold::ShardedSubscriptionMode::Off)
+            .connect()
+            .await
+            .expect("connect")
+    };
+    let (holder, waiter) = (connect().await, connect().await);
+    assert_eq!(waiter.pubsub_mode(), PubsubMode::Classic);
+    let mut per_node = std::collections::BTreeMap::new();
+    for name in names("classic", 64) {
+        per_node.entry(cluster.primary_for(&name)).or_insert(name);
+    }
+    for name in per_node.values() {
+        let guard = holder.lock(name).lock().await.expect("lock");
+        let lock = waiter.lock(name);
+        let wait = tokio::spawn(async move {
+            let guard = lock.lock().await.expect("waiter's lock");
+            let woken = Instant::now();
+            guard.unlock().await.expect("waiter's unlock");
+            woken
+        });
+        let channel = channel_of(name);
+        assert!(
+            leasehold_tests::wait_until(Duration::from_secs(5), || waiter.subscribed_channels().contains(&channel))
+                .await,
+            "subscribed"
+        );
+        // Classic: a channel on one node (whichever fred pins the subscriber to), no
+        // shard channel anywhere; the release's PUBLISH is broadcast to every node, and
+        // the release reads the queue although PUBLISH counted only its own node.
+        assert!(classic_channel_anywhere(cluster, &channel), "{channel} is a classic channel");
+        assert!(cluster.addrs().iter().all(|node| !shard_channel_on(cluster, node, &channel)), "no shard channel");
+        let released = Instant::now();
+        guard.unlock().await.expect("unlock");
+        let woken = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("woken in time").expect("task");
+        let handoff = woken.saturating_duration_since(released);
+        assert!(handoff < Duration::from_secs(2), "{name}: woken {handoff:?} after the release");
+    }
 }

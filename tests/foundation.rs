@@ -77,8 +77,10 @@ async fn reentrancy_counts_holds_and_publishes_once() {
     guards.pop().expect("last").unlock().await.expect("last unlock");
     assert_eq!(raw(&server, &["EXISTS", "re"]).as_int(), Some(0));
     monitor.sync(&server.addr());
+    // The PUBLISH commands themselves (`[0 lua] "publish" …`), not the EVALSHAs whose
+    // last ARGV names the publish command.
     let publishes: Vec<String> =
-        monitor.commands().into_iter().filter(|l| l.to_lowercase().contains("\"publish\"")).collect();
+        monitor.commands().into_iter().filter(|l| l.to_lowercase().contains("] \"publish\"")).collect();
     assert_eq!(publishes.len(), 1, "one publish for five holds: {publishes:?}");
     assert!(publishes[0].contains("\"redisson_lock__channel:{re}\" \"0\""), "{publishes:?}");
 }
@@ -110,7 +112,7 @@ async fn script_arguments_are_exact_and_forgotten_scripts_are_reloaded() {
         let acquire = format!("1 args:1 12346 {owner} 1 0");
         let release = format!(
             "5 args:1 redisson_lock__channel:{{args:1}} leasehold_lock_queue:{{args:1}} \
-             leasehold_lock_waiters:{{args:1}} leasehold_lock__queue:{{args:1}} {owner} 0 0 0 0 0"
+             leasehold_lock_waiters:{{args:1}} leasehold_lock__queue:{{args:1}} {owner} 0 0 0 0 0 publish"
         );
         // After a flush each script is answered NOSCRIPT once, loaded, and sent again as it was.
         let expected =
@@ -164,7 +166,7 @@ async fn expired_lease_lets_another_owner_in_and_old_unlock_is_not_owner() {
     assert_eq!(err.kind(), ErrorKind::NotOwner, "{err}");
     monitor.sync(&server.addr());
     assert!(
-        !monitor.commands().iter().any(|l| l.to_lowercase().contains("\"publish\"")),
+        !monitor.commands().iter().any(|l| l.to_lowercase().contains("] \"publish\"")),
         "nothing published: {:?}",
         monitor.commands()
     );
@@ -188,7 +190,7 @@ async fn unlock_after_force_unlock_is_not_owner() {
     let err = guard.unlock().await.expect_err("unlock after force");
     assert!(err.is_not_owner(), "{err}");
     monitor.sync(&server.addr());
-    let publishes = monitor.commands().iter().filter(|l| l.to_lowercase().contains("\"publish\"")).count();
+    let publishes = monitor.commands().iter().filter(|l| l.to_lowercase().contains("] \"publish\"")).count();
     assert_eq!(publishes, 1, "only the force unlock published");
 }
 

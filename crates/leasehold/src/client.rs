@@ -6,10 +6,10 @@ use std::time::Duration;
 use fred::clients::SubscriberClient;
 use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, EventInterface, ReconnectPolicy};
 use lock_core::{ClientId, Error, ErrorKind, LockStore, ReplicaSync, Result};
-use lock_pubsub::{Subscriber, SubscriberStats};
+use lock_pubsub::{PubsubMode, Subscriber, SubscriberStats};
 use lock_watchdog::{Watchdog, WatchdogConfig, WatchdogStats};
 
-use crate::config::{default_reconnect_policy, ClientBuilder, ClientConfig};
+use crate::config::{default_reconnect_policy, ClientBuilder, ClientConfig, ShardedSubscriptionMode};
 use crate::fair::FairLock;
 use crate::fenced::FencedLock;
 use crate::lock::Lock;
@@ -140,7 +140,8 @@ impl Client {
                 return Err(error);
             }
         }
-        let client = Self::assemble(client, subscriber, config, false, None);
+        let mode = pubsub_mode(&client, &config).await;
+        let client = Self::assemble(client, subscriber, config, false, mode, None);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
@@ -172,8 +173,9 @@ impl Client {
             close(&client, config.command_timeout).await;
             return Err(error);
         }
+        let mode = pubsub_mode(&client, &config).await;
         let sentinel = crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
-        let client = Self::assemble(client, subscriber, config, true, sentinel);
+        let client = Self::assemble(client, subscriber, config, true, mode, sentinel);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
@@ -183,14 +185,21 @@ impl Client {
         subscriber: SubscriberClient,
         config: ClientConfig,
         owns: bool,
+        mode: PubsubMode,
         sentinel: Option<crate::sentinel::SentinelWatch>,
     ) -> Client {
         let group_by_slot = client.is_clustered();
+        let sharded = mode == PubsubMode::Sharded;
         let reconnects = client.reconnect_rx();
         // In a cluster, classic PUBLISH counts only the subscribers of the node that ran
         // the script, so "nobody listened" says nothing there: every release reads the
-        // wait queue (release.lua, ARGV[5]).
-        let store = LockStore::new(client, config.command_timeout).always_reading_queue(group_by_slot);
+        // wait queue (release.lua, ARGV[5]). SPUBLISH counts the subscribers of the
+        // shard's primary, where every leasehold waiter's SSUBSCRIBE goes (fred routes
+        // it by the channel's slot, to primaries only): its count is as good as
+        // PUBLISH's on one server.
+        let store = LockStore::new(client, config.command_timeout)
+            .always_reading_queue(group_by_slot && !sharded)
+            .sharded_pubsub(sharded);
         let mut watchdog_config = WatchdogConfig::default();
         watchdog_config.timeout = config.watchdog_timeout;
         watchdog_config.batch_size = config.renew_batch_size;
@@ -200,7 +209,8 @@ impl Client {
         // lost locks: renew at once, so holders hear `lost()` within a round trip of
         // the reconnect instead of at the next period.
         watchdog.renew_on_each(reconnects);
-        let subscriber = Subscriber::start(subscriber, config.command_timeout);
+        let topology = sharded.then(|| store.client().clone());
+        let subscriber = Subscriber::start_with(subscriber, config.command_timeout, mode, topology);
         // Validated: at most a year, so it fits.
         let watchdog_lease_ms = u64::try_from(config.watchdog_timeout.as_millis()).unwrap_or(u64::MAX);
         // Both validated by `ClientConfig::validate` (which builds the same ReplicaSync),
@@ -313,6 +323,13 @@ impl Client {
         self.inner.subscriber.stats()
     }
 
+    /// How this client's waiters subscribe: [`PubsubMode::Sharded`] (`SSUBSCRIBE`, and
+    /// the scripts `SPUBLISH`) in a cluster whose servers have sharded pub/sub (Redis
+    /// 7.0 or later), else [`PubsubMode::Classic`].
+    pub fn pubsub_mode(&self) -> PubsubMode {
+        self.inner.subscriber.mode()
+    }
+
     /// The channels the server has confirmed this client's subscription to, sorted: the
     /// release channels of the locks its tasks wait for, with their queue channels. A
     /// channel stays subscribed for a second after its last waiter left; empty when
@@ -334,6 +351,44 @@ impl Client {
     /// found lost.
     pub fn watchdog_stats(&self) -> WatchdogStats {
         self.inner.watchdog.stats()
+    }
+}
+
+/// Redisson's `shardedSubscriptionMode`. AUTO: sharded pub/sub in a cluster whose
+/// servers know `SPUBLISH` (`COMMAND INFO SPUBLISH` names it; when the user may not run
+/// `COMMAND INFO`, the server version fred read at connect, 7.0 or later), classic
+/// pub/sub otherwise. Always classic on a standalone or Sentinel-managed server (where
+/// classic pub/sub reaches every subscriber anyway).
+async fn pubsub_mode(client: &FredClient, config: &ClientConfig) -> PubsubMode {
+    use fred::types::{ClusterHash, CustomCommand, Value};
+    if !client.is_clustered() {
+        return PubsubMode::Classic;
+    }
+    match config.sharded_subscription_mode {
+        ShardedSubscriptionMode::Off => return PubsubMode::Classic,
+        ShardedSubscriptionMode::On => return PubsubMode::Sharded,
+        _ => {}
+    }
+    let timeout = config.command_timeout;
+    let info = client.custom::<Value, &str>(
+        CustomCommand::new_static("COMMAND", ClusterHash::Random, false),
+        vec!["INFO", "SPUBLISH"],
+    );
+    let known = match tokio::time::timeout(timeout, info).await {
+        // One entry per command named: nil for a command the server does not know.
+        Ok(Ok(Value::Array(entries))) => Some(entries.first().is_some_and(|entry| !entry.is_null())),
+        Ok(Ok(_)) => None,
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "COMMAND INFO SPUBLISH failed; going by the server version");
+            None
+        }
+        Err(_) => None,
+    };
+    let sharded = known.unwrap_or_else(|| client.server_version().is_some_and(|version| version.major >= 7));
+    if sharded {
+        PubsubMode::Sharded
+    } else {
+        PubsubMode::Classic
     }
 }
 

@@ -35,6 +35,24 @@ pub const DEFAULT_FENCE_TOKEN_TTL: Duration = Duration::from_secs(7 * 24 * 3600)
 /// not). Redisson's `RFairLock` keeps a queued entry 5 minutes.
 pub const DEFAULT_FAIR_LOCK_KEEPALIVE: Duration = Duration::from_secs(10);
 
+/// Whether waiters use sharded pub/sub in a cluster (Redisson's
+/// `shardedSubscriptionMode`; `docs/cluster.md` §5). On a standalone or
+/// Sentinel-managed server waiters always use classic pub/sub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ShardedSubscriptionMode {
+    /// Sharded in a cluster whose servers have it (`COMMAND INFO SPUBLISH`, else the
+    /// server version: 7.0 or later), classic otherwise. The default.
+    #[default]
+    Auto,
+    /// Sharded in any cluster (`SSUBSCRIBE` fails on a server before 7.0: waits then
+    /// degrade to the TTL timers).
+    On,
+    /// Classic (`SUBSCRIBE`, `PUBLISH`) everywhere, e.g. to share releases with peers
+    /// that use classic pub/sub on a 7.0 cluster.
+    Off,
+}
+
 /// How a [`Client`] behaves. Built with [`Client::builder`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -79,6 +97,9 @@ pub struct ClientConfig {
     /// or twice the command timeout when that is longer
     /// ([`ClientConfig::fair_lock_keepalive`]).
     pub fair_lock_keepalive: Option<Duration>,
+    /// Whether waiters use sharded pub/sub in a cluster. Default:
+    /// [`ShardedSubscriptionMode::Auto`].
+    pub sharded_subscription_mode: ShardedSubscriptionMode,
 }
 
 impl Default for ClientConfig {
@@ -93,6 +114,7 @@ impl Default for ClientConfig {
             sync_timeout: DEFAULT_SYNC_TIMEOUT,
             fence_token_ttl: DEFAULT_FENCE_TOKEN_TTL,
             fair_lock_keepalive: None,
+            sharded_subscription_mode: ShardedSubscriptionMode::Auto,
         }
     }
 }
@@ -312,6 +334,13 @@ impl ClientBuilder {
     /// [`ClientBuilder::connect`]). Default: 10 s ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]).
     pub fn fair_lock_keepalive(mut self, keepalive: Duration) -> Self {
         self.config.fair_lock_keepalive = Some(keepalive);
+        self
+    }
+
+    /// Whether waiters use sharded pub/sub (`SSUBSCRIBE`, and the scripts `SPUBLISH`)
+    /// in a cluster. Default: [`ShardedSubscriptionMode::Auto`].
+    pub fn sharded_subscription_mode(mut self, mode: ShardedSubscriptionMode) -> Self {
+        self.config.sharded_subscription_mode = mode;
         self
     }
 

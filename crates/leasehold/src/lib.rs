@@ -113,15 +113,16 @@ mod wait;
 
 pub use client::Client;
 pub use config::{
-    ClientBuilder, ClientConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_FAIR_LOCK_KEEPALIVE, DEFAULT_FENCE_TOKEN_TTL,
-    DEFAULT_RENEW_BATCH, DEFAULT_REPLAY_WINDOW, DEFAULT_SYNC_TIMEOUT, DEFAULT_WATCHDOG_TIMEOUT,
+    ClientBuilder, ClientConfig, ShardedSubscriptionMode, DEFAULT_COMMAND_TIMEOUT, DEFAULT_FAIR_LOCK_KEEPALIVE,
+    DEFAULT_FENCE_TOKEN_TTL, DEFAULT_RENEW_BATCH, DEFAULT_REPLAY_WINDOW, DEFAULT_SYNC_TIMEOUT,
+    DEFAULT_WATCHDOG_TIMEOUT,
 };
 pub use fair::FairLock;
 pub use fenced::{FencedGuard, FencedLock};
 pub use guard::LockGuard;
 pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};
-pub use lock_pubsub::SubscriberStats;
+pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;
 pub use simple::{SimpleGuard, SimpleLock};
 

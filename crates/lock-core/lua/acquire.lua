@@ -27,6 +27,8 @@
 -- ARGV[3]  the owner's hold count after this acquire: its live guards + 1 (>= 1)
 -- ARGV[4]  keep-alive in ms of a queue entry (> 0): queue up or refresh the entry when
 --          not acquired, and honour the queue when the lock is free; "0": a single try
+-- ARGV[5]  a waiting call only: the publish command, "publish" (classic pub/sub) or
+--          "spublish" (sharded, in a cluster); a single try publishes nothing
 --
 -- Replies:
 --   {1, 1}       acquired fresh: the key did not exist (and, for a waiting call, no
@@ -93,7 +95,7 @@ if free and (not head or head == ARGV[2]) then
     local next = redis.call('lindex', KEYS[2], 0)
     if next then
       -- The next waiter is first now; the lock is held for ARGV[1].
-      redis.call('publish', KEYS[4], '- ' .. next .. ' ' .. ARGV[1])
+      redis.call(ARGV[5], KEYS[4], '- ' .. next .. ' ' .. ARGV[1])
     end
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
@@ -117,6 +119,6 @@ end
 -- Free, and another live waiter is first.
 if purged then
   -- The purge made that waiter first: it may take the lock now.
-  redis.call('publish', KEYS[4], '- ' .. head .. ' 0')
+  redis.call(ARGV[5], KEYS[4], '- ' .. head .. ' 0')
 end
 return {0, math.max(head_deadline - now, 1), position}

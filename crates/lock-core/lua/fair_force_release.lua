@@ -8,6 +8,7 @@
 -- KEYS[4]  release channel "redisson_lock__channel:{NAME}"; the head's channel is
 --          KEYS[4] .. ':' .. head
 -- ARGV[1]  unlock message ("0")
+-- ARGV[2]  the publish command: "publish" (classic pub/sub) or "spublish" (sharded)
 --
 -- Replies:
 --   1  the key existed and was deleted; ARGV[1] published to the head's channel, if any
@@ -34,6 +35,6 @@ if redis.call('del', KEYS[1]) == 0 then
 end
 local head = redis.call('lindex', KEYS[2], 0)
 if head then
-  redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1])
+  redis.call(ARGV[2], KEYS[4] .. ':' .. head, ARGV[1])
 end
 return 1

@@ -14,6 +14,7 @@
 -- ARGV[2]  the owner's hold count after this release (>= 0); 0 = give it all back
 -- ARGV[3]  TTL in ms the remaining holds need, or 0 (raised to it, never lowered)
 -- ARGV[4]  unlock message ("0")
+-- ARGV[5]  the publish command: "publish" (classic pub/sub) or "spublish" (sharded)
 --
 -- Replies:
 --   -1  the owner holds nothing on KEYS[1]: the hold count untouched (its queue entry,
@@ -72,7 +73,7 @@ end
 if changed and redis.call('exists', KEYS[1]) == 0 then
   local head = redis.call('lindex', KEYS[2], 0)
   if head then
-    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4])
+    redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[4])
   end
 end
 return reply

@@ -17,7 +17,10 @@
 -- only when PUBLISH reached a subscriber (every queued waiter's client subscribes to
 -- the release channel before it waits), so a release nobody waits for stays two
 -- commands; ARGV[5] = "1" reads it regardless (a cluster with classic pub/sub, where
--- PUBLISH counts only the subscribers of one node).
+-- PUBLISH counts only the subscribers of one node). In a cluster with sharded pub/sub
+-- ARGV[7] is "spublish": every channel has the lock key's hash tag, so it is in the
+-- script's slot, and SPUBLISH counts the subscribers of the shard's primary, where
+-- leasehold waiters subscribe.
 --
 -- KEYS[1]  lock key (Hash)
 -- KEYS[2]  release channel "redisson_lock__channel:{NAME}"
@@ -33,6 +36,7 @@
 -- ARGV[5]  "1": read the queue even if PUBLISH reached nobody; else "0"
 -- ARGV[6]  "1": also remove the owner's own queue entry (a wait that ended without the
 --          lock); else "0"
+-- ARGV[7]  the publish command: "publish" (classic pub/sub) or "spublish" (sharded)
 --
 -- Messages on KEYS[5], "GRANTED NEXT WAIT_MS" ("-" for nobody): GRANTED now owns the
 -- lock and should claim it; NEXT is the queue head now, and should try at once
@@ -57,7 +61,7 @@ if last and ARGV[6] ~= '1' then
   if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
     return -1
   end
-  if redis.call('publish', KEYS[2], ARGV[4]) == 0 and ARGV[5] ~= '1' then
+  if redis.call(ARGV[7], KEYS[2], ARGV[4]) == 0 and ARGV[5] ~= '1' then
     return 0
   end
   released = true
@@ -77,7 +81,7 @@ local function leave_queue()
   if head == ARGV[1] then
     local next = redis.call('lindex', KEYS[3], 0)
     if next then
-      redis.call('publish', KEYS[5], '- ' .. next .. ' ' .. math.max(redis.call('pttl', KEYS[1]), 0))
+      redis.call(ARGV[7], KEYS[5], '- ' .. next .. ' ' .. math.max(redis.call('pttl', KEYS[1]), 0))
     end
   end
 end
@@ -101,7 +105,7 @@ local function hand_over()
       redis.call('hset', KEYS[1], head, 1)
       redis.call('pexpire', KEYS[1], ttl)
       local next = redis.call('lindex', KEYS[3], 0) or '-'
-      redis.call('publish', KEYS[5], head .. ' ' .. next .. ' ' .. ttl)
+      redis.call(ARGV[7], KEYS[5], head .. ' ' .. next .. ' ' .. ttl)
       return
     end
     head = redis.call('lindex', KEYS[3], 0)
@@ -120,7 +124,7 @@ if last then
     return -1
   end
   leave_queue()
-  if redis.call('publish', KEYS[2], ARGV[4]) > 0 or ARGV[5] == '1' then
+  if redis.call(ARGV[7], KEYS[2], ARGV[4]) > 0 or ARGV[5] == '1' then
     hand_over()
   end
   return 0

@@ -144,6 +144,7 @@ impl LockStore {
                     fair.keepalive_ms.max(1).to_string(),
                     if fair.enqueue { "1" } else { "0" }.to_owned(),
                     crate::names::UNLOCK_MESSAGE.to_owned(),
+                    self.publish_command().to_owned(),
                 ];
                 (&*scripts::FAIR_ACQUIRE, fair_keys(names), args)
             }
@@ -152,7 +153,8 @@ impl LockStore {
                 return Ok(AcquireReply { acquire, token: None, acknowledged: None });
             }
             (None, None) => {
-                let (keys, args) = acquire_args(names, owner, lease_ms, target, spec.queue_keepalive_ms);
+                let (keys, args) =
+                    acquire_args(names, owner, lease_ms, target, spec.queue_keepalive_ms, self.publish_command());
                 (&*scripts::ACQUIRE, keys, args)
             }
             (None, Some(token_ttl_ms)) => {

@@ -57,7 +57,15 @@ pub struct LockStore {
     /// Whether every release reads the wait queue, even when its unlock message reached
     /// no subscriber (see `release.lua`, ARGV[5]).
     always_read_queue: bool,
+    /// The command the scripts publish with: `publish`, or `spublish` for sharded
+    /// pub/sub in a cluster (the scripts' last ARGV).
+    publish: &'static str,
 }
+
+/// The scripts' publish command with classic pub/sub.
+const PUBLISH: &str = "publish";
+/// The scripts' publish command with sharded pub/sub (a cluster on Redis 7.0 or later).
+const SPUBLISH: &str = "spublish";
 
 /// The KEYS and ARGV of `acquire.lua` (shared with the replica-synced acquire in
 /// `replicas.rs`, so the two cannot drift apart).
@@ -70,6 +78,7 @@ pub(crate) fn acquire_args(
     lease_ms: u64,
     target: u64,
     queue_keepalive_ms: Option<u64>,
+    publish: &str,
 ) -> (Vec<String>, Vec<String>) {
     let keys = match queue_keepalive_ms {
         None => vec![names.key().to_owned()],
@@ -78,7 +87,12 @@ pub(crate) fn acquire_args(
         }
     };
     let keepalive = queue_keepalive_ms.map_or_else(|| "0".to_owned(), |ms| ms.max(1).to_string());
-    let args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string(), keepalive];
+    let mut args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string(), keepalive];
+    if queue_keepalive_ms.is_some() {
+        // Only a waiting call publishes (on the queue channel); a single try's ARGV
+        // stay as they were.
+        args.push(publish.to_owned());
+    }
     (keys, args)
 }
 
@@ -91,7 +105,27 @@ pub(crate) fn fair_keys(names: &LockNames) -> Vec<String> {
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
     pub fn new(client: Client, command_timeout: Duration) -> Self {
-        LockStore { client, command_timeout, always_read_queue: false }
+        LockStore { client, command_timeout, always_read_queue: false, publish: PUBLISH }
+    }
+
+    /// Makes the scripts publish with `SPUBLISH` (sharded pub/sub; `true`) or `PUBLISH`
+    /// (`false`, the default). Every channel a script publishes on has the lock key's
+    /// hash tag, so `SPUBLISH` stays in the script's slot. Waiters must then subscribe
+    /// with `SSUBSCRIBE`.
+    #[must_use]
+    pub fn sharded_pubsub(mut self, sharded: bool) -> Self {
+        self.publish = if sharded { SPUBLISH } else { PUBLISH };
+        self
+    }
+
+    /// Whether the scripts publish with `SPUBLISH` ([`LockStore::sharded_pubsub`]).
+    pub fn is_sharded_pubsub(&self) -> bool {
+        self.publish == SPUBLISH
+    }
+
+    /// The publish command the scripts are given (`publish` or `spublish`).
+    pub(crate) fn publish_command(&self) -> &'static str {
+        self.publish
     }
 
     /// Makes every release read the lock's wait queue, even when its unlock message
@@ -153,11 +187,14 @@ impl LockStore {
         // The same KEYS and ARGV as `acquire_args`, as shared byte strings and integers.
         let build = || {
             let mut keys = vec![Key::from(names.key_arg())];
+            let keepalive = int_arg(queue_keepalive_ms.map_or(0, |ms| ms.max(1)));
+            let mut args = vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1)), keepalive];
             if queue_keepalive_ms.is_some() {
                 keys.extend(names.queue_args().iter().cloned().map(Key::from));
+                // Only a waiting call publishes (on the queue channel).
+                args.push(static_arg(self.publish));
             }
-            let keepalive = int_arg(queue_keepalive_ms.map_or(0, |ms| ms.max(1)));
-            (keys, vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1)), keepalive])
+            (keys, args)
         };
         let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
         acquire_from_reply("acquire.lua", names, &reply)
@@ -195,6 +232,7 @@ impl LockStore {
                 unlock_message(),
                 int_arg(u64::from(self.always_read_queue)),
                 int_arg(u64::from(leave_queue)),
+                static_arg(self.publish),
             ];
             (keys, args)
         };
@@ -215,7 +253,13 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn fair_release(&self, names: &LockNames, owner: &OwnerId, target: u64, need_ms: u64) -> Result<Release> {
-        let args = vec![owner.as_str().to_owned(), target.to_string(), need_ms.to_string(), UNLOCK_MESSAGE.to_owned()];
+        let args = vec![
+            owner.as_str().to_owned(),
+            target.to_string(),
+            need_ms.to_string(),
+            UNLOCK_MESSAGE.to_owned(),
+            self.publish.to_owned(),
+        ];
         let reply: i64 =
             scripts::FAIR_RELEASE.run(&self.client, names.key(), self.command_timeout, fair_keys(names), args).await?;
         Ok(release_from_reply(reply))
@@ -233,7 +277,13 @@ impl LockStore {
     /// only its answer is lost.
     pub async fn fair_force_release(&self, names: &LockNames) -> Result<bool> {
         let reply: i64 = scripts::FAIR_FORCE_RELEASE
-            .run(&self.client, names.key(), self.command_timeout, fair_keys(names), vec![UNLOCK_MESSAGE.to_owned()])
+            .run(
+                &self.client,
+                names.key(),
+                self.command_timeout,
+                fair_keys(names),
+                vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
+            )
             .await?;
         Ok(reply == 1)
     }
@@ -250,7 +300,13 @@ impl LockStore {
     pub async fn force_release(&self, names: &LockNames) -> Result<bool> {
         let keys = vec![names.key().to_owned(), names.channel().to_owned()];
         let reply: i64 = scripts::FORCE_RELEASE
-            .run(&self.client, names.key(), self.command_timeout, keys, vec![UNLOCK_MESSAGE.to_owned()])
+            .run(
+                &self.client,
+                names.key(),
+                self.command_timeout,
+                keys,
+                vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
+            )
             .await?;
         Ok(reply == 1)
     }
@@ -373,6 +429,11 @@ impl LockStore {
 /// decimal digits (what `to_string` would send) without allocating one.
 fn int_arg(n: u64) -> Value {
     i64::try_from(n).map_or_else(|_| Value::from(n.to_string()), Value::Integer)
+}
+
+/// A static string (a command name) as a script argument: nothing is allocated.
+fn static_arg(text: &'static str) -> Value {
+    Value::Bytes(fred::bytes::Bytes::from_static(text.as_bytes()))
 }
 
 /// [`UNLOCK_MESSAGE`] as a script argument (static: nothing is allocated).

@@ -41,5 +41,5 @@ mod channel;
 mod subscriber;
 mod waiter;
 
-pub use subscriber::{Subscriber, SubscriberStats, LINGER};
+pub use subscriber::{PubsubMode, Subscriber, SubscriberStats, LINGER, TOPOLOGY_CHECK};
 pub use waiter::Waiter;

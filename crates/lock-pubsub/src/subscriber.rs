@@ -5,9 +5,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use fred::clients::SubscriberClient;
-use fred::prelude::{ClientLike, EventInterface, PubsubInterface};
-use fred::types::{Message, Value};
+use fred::clients::{Client, SubscriberClient};
+use fred::prelude::{ClientLike, ClusterInterface, EventInterface, PubsubInterface};
+use fred::types::cluster::ClusterRouting;
+use fred::types::config::Server;
+use fred::types::{ClusterStateChange, Message, Value};
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::time::Instant;
@@ -17,6 +19,27 @@ use crate::waiter::Waiter;
 
 /// How long a channel stays subscribed after its last waiter left.
 pub const LINGER: Duration = Duration::from_secs(1);
+
+/// With sharded pub/sub, how often the subscriber task reads the slot map (one
+/// `CLUSTER SLOTS` on the command client) while it has shard channels subscribed, to
+/// find channels whose slot moved: the server drops a moved slot's subscriptions with a
+/// `sunsubscribe` push that fred 10.1 does not pass on.
+pub const TOPOLOGY_CHECK: Duration = Duration::from_secs(1);
+
+/// How the subscriber subscribes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PubsubMode {
+    /// `SUBSCRIBE`/`UNSUBSCRIBE` (and the scripts `PUBLISH`): a standalone server, or a
+    /// cluster without sharded pub/sub, where the subscription is on one node and every
+    /// `PUBLISH` is broadcast to all of them.
+    #[default]
+    Classic,
+    /// `SSUBSCRIBE`/`SUNSUBSCRIBE` (and the scripts `SPUBLISH`), in a cluster on Redis
+    /// 7.0 or later: each channel is subscribed on the primary of its slot, which the
+    /// task follows when the slot moves.
+    Sharded,
+}
 
 /// Shares one subscriber connection among every waiter of a client.
 ///
@@ -39,6 +62,9 @@ pub struct SubscriberStats {
     pub messages: u64,
     /// Times every waiter was woken because messages may have been lost (lag, reconnect).
     pub wake_alls: u64,
+    /// Sharded pub/sub: channels found on a node that no longer serves their slot (a
+    /// slot migration, a failover) and subscribed again on the new one.
+    pub moved_channels: u64,
 }
 
 #[derive(Debug)]
@@ -50,6 +76,7 @@ pub(crate) struct Shared {
     reconcile: Arc<Notify>,
     stats: Stats,
     client: SubscriberClient,
+    mode: PubsubMode,
     /// Dropped with `Shared`: tells the task to stop.
     _shutdown: watch::Sender<()>,
 }
@@ -81,6 +108,7 @@ struct Stats {
     unsubscribe_calls: AtomicU64,
     messages: AtomicU64,
     wake_alls: AtomicU64,
+    moved_channels: AtomicU64,
 }
 
 impl Subscriber {
@@ -91,31 +119,65 @@ impl Subscriber {
     /// # Panics
     /// Outside a tokio runtime.
     pub fn start(client: SubscriberClient, command_timeout: Duration) -> Self {
+        Self::start_with(client, command_timeout, PubsubMode::Classic, None)
+    }
+
+    /// [`Subscriber::start`] in `mode`. With [`PubsubMode::Sharded`] (`client` must be a
+    /// cluster client) the task also follows slot moves, watching the subscriber's own
+    /// cluster change events and, through `topology` (the command client, connected to
+    /// the same cluster), that client's cluster change events (it meets a `MOVED`
+    /// first) and its `CLUSTER SLOTS`, read every [`TOPOLOGY_CHECK`] while shard
+    /// channels are subscribed.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn start_with(
+        client: SubscriberClient,
+        command_timeout: Duration,
+        mode: PubsubMode,
+        topology: Option<Client>,
+    ) -> Self {
         let (shutdown_tx, shutdown_rx) = watch::channel(());
         let reconcile = Arc::new(Notify::new());
         let messages = client.message_rx();
         let reconnects = client.reconnect_rx();
+        let sharded = mode == PubsubMode::Sharded;
+        let own_changes = sharded.then(|| client.cluster_change_rx());
+        let topology = topology.filter(|_| sharded);
+        let command_changes = topology.as_ref().map(EventInterface::cluster_change_rx);
         let shared = Arc::new(Shared {
             registry: Mutex::new(Registry::default()),
             active: Mutex::new(HashSet::new()),
             reconcile: reconcile.clone(),
             stats: Stats::default(),
             client: client.clone(),
+            mode,
             _shutdown: shutdown_tx,
         });
         let task = Task {
             shared: Arc::downgrade(&shared),
             client,
             command_timeout,
+            sharded,
             retry_at: None,
             retry_delay: Duration::from_millis(50),
             wake_after_subscribe: false,
             failed: HashSet::new(),
             companion_of: HashMap::new(),
             linger_at: None,
+            nodes: HashMap::new(),
+            moved: HashSet::new(),
+            topology_at: None,
+            topology,
         };
-        tokio::spawn(task.run(messages, reconnects, shutdown_rx, reconcile));
+        let changes = Changes { own: own_changes, command: command_changes };
+        tokio::spawn(task.run(messages, reconnects, changes, shutdown_rx, reconcile));
         Subscriber { shared }
+    }
+
+    /// How this subscriber subscribes.
+    pub fn mode(&self) -> PubsubMode {
+        self.shared.mode
     }
 
     /// Joins the queue of the lock `lock_key` on its release channel `channel`
@@ -245,6 +307,7 @@ impl Subscriber {
             unsubscribe_calls: s.unsubscribe_calls.load(Ordering::Relaxed),
             messages: s.messages.load(Ordering::Relaxed),
             wake_alls: s.wake_alls.load(Ordering::Relaxed),
+            moved_channels: s.moved_channels.load(Ordering::Relaxed),
         }
     }
 
@@ -353,6 +416,8 @@ struct Task {
     shared: Weak<Shared>,
     client: SubscriberClient,
     command_timeout: Duration,
+    /// [`PubsubMode::Sharded`]: `SSUBSCRIBE`/`SUNSUBSCRIBE`, and slot moves followed.
+    sharded: bool,
     retry_at: Option<Instant>,
     retry_delay: Duration,
     /// Set by a reconnect: messages may have been lost, so wake everyone once the
@@ -368,13 +433,35 @@ struct Task {
     companion_of: HashMap<Arc<str>, Arc<str>>,
     /// When the next idle channel's linger ends.
     linger_at: Option<Instant>,
+    /// Sharded: each subscribed release channel (its companion shares its slot) → the
+    /// node that served its slot when its `SSUBSCRIBE` was answered, per the
+    /// subscriber's slot map (`None` if the map had no owner).
+    nodes: HashMap<Arc<str>, Option<Server>>,
+    /// Sharded: channels resubscribed because their slot moved: their waiters are woken
+    /// once the new `SSUBSCRIBE` is answered (messages may have been lost meanwhile).
+    moved: HashSet<Arc<str>>,
+    /// Sharded: when the slot map is next read (while shard channels are subscribed).
+    topology_at: Option<Instant>,
+    /// Sharded: the command client, whose slot map and `CLUSTER SLOTS` say where slots
+    /// are (the subscriber's connections are in subscribed mode).
+    topology: Option<Client>,
+}
+
+/// The cluster change streams a sharded subscriber watches.
+struct Changes {
+    /// The subscriber client's own (it syncs its slot map after a `MOVED` or a
+    /// reconnect, and on the task's periodic refresh).
+    own: Option<broadcast::Receiver<Vec<ClusterStateChange>>>,
+    /// The command client's: it meets a `MOVED` first (a release, a renewal).
+    command: Option<broadcast::Receiver<Vec<ClusterStateChange>>>,
 }
 
 impl Task {
     async fn run(
         mut self,
         mut messages: broadcast::Receiver<Message>,
-        mut reconnects: broadcast::Receiver<fred::types::config::Server>,
+        mut reconnects: broadcast::Receiver<Server>,
+        mut changes: Changes,
         mut shutdown: watch::Receiver<()>,
         reconcile: Arc<Notify>,
     ) {
@@ -383,6 +470,7 @@ impl Task {
             // able to free it, which drops the shutdown sender and ends this loop.
             let retry = self.retry_at;
             let linger = self.linger_at;
+            let topology = self.topology_at;
             // Messages come last: they can arrive in an unbounded flood, while each of
             // the other branches fires once per event (a reconnect, a batch of
             // registrations, a retry timer), so none of them can starve the messages,
@@ -396,6 +484,15 @@ impl Task {
                 () = reconcile.notified() => Event::Reconcile,
                 () = sleep_until_opt(retry) => Event::Retry,
                 () = sleep_until_opt(linger) => Event::Linger,
+                open = recv_change(&mut changes.own) => {
+                    if !open { changes.own = None; }
+                    Event::SlotMap(MapSource::Own)
+                }
+                open = recv_change(&mut changes.command) => {
+                    if !open { changes.command = None; }
+                    Event::SlotMap(MapSource::Command)
+                }
+                () = sleep_until_opt(topology) => Event::SlotMap(MapSource::Check),
                 message = messages.recv() => Event::Message(message),
             };
             let Some(shared) = self.shared.upgrade() else { break };
@@ -417,6 +514,7 @@ impl Task {
                     // The server forgot our subscriptions with the old connection:
                     // every channel must be subscribed again, and confirmed again.
                     shared.active.lock().clear();
+                    self.nodes.clear();
                     {
                         let mut registry = shared.registry.lock();
                         let registry = &mut *registry;
@@ -434,9 +532,18 @@ impl Task {
                     self.retry_at = None;
                     shared.registry.lock().dirty.extend(self.failed.drain());
                 }
+                Event::SlotMap(source) => {
+                    if source == MapSource::Check {
+                        self.topology_at = None;
+                    }
+                    self.follow_slot_moves(&shared, source).await;
+                }
             }
             self.linger_at = shared.expire_idle();
             self.reconcile(&shared).await;
+            if self.sharded && self.topology_at.is_none() && !self.nodes.is_empty() {
+                self.topology_at = Some(Instant::now() + TOPOLOGY_CHECK);
+            }
         }
         let _ = tokio::time::timeout(self.command_timeout, self.client.quit()).await;
     }
@@ -475,45 +582,10 @@ impl Task {
                     self.companion_of.insert(channel.clone(), companion);
                 }
             }
-            let confirm = async {
-                self.client.subscribe(names).await?;
-                // fred 10.1 resolves SUBSCRIBE as soon as it is written (it answers the
-                // caller at once and drops the server's confirmations), so its `Ok`
-                // says nothing about the server. A PING on the same connection is
-                // answered only after the server has run everything sent before it, so
-                // its reply is the confirmation.
-                self.client.ping::<Value>(None).await.map(drop)
-            };
-            match tokio::time::timeout(self.command_timeout, confirm).await {
-                Ok(Ok(())) => {
-                    for channel in &to_subscribe {
-                        // Mark the entry waiting now (before it shows as active, so that
-                        // whoever sees it active sees it confirmed). If it went
-                        // meanwhile, its leave marked the channel dirty and the next
-                        // reconcile unsubscribes; a newer entry is subscribed, since no
-                        // UNSUBSCRIBE followed.
-                        if let Some(waiters) = shared.desired(channel) {
-                            waiters.set_subscribed(true);
-                        }
-                    }
-                    let mut active = shared.active.lock();
-                    for channel in &to_subscribe {
-                        active.insert(channel.clone());
-                        if let Some(companion) = self.companion_of.get(channel) {
-                            active.insert(companion.clone());
-                        }
-                    }
-                }
-                Ok(Err(error)) => {
-                    tracing::debug!(%error, "SUBSCRIBE failed; will retry");
-                    self.failed.extend(to_subscribe.iter().cloned());
-                    failed = true;
-                }
-                Err(_) => {
-                    tracing::debug!("SUBSCRIBE timed out; will retry");
-                    self.failed.extend(to_subscribe.iter().cloned());
-                    failed = true;
-                }
+            if self.sharded {
+                failed |= self.shard_subscribe(shared, &to_subscribe).await;
+            } else {
+                failed |= self.subscribe(shared, &to_subscribe, names).await;
             }
         }
         if self.wake_after_subscribe && self.resubscribed(shared) {
@@ -526,33 +598,10 @@ impl Task {
         to_unsubscribe.retain(|channel| shared.desired(channel).is_none());
         if !to_unsubscribe.is_empty() {
             shared.stats.unsubscribe_calls.fetch_add(1, Ordering::Relaxed);
-            let mut names: Vec<String> = Vec::with_capacity(to_unsubscribe.len());
-            for channel in &to_unsubscribe {
-                names.push(channel.to_string());
-                if let Some(companion) = self.companion_of.get(channel) {
-                    names.push(companion.to_string());
-                }
-            }
-            match tokio::time::timeout(self.command_timeout, self.client.unsubscribe(names)).await {
-                Ok(Ok(())) => {
-                    let mut active = shared.active.lock();
-                    for channel in &to_unsubscribe {
-                        active.remove(channel);
-                        if let Some(companion) = self.companion_of.remove(channel) {
-                            active.remove(&companion);
-                        }
-                    }
-                }
-                Ok(Err(error)) => {
-                    tracing::debug!(%error, "UNSUBSCRIBE failed; will retry");
-                    self.failed.extend(to_unsubscribe.iter().cloned());
-                    failed = true;
-                }
-                Err(_) => {
-                    tracing::debug!("UNSUBSCRIBE timed out; will retry");
-                    self.failed.extend(to_unsubscribe.iter().cloned());
-                    failed = true;
-                }
+            if self.sharded {
+                failed |= self.shard_unsubscribe(shared, &to_unsubscribe).await;
+            } else {
+                failed |= self.unsubscribe(shared, &to_unsubscribe).await;
             }
         }
 
@@ -562,6 +611,281 @@ impl Task {
         } else if self.failed.is_empty() {
             self.retry_delay = Duration::from_millis(50);
         }
+    }
+
+    /// Classic: one `SUBSCRIBE` for `to_subscribe` (and their companions, `names`),
+    /// confirmed by a `PING`. Returns whether it failed.
+    async fn subscribe(&mut self, shared: &Shared, to_subscribe: &[Arc<str>], names: Vec<String>) -> bool {
+        let confirm = async {
+            self.client.subscribe(names).await?;
+            // fred 10.1 resolves SUBSCRIBE as soon as it is written (it answers the
+            // caller at once and drops the server's confirmations), so its `Ok`
+            // says nothing about the server. A PING on the same connection is
+            // answered only after the server has run everything sent before it, so
+            // its reply is the confirmation.
+            self.client.ping::<Value>(None).await.map(drop)
+        };
+        match tokio::time::timeout(self.command_timeout, confirm).await {
+            Ok(Ok(())) => {
+                self.confirmed(shared, to_subscribe);
+                false
+            }
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "SUBSCRIBE failed; will retry");
+                self.failed.extend(to_subscribe.iter().cloned());
+                true
+            }
+            Err(_) => {
+                tracing::debug!("SUBSCRIBE timed out; will retry");
+                self.failed.extend(to_subscribe.iter().cloned());
+                true
+            }
+        }
+    }
+
+    /// The server has `channels` (and their companions): mark them active and their
+    /// entries subscribed.
+    fn confirmed(&self, shared: &Shared, channels: &[Arc<str>]) {
+        for channel in channels {
+            // Mark the entry waiting now, before it shows as active, so that whoever
+            // sees it active sees it confirmed. If it went meanwhile, its leave marked
+            // the channel dirty and the next reconcile unsubscribes; a newer entry is
+            // subscribed, since no UNSUBSCRIBE followed.
+            if let Some(waiters) = shared.desired(channel) {
+                waiters.set_subscribed(true);
+            }
+        }
+        let mut active = shared.active.lock();
+        for channel in channels {
+            active.insert(channel.clone());
+            if let Some(companion) = self.companion_of.get(channel) {
+                active.insert(companion.clone());
+            }
+        }
+    }
+
+    /// Sharded: one `SSUBSCRIBE` per channel (and one for its companion), each bounded
+    /// by the command timeout. Returns whether any failed.
+    ///
+    /// fred 10.1 waits for the server's answer to `SSUBSCRIBE` (unlike `SUBSCRIBE`: it
+    /// must be able to follow a `MOVED`), so its `Ok` is the confirmation, from the node
+    /// that serves the channel's slot. It pairs that answer with the command as with any
+    /// reply, which is why each `SSUBSCRIBE` names one channel: the server answers a
+    /// command naming n channels with n replies, and the others would be taken for the
+    /// replies of the commands after it.
+    async fn shard_subscribe(&mut self, shared: &Shared, to_subscribe: &[Arc<str>]) -> bool {
+        let mut failed = false;
+        for (i, channel) in to_subscribe.iter().enumerate() {
+            let mut names = vec![channel.to_string()];
+            if let Some(companion) = self.companion_of.get(channel) {
+                names.push(companion.to_string());
+            }
+            let subscribe = async {
+                for name in names {
+                    self.client.ssubscribe(name).await?;
+                }
+                Ok::<(), fred::error::Error>(())
+            };
+            match tokio::time::timeout(self.command_timeout, subscribe).await {
+                Ok(Ok(())) => {
+                    let slot = lock_core::names::key_slot(channel.as_bytes());
+                    let node = self.client.cached_cluster_state().and_then(|map| map.get_server(slot).cloned());
+                    self.nodes.insert(channel.clone(), node);
+                    self.confirmed(shared, std::slice::from_ref(channel));
+                    if self.moved.remove(channel) {
+                        if let Some(waiters) = shared.desired(channel) {
+                            // Subscribed again after a slot move: what was published on
+                            // the new node before now was not heard.
+                            shared.stats.wake_alls.fetch_add(1, Ordering::Relaxed);
+                            waiters.wake_all();
+                        }
+                    }
+                }
+                Ok(Err(error)) => {
+                    tracing::debug!(%error, %channel, "SSUBSCRIBE failed; will retry");
+                    self.failed.insert(channel.clone());
+                    failed = true;
+                }
+                Err(_) => {
+                    // The connection is probably down: the others would time out too.
+                    tracing::debug!(%channel, "SSUBSCRIBE timed out; will retry");
+                    self.failed.extend(to_subscribe[i..].iter().cloned());
+                    return true;
+                }
+            }
+        }
+        failed
+    }
+
+    /// Classic: one `UNSUBSCRIBE` for `to_unsubscribe` and their companions. Returns
+    /// whether it failed.
+    async fn unsubscribe(&mut self, shared: &Shared, to_unsubscribe: &[Arc<str>]) -> bool {
+        let mut names: Vec<String> = Vec::with_capacity(to_unsubscribe.len());
+        for channel in to_unsubscribe {
+            names.push(channel.to_string());
+            if let Some(companion) = self.companion_of.get(channel) {
+                names.push(companion.to_string());
+            }
+        }
+        match tokio::time::timeout(self.command_timeout, self.client.unsubscribe(names)).await {
+            Ok(Ok(())) => {
+                self.unsubscribed(shared, to_unsubscribe);
+                false
+            }
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "UNSUBSCRIBE failed; will retry");
+                self.failed.extend(to_unsubscribe.iter().cloned());
+                true
+            }
+            Err(_) => {
+                tracing::debug!("UNSUBSCRIBE timed out; will retry");
+                self.failed.extend(to_unsubscribe.iter().cloned());
+                true
+            }
+        }
+    }
+
+    /// `channels` (and their companions) are no longer subscribed.
+    fn unsubscribed(&mut self, shared: &Shared, channels: &[Arc<str>]) {
+        let mut active = shared.active.lock();
+        for channel in channels {
+            active.remove(channel);
+            self.nodes.remove(channel);
+            self.moved.remove(channel);
+            if let Some(companion) = self.companion_of.remove(channel) {
+                active.remove(&companion);
+            }
+        }
+    }
+
+    /// Sharded: one `SUNSUBSCRIBE` per channel with its companion (the two share a slot;
+    /// the server refuses channels of two slots in one command). fred resolves it when
+    /// written, as `UNSUBSCRIBE`. A channel whose slot left the node it was subscribed
+    /// on is not sent: that node dropped the subscription with the slot, and the new
+    /// owner would answer `MOVED`, a reply fred would pair with the next command on
+    /// that connection. Returns whether any failed.
+    async fn shard_unsubscribe(&mut self, shared: &Shared, to_unsubscribe: &[Arc<str>]) -> bool {
+        let map = self.client.cached_cluster_state();
+        let mut failed = false;
+        for channel in to_unsubscribe {
+            let slot = lock_core::names::key_slot(channel.as_bytes());
+            let owner = map.as_ref().and_then(|map| map.get_server(slot));
+            let still_there = match self.nodes.get(channel) {
+                Some(node) => node.as_ref() == owner,
+                // Never confirmed (a failed SSUBSCRIBE that may have run): try anyway.
+                None => true,
+            };
+            if still_there {
+                let mut names = vec![channel.to_string()];
+                if let Some(companion) = self.companion_of.get(channel) {
+                    names.push(companion.to_string());
+                }
+                match tokio::time::timeout(self.command_timeout, self.client.sunsubscribe(names)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => {
+                        tracing::debug!(%error, %channel, "SUNSUBSCRIBE failed; will retry");
+                        self.failed.insert(channel.clone());
+                        failed = true;
+                        continue;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%channel, "SUNSUBSCRIBE timed out; will retry");
+                        self.failed.insert(channel.clone());
+                        failed = true;
+                        continue;
+                    }
+                }
+            }
+            self.unsubscribed(shared, std::slice::from_ref(channel));
+        }
+        failed
+    }
+
+    /// Sharded: looks for subscribed channels whose slot left the node they were
+    /// subscribed on, in the slot map `source` names: the subscriber's own (it synced
+    /// after a `MOVED` or a reconnect), the command client's (it synced after a
+    /// `MOVED`), or a fresh `CLUSTER SLOTS` (the periodic check). When the map is not
+    /// the subscriber's and something moved, the subscriber's map is synced first, so
+    /// that the new `SSUBSCRIBE`s go to the new owners (one that still went to the old
+    /// owner would be answered `MOVED`, which fred follows).
+    async fn follow_slot_moves(&mut self, shared: &Shared, source: MapSource) {
+        if self.nodes.is_empty() {
+            return;
+        }
+        let map = match source {
+            MapSource::Own => self.client.cached_cluster_state(),
+            MapSource::Command => self.topology.as_ref().and_then(ClusterInterface::cached_cluster_state),
+            MapSource::Check => self.read_slot_map().await,
+        };
+        let Some(map) = map else { return };
+        if source != MapSource::Own && self.moved_channels(&map).is_empty() {
+            return;
+        }
+        if source != MapSource::Own {
+            match tokio::time::timeout(self.command_timeout, self.client.sync_cluster()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::debug!(%error, "subscriber's cluster sync failed"),
+                Err(_) => tracing::debug!("subscriber's cluster sync timed out"),
+            }
+        }
+        let moved = self.moved_channels(&map);
+        if moved.is_empty() {
+            return;
+        }
+        tracing::debug!(channels = moved.len(), "shard channels' slots moved: subscribing again");
+        shared.stats.moved_channels.fetch_add(moved.len() as u64, Ordering::Relaxed);
+        let mut active = shared.active.lock();
+        let mut registry = shared.registry.lock();
+        for channel in moved {
+            // The old node dropped the subscription with the slot (a `sunsubscribe`
+            // push, which fred drops): subscribe again, on the new owner, and wake the
+            // channel's waiters once that is confirmed.
+            self.nodes.remove(&channel);
+            active.remove(&channel);
+            if let Some(companion) = self.companion_of.get(&channel) {
+                active.remove(companion);
+            }
+            if let Some(waiters) = registry.channels.get(&channel) {
+                waiters.set_subscribed(false);
+                self.moved.insert(channel.clone());
+            }
+            registry.dirty.insert(channel);
+        }
+    }
+
+    /// The subscribed channels whose slot `map` gives to another node than the one they
+    /// were subscribed on.
+    fn moved_channels(&self, map: &ClusterRouting) -> Vec<Arc<str>> {
+        self.nodes
+            .iter()
+            .filter(|(channel, node)| {
+                let slot = lock_core::names::key_slot(channel.as_bytes());
+                map.get_server(slot) != node.as_ref()
+            })
+            .map(|(channel, _)| channel.clone())
+            .collect()
+    }
+
+    /// `CLUSTER SLOTS` through the command client (bounded), as a slot map.
+    async fn read_slot_map(&self) -> Option<ClusterRouting> {
+        let topology = self.topology.as_ref()?;
+        let reply = tokio::time::timeout(self.command_timeout, topology.cluster_slots::<Value>()).await;
+        let value = match reply {
+            Ok(Ok(value)) => value,
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "CLUSTER SLOTS failed");
+                return None;
+            }
+            Err(_) => {
+                tracing::debug!("CLUSTER SLOTS timed out");
+                return None;
+            }
+        };
+        // The host for nodes the reply names without one (fred does the same).
+        let host = topology.client_config().server.hosts().first().map(|server| server.host.clone())?;
+        ClusterRouting::from_cluster_slots(value, host)
+            .map_err(|error| tracing::debug!(%error, "unreadable CLUSTER SLOTS"))
+            .ok()
     }
 
     /// `true` once no channel that waiters want is still waiting for its resubscribe
@@ -585,6 +909,28 @@ enum Event {
     Retry,
     /// An idle channel's linger may be over.
     Linger,
+    /// Sharded: the slot map may have changed; where to read it.
+    SlotMap(MapSource),
+}
+
+/// Which slot map a sharded subscriber compares its subscriptions with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MapSource {
+    /// The subscriber client's own (it just synced).
+    Own,
+    /// The command client's (it just synced, after a `MOVED`).
+    Command,
+    /// A fresh `CLUSTER SLOTS` (the periodic check).
+    Check,
+}
+
+/// Waits for the next cluster change event on `changes` (forever when `None`).
+/// Returns `false` once the stream is closed; a lag counts as a change.
+async fn recv_change(changes: &mut Option<broadcast::Receiver<Vec<ClusterStateChange>>>) -> bool {
+    match changes {
+        Some(rx) => !matches!(rx.recv().await, Err(broadcast::error::RecvError::Closed)),
+        None => std::future::pending().await,
+    }
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {
