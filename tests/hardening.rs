@@ -108,8 +108,11 @@ async fn a_shorter_nested_lease_never_shortens_the_outer_hold() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(other.try_lock().await.expect("other").is_none(), "still held after the inner lease passed");
     assert!(!outer.is_lost());
-    let server_expiry_at_most =
-        Instant::now() + Duration::from_millis(u64::try_from(pttl(&server, "nested")).expect("ttl") + 1);
+    // The clock is read after PTTL's reply: the server's expiry is at most that reply's
+    // arrival + PTTL (+ 1 ms of rounding). Reading it before would undercount by the
+    // PTTL round trip, which a loaded machine stretches.
+    let ttl = u64::try_from(pttl(&server, "nested")).expect("ttl");
+    let server_expiry_at_most = Instant::now() + Duration::from_millis(ttl + 1);
     assert!(outer.lease_deadline() <= server_expiry_at_most);
     inner.unlock().await.expect("inner unlock");
     assert!(pttl(&server, "nested") > 9_000, "releasing the re-entry kept the outer TTL");
