@@ -401,6 +401,7 @@ async fn a_release_wakes_its_lock_even_behind_another_lock_on_the_channel() {
     let braced_holder = holders.lock("{x}").lock_with_lease(hold).await.expect("hold {x}");
     let plain_holder = holders.lock("x").lock_with_lease(hold).await.expect("hold x");
 
+    let before_braced = evalsha_calls(&server);
     let on_braced = tokio::spawn({
         let client = waiters.clone();
         async move {
@@ -414,6 +415,9 @@ async fn a_release_wakes_its_lock_even_behind_another_lock_on_the_channel() {
     assert!(wait_until(Duration::from_secs(5), || pubsub_channels(&server) == subscribed).await);
     // And the client saw the server confirm it (so it heard everything from here on).
     assert!(wait_until(Duration::from_secs(5), || waiters.subscribed_channels().contains(&channel.to_owned())).await);
+    // The waiter on {x} registered before its client was listening: once subscribed, it
+    // catches up with one more attempt (a release might have gone unheard).
+    assert!(wait_until(Duration::from_secs(5), || evalsha_calls(&server) >= before_braced + 2).await, "caught up");
     let attempts_before = evalsha_calls(&server);
     let on_plain = tokio::spawn({
         let client = waiters.clone();
