@@ -592,11 +592,13 @@ async fn contention_carries_on_through_a_manual_failover() {
     let inside = Arc::new(AtomicBool::new(false));
     let overlaps = Arc::new(AtomicU64::new(0));
     let failed_over = Arc::new(AtomicBool::new(false));
+    let before_total = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for client in &clients {
         for _ in 0..4 {
             let lock = client.lock(name);
             let (inside, overlaps, failed_over) = (inside.clone(), overlaps.clone(), failed_over.clone());
+            let before_total = before_total.clone();
             tasks.push(tokio::spawn(async move {
                 let (mut before, mut after) = (0u32, 0u32);
                 while after < 5 {
@@ -612,14 +614,18 @@ async fn contention_carries_on_through_a_manual_failover() {
                         after += 1;
                     } else {
                         before += 1;
+                        before_total.fetch_add(1, Ordering::SeqCst);
                     }
                 }
                 before
             }));
         }
     }
-    // Let every task through once before the failover.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Let the tasks through a few times before the failover (a condition, not a sleep).
+    let started = std::time::Instant::now();
+    while before_total.load(Ordering::SeqCst) < 8 && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let old = cluster.primary_for(name);
     let new = cluster.failover(&old);
     failed_over.store(true, Ordering::SeqCst);

@@ -117,10 +117,6 @@ struct RecentMessage {
 /// that time.
 const RECENT_MESSAGES: usize = 256;
 
-/// How close to the head a waiter that registered before its client's subscription was
-/// confirmed must be to catch up with one call (see [`ChannelWaiters::join_queued`]).
-const CATCH_UP_DEPTH: u64 = 3;
-
 #[derive(Debug, Default)]
 struct State {
     /// Lock key → its waiters in line. A lock's entry goes when its last waiter leaves.
@@ -241,7 +237,7 @@ impl ChannelWaiters {
     /// subscription was confirmed all that time, they are replayed from the channel's
     /// recent messages (a hand-over to `owner`, `owner` made the head, an unlock while
     /// it is the head). If it was not, a release may have handed the lock over or freed
-    /// it unheard, so a waiter near the head starts with a turn: one call catches up.
+    /// it unheard, so the waiter starts with a turn: one call catches up.
     pub(crate) fn join_queued(
         &self,
         lock: &Arc<str>,
@@ -276,11 +272,11 @@ impl ChannelWaiters {
                 slot.woken = true;
             }
         } else {
-            // Only a waiter near the head can have been handed the lock (or freed it)
-            // unheard: further back, that takes CATCH_UP_DEPTH holders coming and going
-            // within the few round trips a subscription takes. Should it happen anyway,
-            // the waiter's next queue refresh (a third of the keep-alive) claims it.
-            slot.woken = position.is_none_or(|position| position < CATCH_UP_DEPTH);
+            // Its client was not listening all the time: a release may have handed it the
+            // lock, or freed it, unheard. One call (sent once the subscription is
+            // confirmed) catches up. Only waiters that register before their client's
+            // subscription is confirmed pay it: the start of a contention period.
+            slot.woken = true;
         }
         state.queued.push(slot);
         id
