@@ -224,21 +224,22 @@ async fn a_fair_waiter_is_woken_through_sharded_pubsub() {
     assert!(took < Duration::from_secs(2), "woken {took:?} after the release");
 }
 
+/// A client whose waiters do not refresh their queue entry during a test (every 20 s):
+/// only a message or a wake-up can give them the lock before a 30 s lease ends.
+async fn no_refresh_client(cluster: &RedisCluster) -> leasehold::Client {
+    leasehold::Client::builder()
+        .url(cluster.url())
+        .command_timeout(Duration::from_secs(2))
+        .fair_lock_keepalive(Duration::from_secs(60))
+        .connect()
+        .await
+        .expect("connect")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_follows_its_locks_slot_to_another_node() {
     let cluster = RedisCluster::start();
-    let connect = || async {
-        leasehold::Client::builder()
-            .url(cluster.url())
-            .command_timeout(Duration::from_secs(2))
-            // No refresh of the waiter's queue entry during the test (every 20 s): only
-            // a message or a wake-up can give it the lock before the 30 s lease ends.
-            .fair_lock_keepalive(Duration::from_secs(60))
-            .connect()
-            .await
-            .expect("connect")
-    };
-    let (holder, waiting) = (connect().await, connect().await);
+    let (holder, waiting) = (no_refresh_client(&cluster).await, no_refresh_client(&cluster).await);
     let name = "moving";
     let channel = channel_of(name);
     let slot = cluster.slot(name);
@@ -647,16 +648,7 @@ async fn contention_carries_on_through_a_manual_failover() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_follows_a_failover_of_its_shard() {
     let cluster = RedisCluster::start();
-    let connect = || async {
-        leasehold::Client::builder()
-            .url(cluster.url())
-            .command_timeout(Duration::from_secs(2))
-            .fair_lock_keepalive(Duration::from_secs(60))
-            .connect()
-            .await
-            .expect("connect")
-    };
-    let (holder, waiting) = (connect().await, connect().await);
+    let (holder, waiting) = (no_refresh_client(&cluster).await, no_refresh_client(&cluster).await);
     let name = "failing";
     let channel = channel_of(name);
     let old = cluster.primary_for(name);
