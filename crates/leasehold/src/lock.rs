@@ -44,10 +44,10 @@ pub(crate) struct LockShared {
     /// `Some(counter TTL in ms)` for a [`FencedLock`](crate::FencedLock): its acquires
     /// run `fenced_acquire.lua` and hand out tokens.
     pub(crate) fence_ttl_ms: Option<u64>,
-    /// `Some(keep-alive)` for a [`FairLock`](crate::FairLock): its acquires run
-    /// `fair_acquire.lua` (queue order, queue entries kept alive by the wait loop), and
-    /// its releases, undos and wait clean-ups `fair_release.lua`.
-    pub(crate) fair_keepalive: Option<Duration>,
+    /// `true` for a [`FairLock`](crate::FairLock): its acquires run `fair_acquire.lua`
+    /// (queue order, queue entries kept alive by the wait loop), and its releases, undos
+    /// and wait clean-ups `fair_release.lua`.
+    pub(crate) fair: bool,
 }
 
 impl std::fmt::Debug for Lock {
@@ -67,25 +67,20 @@ impl Lock {
 
     /// A lock whose acquires are fenced (`Some(counter TTL in ms)`) or not.
     pub(crate) fn with_fence(client: Arc<ClientShared>, key: &str, fence_ttl_ms: Option<u64>) -> Self {
-        Self::with_variant(client, key, fence_ttl_ms, None)
+        Self::with_variant(client, key, fence_ttl_ms, false)
     }
 
-    /// A fair lock: queue order across processes, entries kept alive for `keepalive`.
+    /// A fair lock: queue order across processes, entries kept alive for the client's
+    /// keep-alive.
     pub(crate) fn fair(client: Arc<ClientShared>, key: &str) -> Self {
-        let keepalive = client.fair_keepalive;
-        Self::with_variant(client, key, None, Some(keepalive))
+        Self::with_variant(client, key, None, true)
     }
 
-    fn with_variant(
-        client: Arc<ClientShared>,
-        key: &str,
-        fence_ttl_ms: Option<u64>,
-        fair_keepalive: Option<Duration>,
-    ) -> Self {
+    fn with_variant(client: Arc<ClientShared>, key: &str, fence_ttl_ms: Option<u64>, fair: bool) -> Self {
         let names = LockNames::new(key).map_err(|e| e.to_string());
         let owner = client.id.next_owner();
         let holds = OwnerHolds::default();
-        Lock { shared: Arc::new(LockShared { client, names, owner, holds, fence_ttl_ms, fair_keepalive }) }
+        Lock { shared: Arc::new(LockShared { client, names, owner, holds, fence_ttl_ms, fair }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
@@ -209,7 +204,7 @@ impl Lock {
     /// Once sent, the delete happens whether or not the future is polled again.
     pub async fn force_unlock(&self) -> Result<bool> {
         let names = self.shared.names()?;
-        if self.shared.fair_keepalive.is_some() {
+        if self.shared.fair {
             return self.shared.client.store.fair_force_release(names).await;
         }
         self.shared.client.store.force_release(names).await
@@ -302,12 +297,12 @@ impl LockShared {
     /// wait in local FIFO order (a hand-over could not issue them a token), a
     /// [`FairLock`](crate::FairLock)'s in Redisson's fair queue.
     pub(crate) fn server_queued(&self) -> bool {
-        self.fence_ttl_ms.is_none() && self.fair_keepalive.is_none()
+        self.fence_ttl_ms.is_none() && !self.fair
     }
 
     /// The life of a queue entry without a refresh (fair and server-queued waits).
     pub(crate) fn queue_keepalive(&self) -> Duration {
-        self.fair_keepalive.unwrap_or(self.client.fair_keepalive)
+        self.client.fair_keepalive
     }
 
     /// The lock's Redis key (empty when the name was: the only invalid name).
@@ -332,7 +327,7 @@ impl LockShared {
         leave_queue: bool,
     ) -> Result<lock_core::Release> {
         let store = &self.client.store;
-        if self.fair_keepalive.is_some() {
+        if self.fair {
             store.fair_release(names, &self.owner, target, need_ms).await
         } else {
             store.release(names, &self.owner, target, need_ms, leave_queue && self.server_queued()).await
@@ -371,14 +366,10 @@ impl LockShared {
         let target = self.holds.accounted() + 1;
         let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        let fair = self.fair_keepalive.map(|keepalive| FairAcquire {
-            // Validated at build time (1 ms to a year).
-            keepalive_ms: u64::try_from(keepalive.as_millis()).unwrap_or(u64::MAX).max(1),
-            enqueue,
-        });
-        let queue_keepalive_ms = (enqueue && self.server_queued())
-            // Validated at build time (1 ms to a year).
-            .then(|| u64::try_from(self.queue_keepalive().as_millis()).unwrap_or(u64::MAX).max(1));
+        // Validated at build time (1 ms to a year).
+        let keepalive_ms = u64::try_from(self.queue_keepalive().as_millis()).unwrap_or(u64::MAX).max(1);
+        let fair = self.fair.then_some(FairAcquire { keepalive_ms, enqueue });
+        let queue_keepalive_ms = (enqueue && self.server_queued()).then_some(keepalive_ms);
         let spec = AcquireSpec { fence_ttl_ms: self.fence_ttl_ms, sync: self.client.sync, fair, queue_keepalive_ms };
         let reply = self.client.store.acquire_with(names, &self.owner, lease_ms, target, spec).await;
         match reply {

@@ -73,15 +73,13 @@ pub(crate) async fn acquire_loop(
     let server_queued = lock.server_queued();
     // A fair lock's waiter listens on its own channel (`redisson_lock__channel:{NAME}:OWNER`,
     // to which a release publishes for the queue head only); the others on the lock's.
-    let channel: Arc<str> = match lock.fair_keepalive {
-        Some(_) => Arc::from(names.waiter_channel(lock.owner.as_str())),
-        None => names.channel_arc().clone(),
-    };
+    let channel: Arc<str> =
+        if lock.fair { Arc::from(names.waiter_channel(lock.owner.as_str())) } else { names.channel_arc().clone() };
     // A queued waiter re-attempts at least every third of the keep-alive, which refreshes
     // its queue entry's deadline (a waiter that stops doing so is purged as dead). A fair
     // waiter's refresh is due at once, so one that skipped the fast path queues up as
     // soon as it is first.
-    let queued = lock.fair_keepalive.is_some() || server_queued;
+    let queued = lock.fair || server_queued;
     let refresh_every = queued.then(|| lock.queue_keepalive() / 3);
     let mut refresh_at: Option<Instant> = refresh_every.map(|_| Instant::now());
     // Removes this owner's queue entry unless the wait ends by acquiring (the acquire
@@ -133,7 +131,7 @@ pub(crate) async fn acquire_loop(
         let queue_channel: Arc<str> = Arc::from(names.lock_queue_channel());
         let owner: Arc<str> = Arc::from(lock.owner.as_str());
         subscriber.register_queued(&channel, &queue_channel, names.key_arc(), &owner, position, first_sent_at)
-    } else if lock.fair_keepalive.is_some() && fast_path_held {
+    } else if lock.fair && fast_path_held {
         // Alone on its own channel: the channel's history says whether a release came.
         subscriber.register_lock_after(&channel, names.key_arc(), first_sent_at)
     } else {

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use fred::prelude::{Client, ClientLike, LuaInterface};
-use fred::types::{ClusterHash, CustomCommand};
+use fred::types::{ClusterHash, CustomCommand, Key, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::{key_slot, LockNames};
@@ -146,7 +146,7 @@ impl LockStore {
                     crate::names::UNLOCK_MESSAGE.to_owned(),
                     self.publish_command().to_owned(),
                 ];
-                (&*scripts::FAIR_ACQUIRE, fair_keys(names), args)
+                (&*scripts::FAIR_ACQUIRE, to_keys(fair_keys(names)), to_values(args))
             }
             (None, None) if spec.sync.is_none() => {
                 let acquire = self.acquire(names, owner, lease_ms, target, spec.queue_keepalive_ms).await?;
@@ -165,7 +165,7 @@ impl LockStore {
                     target.max(1).to_string(),
                     token_ttl_ms.to_string(),
                 ];
-                (&*scripts::FENCED_ACQUIRE, keys, args)
+                (&*scripts::FENCED_ACQUIRE, to_keys(keys), to_values(args))
             }
         };
         let (reply, acknowledged): (Vec<i64>, _) = match spec.sync {
@@ -186,6 +186,14 @@ impl LockStore {
     }
 }
 
+fn to_keys(keys: Vec<String>) -> Vec<Key> {
+    keys.into_iter().map(Key::from).collect()
+}
+
+fn to_values(args: Vec<String>) -> Vec<Value> {
+    args.into_iter().map(Value::from).collect()
+}
+
 /// Runs `script` and, pipelined right behind it on the same connection, `WAIT`. Returns
 /// the script's reply and what `WAIT` answered.
 ///
@@ -200,15 +208,15 @@ async fn run_then_wait(
     client: &Client,
     key: &str,
     timeout: Duration,
-    keys: Vec<String>,
-    args: Vec<String>,
+    keys: Vec<Key>,
+    args: Vec<Value>,
     sync: ReplicaSync,
 ) -> Result<(Vec<i64>, Result<u32>)> {
     // In a cluster, WAIT goes to the node of the lock key's slot: the same connection
     // as the script.
     let slot = key_slot(key.as_bytes());
     let pair = || {
-        let script_call = client.evalsha::<Vec<i64>, _, _, _>(script.sha1(), keys.clone(), args.clone());
+        let script_call = client.evalsha::<Vec<i64>, _, _, _>(script.sha1(), keys.clone(), Value::Array(args.clone()));
         // Not marked blocking: fred would otherwise hold every later command of the
         // client back until WAIT answers. The server holds them back anyway (a blocked
         // client's later commands wait), but fred need not add its own bookkeeping.

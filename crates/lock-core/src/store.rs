@@ -67,31 +67,27 @@ const PUBLISH: &str = "publish";
 /// The scripts' publish command with sharded pub/sub (a cluster on Redis 7.0 or later).
 const SPUBLISH: &str = "spublish";
 
-/// The KEYS and ARGV of `acquire.lua` (shared with the replica-synced acquire in
-/// `replicas.rs`, so the two cannot drift apart).
+/// The KEYS and ARGV of `acquire.lua`, as shared byte strings and integers (nothing is
+/// copied or formatted per call); shared with the replica-synced acquire in
+/// `replicas.rs`, so the two cannot drift apart.
 ///
 /// `queue_keepalive_ms`: `Some` for a waiting call (queue up when not acquired, with
-/// that keep-alive), `None` for a single try, which names only the lock key.
+/// that keep-alive, and publish with `publish`), `None` for a single try, which names
+/// only the lock key and publishes nothing.
 pub(crate) fn acquire_args(
     names: &LockNames,
     owner: &OwnerId,
     lease_ms: u64,
     target: u64,
     queue_keepalive_ms: Option<u64>,
-    publish: &str,
-) -> (Vec<String>, Vec<String>) {
-    let keys = match queue_keepalive_ms {
-        None => vec![names.key().to_owned()],
-        Some(_) => {
-            vec![names.key().to_owned(), names.lock_queue_key(), names.lock_waiters_key(), names.lock_queue_channel()]
-        }
-    };
-    let keepalive = queue_keepalive_ms.map_or_else(|| "0".to_owned(), |ms| ms.max(1).to_string());
-    let mut args = vec![lease_ms.to_string(), owner.as_str().to_owned(), target.max(1).to_string(), keepalive];
+    publish: &'static str,
+) -> (Vec<Key>, Vec<Value>) {
+    let mut keys = vec![Key::from(names.key_arg())];
+    let keepalive = int_arg(queue_keepalive_ms.map_or(0, |ms| ms.max(1)));
+    let mut args = vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1)), keepalive];
     if queue_keepalive_ms.is_some() {
-        // Only a waiting call publishes (on the queue channel); a single try's ARGV
-        // stay as they were.
-        args.push(publish.to_owned());
+        keys.extend(names.queue_args().iter().cloned().map(Key::from));
+        args.push(static_arg(publish));
     }
     (keys, args)
 }
@@ -184,18 +180,7 @@ impl LockStore {
         target: u64,
         queue_keepalive_ms: Option<u64>,
     ) -> Result<Acquire> {
-        // The same KEYS and ARGV as `acquire_args`, as shared byte strings and integers.
-        let build = || {
-            let mut keys = vec![Key::from(names.key_arg())];
-            let keepalive = int_arg(queue_keepalive_ms.map_or(0, |ms| ms.max(1)));
-            let mut args = vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1)), keepalive];
-            if queue_keepalive_ms.is_some() {
-                keys.extend(names.queue_args().iter().cloned().map(Key::from));
-                // Only a waiting call publishes (on the queue channel).
-                args.push(static_arg(self.publish));
-            }
-            (keys, args)
-        };
+        let build = || acquire_args(names, owner, lease_ms, target, queue_keepalive_ms, self.publish);
         let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
         acquire_from_reply("acquire.lua", names, &reply)
     }
