@@ -30,6 +30,16 @@
 -- ARGV[5]  a waiting call only: the publish command, "publish" (classic pub/sub) or
 --          "spublish" (sharded, in a cluster); a single try publishes nothing
 --
+-- The waiter flag: a waiting call that finds the lock held by another owner writes the
+-- field "HOLDER:w" (value 1) next to the holder's field, in the same Hash; so does the
+-- owner that takes a free lock from the queue's head while others wait behind it.
+-- release.lua removes the owner's field and its flag in one HDEL, whose count tells it
+-- whether any leasehold waiter is there to be woken: a release nobody waits for then
+-- needs no PUBLISH (with `redisson_waiters(false)`, see release.lua). A flag exists
+-- only while its holder's field does: both go in the same HDEL, the same DEL (Redisson's
+-- unlock, a forced release) or the key's expiry. Redisson ignores the extra field (it
+-- reads its own field and EXISTS only).
+--
 -- Replies:
 --   {1, 1}       acquired fresh: the key did not exist (and, for a waiting call, no
 --                live waiter was ahead), or this owner's field was gone; count = 1.
@@ -47,6 +57,17 @@
 --   WRONGTYPE   KEYS[1] exists and is not a Hash (or, for a waiting call, KEYS[2] is
 --               not a List or KEYS[3] not a Hash); nothing was written
 local queueing = ARGV[4] ~= '0'
+
+-- Flags every holder of KEYS[1] (one, unless Redisson and leasehold disagree) as waited
+-- for: see "The waiter flag" above.
+local function flag_holders()
+  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+    if string.sub(field, -2) ~= ':w' then
+      redis.call('hset', KEYS[1], field .. ':w', 1)
+    end
+  end
+end
+
 local free = redis.call('exists', KEYS[1]) == 0
 if free and not queueing then
   redis.call('hset', KEYS[1], ARGV[2], 1)
@@ -89,16 +110,21 @@ while true do
 end
 
 if free and (not head or head == ARGV[2]) then
+  local next
   if head then
     redis.call('lpop', KEYS[2])
     redis.call('hdel', KEYS[3], head)
-    local next = redis.call('lindex', KEYS[2], 0)
+    next = redis.call('lindex', KEYS[2], 0)
     if next then
       -- The next waiter is first now; the lock is held for ARGV[1].
       redis.call(ARGV[5], KEYS[4], '- ' .. next .. ' ' .. ARGV[1])
     end
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
+  if next then
+    -- Waiters remain behind this owner: its release must wake them.
+    redis.call('hset', KEYS[1], ARGV[2] .. ':w', 1)
+  end
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, 1}
 end
@@ -114,6 +140,7 @@ redis.call('pexpire', KEYS[3], keepalive)
 local position = redis.call('lpos', KEYS[2], ARGV[2])
 
 if not free then
+  flag_holders()
   return {0, redis.call('pttl', KEYS[1]), position}
 end
 -- Free, and another live waiter is first.

@@ -3,14 +3,18 @@
 -- The same steps as acquire.lua (an absolute hold count from the client), plus the
 -- token; keep the two in step.
 --
--- KEYS[1]  lock key: a Hash, field = owner "CLIENT_UUID:N", value = hold count (owner
---          fields only, as for every lock: the last release removes the key)
+-- KEYS[1]  lock key: a Hash, field = owner "CLIENT_UUID:N", value = hold count (and
+--          the owner's waiter flag "CLIENT_UUID:N:w" while a waiter waits; the last
+--          release removes the key)
 -- KEYS[2]  fencing counter "redisson_lock_token:{NAME}": a String integer, the last
 --          token issued for NAME
 -- ARGV[1]  lease in milliseconds (> 0); a re-entry only raises the key's TTL to it
 -- ARGV[2]  owner field
 -- ARGV[3]  the owner's hold count after this acquire: its accounted holds + 1 (>= 1)
 -- ARGV[4]  fencing counter TTL in milliseconds (> 0), set again whenever a token is issued
+-- ARGV[5]  "1": a waiting call, which flags the holder when the lock is held (the waiter
+--          flag "HOLDER:w", see acquire.lua), so that its release publishes; "0": a
+--          single try, which writes nothing when the lock is held
 --
 -- Replies:
 --   {1, 1, token}        acquired fresh, with a new token
@@ -18,6 +22,7 @@
 --                        no one else can move while this owner holds the lock (a new
 --                        one only if the counter is gone, e.g. a failover lost it)
 --   {0, pttl}            held by another owner; pttl = the key's TTL in ms, -1 if none
+--                        (a waiting call has flagged the holder)
 -- Errors:
 --   WRONGTYPE  KEYS[1] is not a Hash, or KEYS[2] is not a String; nothing was written
 --   a script error when KEYS[2] holds a String that is not an integer; nothing written
@@ -64,5 +69,12 @@ if redis.call('hget', KEYS[1], ARGV[2]) then
     redis.call('pexpire', KEYS[1], ARGV[1])
   end
   return {1, tonumber(ARGV[3]), tonumber(token)}
+end
+if ARGV[5] == '1' then
+  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+    if string.sub(field, -2) ~= ':w' then
+      redis.call('hset', KEYS[1], field .. ':w', 1)
+    end
+  end
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -57,6 +57,9 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+lrem",
         // Only for a Lock's wait queue (acquire.lua: a waiter's place).
         "+lpos",
+        // A waiting Lock or FencedLock flags the holder it waits for (acquire.lua,
+        // fenced_acquire.lua: the holder's field, found with HKEYS).
+        "+hkeys",
         // Only for FairLock (fair_acquire.lua, fair_release.lua, fair_force_release.lua).
         "+zscore",
         "+zadd",

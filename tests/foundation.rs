@@ -112,7 +112,7 @@ async fn script_arguments_are_exact_and_forgotten_scripts_are_reloaded() {
         let acquire = format!("1 args:1 12346 {owner} 1 0");
         let release = format!(
             "5 args:1 redisson_lock__channel:{{args:1}} leasehold_lock_queue:{{args:1}} \
-             leasehold_lock_waiters:{{args:1}} leasehold_lock__queue:{{args:1}} {owner} 0 0 0 0 0 publish"
+             leasehold_lock_waiters:{{args:1}} leasehold_lock__queue:{{args:1}} {owner} 0 0 0 0 0 publish 1"
         );
         // After a flush each script is answered NOSCRIPT once, loaded, and sent again as it was.
         let expected =

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use leasehold::fred::clients::SubscriberClient;
 use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
-use leasehold_tests::{client, hgetall, pubsub_channels, raw, wait_until, HolderProcess, RedisServer, RespValue};
+use leasehold_tests::{
+    client, hgetall, pubsub_channels, raw, wait_until, HolderProcess, Monitor, RedisServer, RespValue,
+};
 
 fn lrange(server: &RedisServer, key: &str) -> Vec<String> {
     match raw(server, &["LRANGE", key, "0", "-1"]) {
@@ -159,4 +161,118 @@ async fn a_redisson_rlock_peer_and_queued_waiters_wake_each_other() {
     assert_eq!(redisson_unlock().as_int(), Some(1));
     assert_eq!(raw(&server, &["DBSIZE"]).as_int(), Some(0), "nothing left behind");
     let _ = subscriber.quit().await;
+}
+
+/// A client whose releases publish only when a leasehold waiter flagged the holder.
+async fn lean_client(server: &RedisServer) -> leasehold::Client {
+    leasehold::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_secs(2))
+        .redisson_waiters(false)
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// The `PUBLISH` commands the scripts ran on `channel` (`[0 lua] "publish" "CHANNEL" …`).
+fn publishes_on(monitor: &Monitor, channel: &str) -> usize {
+    let needle = format!("\"publish\" \"{channel}\"");
+    monitor.commands().iter().filter(|line| line.contains(&needle)).count()
+}
+
+/// The waiter flag (`redisson_waiters(false)`): a release nobody waits for is one `HDEL`
+/// (no `PUBLISH`, nothing left behind); a waiting `Lock` of another (default) client
+/// flags the holder, so the release still hands the lock over at once; with a second
+/// waiter queued, the new owner is flagged by the hand-over and its own release wakes
+/// that waiter too; a `FencedLock` waiter (not queued) flags the holder as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lean_release_publishes_only_for_flagged_waiters_and_wakes_every_kind() {
+    let server = RedisServer::start();
+    let lean = lean_client(&server).await;
+    let other = client(&server).await;
+    let monitor = Monitor::start(&server.addr());
+
+    // Nobody waits: the release is the HDEL alone.
+    let guard = lean.lock("lean:alone").try_lock().await.expect("try").expect("free");
+    guard.unlock().await.expect("unlock");
+    monitor.sync(&server.addr());
+    assert_eq!(raw(&server, &["EXISTS", "lean:alone"]).as_int(), Some(0));
+    assert_eq!(publishes_on(&monitor, "redisson_lock__channel:{lean:alone}"), 0, "no PUBLISH without waiters");
+    let evals = monitor.commands().iter().filter(|l| l.contains("\"hdel\" \"lean:alone\"")).count();
+    assert_eq!(evals, 1, "the release removed the owner (and its flag) in one HDEL");
+
+    // A holder, then two queued waiters: one on the other (default) client, one lean.
+    let name = "lean:queue";
+    let queue = "leasehold_lock_queue:{lean:queue}";
+    let holder_lock = lean.lock(name);
+    let holder = holder_lock.lock_with_lease(Duration::from_secs(30)).await.expect("held");
+    let flag = format!("{}:w", holder_lock.owner());
+    let first = {
+        let lock = other.lock(name);
+        tokio::spawn(async move {
+            let guard = lock.try_lock_for(Duration::from_secs(20)).await;
+            (lock, guard)
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || lrange(&server, queue).len() == 1).await, "first queued");
+    let second = {
+        let lock = lean.lock(name);
+        tokio::spawn(async move {
+            let guard = lock.try_lock_for(Duration::from_secs(20)).await;
+            (lock, guard)
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || lrange(&server, queue).len() == 2).await, "second queued");
+    let fields: Vec<String> = hgetall(&server, name).into_iter().map(|(field, _)| field).collect();
+    let mut expected = vec![holder_lock.owner().to_owned(), flag.clone()];
+    expected.sort();
+    assert_eq!(fields, expected, "the waiters flagged the holder");
+
+    // The lease is 30 s: a release that woke nobody would leave the waiters there.
+    holder.unlock().await.expect("unlock");
+    let (first_lock, first_guard) =
+        tokio::time::timeout(Duration::from_secs(3), first).await.expect("the first waiter is woken").expect("task");
+    let first_guard = first_guard.expect("no error").expect("acquired");
+    let first_flag = format!("{}:w", first_lock.owner());
+    let fields: Vec<String> = hgetall(&server, name).into_iter().map(|(field, _)| field).collect();
+    assert!(fields.contains(&first_flag), "the hand-over flagged the new owner for the waiter behind: {fields:?}");
+    assert!(!fields.contains(&flag), "the old owner's flag went with its field: {fields:?}");
+
+    // Released through the other client (publishing as always); then the lean waiter's
+    // own release, with nobody behind it, publishes nothing.
+    first_guard.unlock().await.expect("unlock");
+    let (_second_lock, second_guard) =
+        tokio::time::timeout(Duration::from_secs(3), second).await.expect("the second waiter is woken").expect("task");
+    let second_guard = second_guard.expect("no error").expect("acquired");
+    monitor.sync(&server.addr());
+    let before = publishes_on(&monitor, "redisson_lock__channel:{lean:queue}");
+    second_guard.unlock().await.expect("unlock");
+    monitor.sync(&server.addr());
+    assert_eq!(publishes_on(&monitor, "redisson_lock__channel:{lean:queue}"), before, "no waiter, no PUBLISH");
+
+    // A FencedLock waiter is not queued: its waiting call flags the holder.
+    let fenced = lean.fenced_lock("lean:fenced");
+    let fenced_holder = fenced.lock_with_lease(Duration::from_secs(30)).await.expect("held");
+    let fenced_waiter = {
+        let lock = other.fenced_lock("lean:fenced");
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20)).await.map(|g| g.is_some()) })
+    };
+    let fenced_flag = format!("{}:w", fenced.owner());
+    assert!(
+        wait_until(Duration::from_secs(5), || hgetall(&server, "lean:fenced").iter().any(|(f, _)| *f == fenced_flag))
+            .await,
+        "the fenced waiter flagged the holder"
+    );
+    fenced_holder.unlock().await.expect("unlock");
+    let woken = tokio::time::timeout(Duration::from_secs(3), fenced_waiter).await.expect("the fenced waiter is woken");
+    assert!(woken.expect("task").expect("no error"), "the fenced waiter acquired (and its guard released on drop)");
+    let keys = raw(&server, &["KEYS", "lean:*"]);
+    assert!(
+        wait_until(
+            Duration::from_secs(5),
+            || matches!(raw(&server, &["KEYS", "lean:*"]), RespValue::Array(ref k) if k.is_empty())
+        )
+        .await,
+        "no lock key left: {keys:?}"
+    );
 }

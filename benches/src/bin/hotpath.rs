@@ -6,12 +6,14 @@
 //!
 //! 1. `leasehold-watchdog`: leasehold `lock.try_lock()` + `guard.unlock()`;
 //! 2. `leasehold-lease`: leasehold `lock.try_lock_with(Duration::ZERO, 10 s)` + unlock;
-//! 3. `rslock`: rslock 0.10 `LockManager::new(vec![url])`, `lock(key, 10 s)` + `unlock`;
-//! 4. `setnx`: plain fred, `SET key owner NX PX 10000` + a compare-and-delete script
+//! 3. `leasehold-lean`: as `leasehold-lease`, on a client built with
+//!    `redisson_waiters(false)`: a release nobody waits for publishes nothing;
+//! 4. `rslock`: rslock 0.10 `LockManager::new(vec![url])`, `lock(key, 10 s)` + `unlock`;
+//! 5. `setnx`: plain fred, `SET key owner NX PX 10000` + a compare-and-delete script
 //!    (`EVALSHA`);
-//! 5. `floor`: two `EVALSHA`s of `return 1` through one fred client, the least any
+//! 6. `floor`: two `EVALSHA`s of `return 1` through one fred client, the least any
 //!    script-based pair can cost;
-//! 6. `scripts`: leasehold's own `acquire.lua` and `release.lua`, with the arguments a
+//! 7. `scripts`: leasehold's own `acquire.lua` and `release.lua`, with the arguments a
 //!    fixed-lease `try_lock_with` + `unlock` sends, through plain fred (`EVALSHA`, string
 //!    arguments): the same server work as `leasehold-lease` without leasehold's client.
 //!
@@ -66,6 +68,7 @@ const RELEASE_LUA: &str = include_str!("../../../lua/release.lua");
 enum Contender {
     LeaseholdWatchdog,
     LeaseholdLease,
+    LeaseholdLean,
     Rslock,
     SetNx,
     Floor,
@@ -73,9 +76,10 @@ enum Contender {
 }
 
 impl Contender {
-    const ALL: [Contender; 6] = [
+    const ALL: [Contender; 7] = [
         Contender::LeaseholdWatchdog,
         Contender::LeaseholdLease,
+        Contender::LeaseholdLean,
         Contender::Rslock,
         Contender::SetNx,
         Contender::Floor,
@@ -86,6 +90,7 @@ impl Contender {
         match self {
             Contender::LeaseholdWatchdog => "leasehold-watchdog",
             Contender::LeaseholdLease => "leasehold-lease",
+            Contender::LeaseholdLean => "leasehold-lean",
             Contender::Rslock => "rslock",
             Contender::SetNx => "setnx",
             Contender::Floor => "floor",
@@ -98,6 +103,7 @@ impl Contender {
         match self {
             Contender::LeaseholdWatchdog => "leasehold try_lock() + unlock() (watchdog mode)",
             Contender::LeaseholdLease => "leasehold try_lock_with(ZERO, 10 s) + unlock() (fixed lease)",
+            Contender::LeaseholdLean => "leasehold try_lock_with(ZERO, 10 s) + unlock(), redisson_waiters(false)",
             Contender::Rslock => "rslock 0.10 LockManager::lock(key, 10 s) + unlock(&lock)",
             Contender::SetNx => "fred SET key owner NX PX 10000 + EVALSHA compare-and-delete",
             Contender::Floor => "fred EVALSHA `return 1` twice (no key)",
@@ -110,6 +116,7 @@ impl Contender {
         match self {
             Contender::LeaseholdWatchdog => "lw",
             Contender::LeaseholdLease => "ll",
+            Contender::LeaseholdLean => "ln",
             Contender::Rslock => "rs",
             Contender::SetNx => "nx",
             Contender::Floor => "fl",
@@ -165,6 +172,8 @@ impl Settings {
 /// prefix for the `setnx` baseline.
 struct Ctx {
     leasehold: Client,
+    /// Built with `redisson_waiters(false)`, for `leasehold-lean`.
+    leasehold_lean: Client,
     fred: FredClient,
     rslock: rslock::LockManager,
     compare_and_delete: String,
@@ -195,6 +204,10 @@ async fn acquire(ctx: &Ctx, contender: Contender, key: String) -> Result<Held, B
             let guard = ctx.leasehold.lock(&key).try_lock_with(Duration::ZERO, LEASE).await?;
             Ok(Held::Leasehold(guard.ok_or_else(|| format!("try_lock_with() did not acquire the distinct key {key}"))?))
         }
+        Contender::LeaseholdLean => {
+            let guard = ctx.leasehold_lean.lock(&key).try_lock_with(Duration::ZERO, LEASE).await?;
+            Ok(Held::Leasehold(guard.ok_or_else(|| format!("try_lock_with() did not acquire the distinct key {key}"))?))
+        }
         Contender::Rslock => match ctx.rslock.lock(key.as_str(), LEASE).await {
             Ok(lock) => Ok(Held::Rslock(lock)),
             Err(error) => Err(format!("rslock lock({key}) failed: {error}").into()),
@@ -219,9 +232,10 @@ async fn acquire(ctx: &Ctx, contender: Contender, key: String) -> Result<Held, B
             Ok(Held::Nothing)
         }
         Contender::Scripts => {
-            // What `try_lock_with(ZERO, LEASE)` sends: KEYS = [key], ARGV = [lease ms, owner, 1].
+            // What `try_lock_with(ZERO, LEASE)` sends: KEYS = [key], ARGV = [lease ms, owner,
+            // 1, 0 (a single try)].
             let owner = format!("{}:{}", ctx.owner_prefix, ctx.owners.fetch_add(1, Ordering::Relaxed));
-            let args = vec![LEASE.as_millis().to_string(), owner.clone(), "1".to_owned()];
+            let args = vec![LEASE.as_millis().to_string(), owner.clone(), "1".to_owned(), "0".to_owned()];
             let reply: Vec<i64> = ctx.fred.evalsha(ctx.acquire_lua.as_str(), vec![key.clone()], args).await?;
             if reply.first() != Some(&1) {
                 return Err(format!("acquire.lua did not acquire the distinct key {key}: {reply:?}").into());
@@ -248,10 +262,19 @@ async fn release(ctx: &Ctx, held: Held) -> Result<(), BoxError> {
             Ok(())
         }
         Held::Script { key, owner } => {
-            // What the last `unlock` sends: KEYS = [key, channel], ARGV = [owner, 0, 0, "0"].
-            let channel = format!("redisson_lock__channel:{{{key}}}");
-            let args = vec![owner, "0".to_owned(), "0".to_owned(), "0".to_owned()];
-            let left: i64 = ctx.fred.evalsha(ctx.release_lua.as_str(), vec![key.clone(), channel], args).await?;
+            // What the last `unlock` of a default client sends: KEYS = [key, channel,
+            // queue, waiter entries, queue channel], ARGV = [owner, 0, 0, "0", 0, 0,
+            // "publish", 1].
+            let keys = vec![
+                key.clone(),
+                format!("redisson_lock__channel:{{{key}}}"),
+                format!("leasehold_lock_queue:{{{key}}}"),
+                format!("leasehold_lock_waiters:{{{key}}}"),
+                format!("leasehold_lock__queue:{{{key}}}"),
+            ];
+            let args: Vec<String> =
+                [owner.as_str(), "0", "0", "0", "0", "0", "publish", "1"].iter().map(|a| (*a).to_owned()).collect();
+            let left: i64 = ctx.fred.evalsha(ctx.release_lua.as_str(), keys, args).await?;
             if left != 0 {
                 return Err(format!("release.lua of {key} answered {left}").into());
             }
@@ -353,6 +376,7 @@ async fn main() -> Result<ExitCode, BoxError> {
     let url = target.url().to_owned();
 
     let leasehold = Client::builder().url(&url).connect().await?;
+    let leasehold_lean = Client::builder().url(&url).redisson_waiters(false).connect().await?;
     let mut builder = Builder::from_config(Config::from_url(&url)?);
     builder.set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2));
     let fred = builder.build()?;
@@ -365,6 +389,7 @@ async fn main() -> Result<ExitCode, BoxError> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let ctx = Arc::new(Ctx {
         leasehold,
+        leasehold_lean,
         fred: fred.clone(),
         // Connects on first use, one multiplexed connection.
         rslock: rslock::LockManager::new(vec![url.clone()]),
@@ -732,7 +757,7 @@ fn print_ratios(outcomes: &[(Contender, Outcome)], settings: &Settings) {
     let find = |c: Contender| outcomes.iter().find(|(x, _)| *x == c).map(|(_, o)| o);
     println!("targets of issue 9 (printed, not asserted):");
     let (floor, setnx, rslock) = (find(Contender::Floor), find(Contender::SetNx), find(Contender::Rslock));
-    for leasehold in [Contender::LeaseholdWatchdog, Contender::LeaseholdLease] {
+    for leasehold in [Contender::LeaseholdWatchdog, Contender::LeaseholdLease, Contender::LeaseholdLean] {
         let Some(lh) = find(leasehold) else { continue };
         let name = leasehold.name();
         if let Some(floor) = floor {

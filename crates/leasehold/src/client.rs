@@ -199,7 +199,8 @@ impl Client {
         // PUBLISH's on one server.
         let store = LockStore::new(client, config.command_timeout)
             .always_reading_queue(group_by_slot && !sharded)
-            .sharded_pubsub(sharded);
+            .sharded_pubsub(sharded)
+            .redisson_waiters(config.redisson_waiters);
         let mut watchdog_config = WatchdogConfig::default();
         watchdog_config.timeout = config.watchdog_timeout;
         watchdog_config.batch_size = config.renew_batch_size;

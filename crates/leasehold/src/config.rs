@@ -100,6 +100,14 @@ pub struct ClientConfig {
     /// Whether waiters use sharded pub/sub in a cluster. Default:
     /// [`ShardedSubscriptionMode::Auto`].
     pub sharded_subscription_mode: ShardedSubscriptionMode,
+    /// Whether Redisson (Java) clients may wait on the same lock names. `true`: every
+    /// last release publishes Redisson's unlock message, as Redisson's own unlock does,
+    /// so a Redisson waiter wakes at once. `false`: a release publishes only when a
+    /// leasehold waiter is waiting for it (leasehold waiters flag the holder they wait
+    /// for, `docs/architecture.md` §2.7), which saves one command per uncontended
+    /// release; a Redisson waiter then sleeps until the TTL it was told runs out.
+    /// Exclusion with Redisson holds either way. Default: `true`.
+    pub redisson_waiters: bool,
 }
 
 impl Default for ClientConfig {
@@ -115,6 +123,7 @@ impl Default for ClientConfig {
             fence_token_ttl: DEFAULT_FENCE_TOKEN_TTL,
             fair_lock_keepalive: None,
             sharded_subscription_mode: ShardedSubscriptionMode::Auto,
+            redisson_waiters: true,
         }
     }
 }
@@ -341,6 +350,16 @@ impl ClientBuilder {
     /// in a cluster. Default: [`ShardedSubscriptionMode::Auto`].
     pub fn sharded_subscription_mode(mut self, mode: ShardedSubscriptionMode) -> Self {
         self.config.sharded_subscription_mode = mode;
+        self
+    }
+
+    /// Whether Redisson clients may wait on the same lock names: `false` makes an
+    /// uncontended release one command cheaper (no `PUBLISH`) at the price of Redisson
+    /// waiters waking only when their lease estimate runs out
+    /// ([`ClientConfig::redisson_waiters`]). leasehold waiters of every client are woken
+    /// either way. Default: `true`.
+    pub fn redisson_waiters(mut self, wake: bool) -> Self {
+        self.config.redisson_waiters = wake;
         self
     }
 

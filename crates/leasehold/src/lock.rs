@@ -370,7 +370,13 @@ impl LockShared {
         let keepalive_ms = u64::try_from(self.queue_keepalive().as_millis()).unwrap_or(u64::MAX).max(1);
         let fair = self.fair.then_some(FairAcquire { keepalive_ms, enqueue });
         let queue_keepalive_ms = (enqueue && self.server_queued()).then_some(keepalive_ms);
-        let spec = AcquireSpec { fence_ttl_ms: self.fence_ttl_ms, sync: self.client.sync, fair, queue_keepalive_ms };
+        let spec = AcquireSpec {
+            fence_ttl_ms: self.fence_ttl_ms,
+            sync: self.client.sync,
+            fair,
+            queue_keepalive_ms,
+            waiting: enqueue,
+        };
         let reply = self.client.store.acquire_with(names, &self.owner, lease_ms, target, spec).await;
         match reply {
             Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {

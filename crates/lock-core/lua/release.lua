@@ -15,9 +15,10 @@
 -- queued holds the lock no longer than its keep-alive. The live waiter claims the lock
 -- with acquire.lua (a re-entry, which raises the TTL to its lease). The queue is read
 -- only when PUBLISH reached a subscriber (every queued waiter's client subscribes to
--- the release channel before it waits), so a release nobody waits for stays two
--- commands; ARGV[5] = "1" reads it regardless (a cluster with classic pub/sub, where
--- PUBLISH counts only the subscribers of one node). In a cluster with sharded pub/sub
+-- the release channel before it waits) or a leasehold waiter flagged the owner, so a
+-- release nobody waits for stays two commands (one with ARGV[8] = "0"); ARGV[5] = "1"
+-- reads it regardless (a cluster with classic pub/sub, where PUBLISH counts only the
+-- subscribers of one node). In a cluster with sharded pub/sub
 -- ARGV[7] is "spublish": every channel has the lock key's hash tag, so it is in the
 -- script's slot, and SPUBLISH counts the subscribers of the shard's primary, where
 -- leasehold waiters subscribe.
@@ -37,6 +38,15 @@
 -- ARGV[6]  "1": also remove the owner's own queue entry (a wait that ended without the
 --          lock); else "0"
 -- ARGV[7]  the publish command: "publish" (classic pub/sub) or "spublish" (sharded)
+-- ARGV[8]  "1": publish the unlock message at every last release, for Redisson waiters
+--          (which flag nothing) as Redisson's own unlock does: the default; "0"
+--          (`redisson_waiters(false)`): only when a leasehold waiter flagged the owner
+--
+-- The waiter flag (see acquire.lua): the owner's field "OWNER" and its flag "OWNER:w"
+-- go in one HDEL, which answers 2 when a leasehold waiter flagged the owner, 1 when
+-- none did, 0 when the owner holds nothing (a flag never outlives its owner's field).
+-- A flagged release always publishes and reads the queue; an unflagged one with ARGV[8]
+-- = "0" is that one HDEL.
 --
 -- Messages on KEYS[5], "GRANTED NEXT WAIT_MS" ("-" for nobody): GRANTED now owns the
 -- lock and should claim it; NEXT is the queue head now, and should try at once
@@ -58,10 +68,15 @@
 local last = tonumber(ARGV[2]) == 0
 local released = false
 if last and ARGV[6] ~= '1' then
-  if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
+  local removed = redis.call('hdel', KEYS[1], ARGV[1], ARGV[1] .. ':w')
+  if removed == 0 then
     return -1
   end
-  if redis.call(ARGV[7], KEYS[2], ARGV[4]) == 0 and ARGV[5] ~= '1' then
+  if removed == 1 and ARGV[8] == '0' then
+    -- No leasehold waiter flagged this owner, and no Redisson waiter is expected.
+    return 0
+  end
+  if redis.call(ARGV[7], KEYS[2], ARGV[4]) == 0 and removed == 1 and ARGV[5] ~= '1' then
     return 0
   end
   released = true
@@ -103,8 +118,12 @@ local function hand_over()
     if deadline and tonumber(deadline) > now then
       local ttl = math.max(math.min(tonumber(lease), tonumber(deadline) - now), 1)
       redis.call('hset', KEYS[1], head, 1)
-      redis.call('pexpire', KEYS[1], ttl)
       local next = redis.call('lindex', KEYS[3], 0) or '-'
+      if next ~= '-' then
+        -- Waiters remain: the new owner's release must wake them.
+        redis.call('hset', KEYS[1], head .. ':w', 1)
+      end
+      redis.call('pexpire', KEYS[1], ttl)
       redis.call(ARGV[7], KEYS[5], head .. ' ' .. next .. ' ' .. ttl)
       return
     end
@@ -119,12 +138,13 @@ if released then
 end
 if last then
   -- A wait's clean-up (ARGV[6]): the same release, leaving the queue first.
-  if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
+  local removed = redis.call('hdel', KEYS[1], ARGV[1], ARGV[1] .. ':w')
+  if removed == 0 then
     leave_queue()
     return -1
   end
   leave_queue()
-  if redis.call(ARGV[7], KEYS[2], ARGV[4]) > 0 or ARGV[5] == '1' then
+  if redis.call(ARGV[7], KEYS[2], ARGV[4]) > 0 or ARGV[5] == '1' or removed == 2 then
     hand_over()
   end
   return 0

@@ -88,6 +88,10 @@ pub struct AcquireSpec {
     /// in the lock's wait queue when not acquired. Ignored by the fenced and fair
     /// scripts.
     pub queue_keepalive_ms: Option<u64>,
+    /// A waiting call (not a single try): `fenced_acquire.lua` flags the holder when the
+    /// lock is held, so that its release wakes this waiter. `acquire.lua` flags when
+    /// [`AcquireSpec::queue_keepalive_ms`] is set; the fair scripts have their own queue.
+    pub waiting: bool,
 }
 
 /// The fair-lock part of an acquire ([`AcquireSpec::fair`]).
@@ -164,6 +168,7 @@ impl LockStore {
                     owner.as_str().to_owned(),
                     target.max(1).to_string(),
                     token_ttl_ms.to_string(),
+                    if spec.waiting { "1" } else { "0" }.to_owned(),
                 ];
                 (&*scripts::FENCED_ACQUIRE, to_keys(keys), to_values(args))
             }

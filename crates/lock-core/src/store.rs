@@ -60,6 +60,9 @@ pub struct LockStore {
     /// The command the scripts publish with: `publish`, or `spublish` for sharded
     /// pub/sub in a cluster (the scripts' last ARGV).
     publish: &'static str,
+    /// Whether every last release publishes the unlock message, for Redisson waiters
+    /// (`release.lua`, ARGV[8]); when `false`, only a release a leasehold waiter flagged.
+    redisson_waiters: bool,
 }
 
 /// The scripts' publish command with classic pub/sub.
@@ -101,7 +104,7 @@ pub(crate) fn fair_keys(names: &LockNames) -> Vec<String> {
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
     pub fn new(client: Client, command_timeout: Duration) -> Self {
-        LockStore { client, command_timeout, always_read_queue: false, publish: PUBLISH }
+        LockStore { client, command_timeout, always_read_queue: false, publish: PUBLISH, redisson_waiters: true }
     }
 
     /// Makes the scripts publish with `SPUBLISH` (sharded pub/sub; `true`) or `PUBLISH`
@@ -131,6 +134,22 @@ impl LockStore {
     pub fn always_reading_queue(mut self, always: bool) -> Self {
         self.always_read_queue = always;
         self
+    }
+
+    /// Whether Redisson clients may wait on these locks (`true`, the default): every
+    /// last release publishes Redisson's unlock message, as Redisson's own unlock does.
+    /// With `false`, a release publishes (and reads the wait queue) only when a
+    /// leasehold waiter flagged its owner (`release.lua`, "The waiter flag"): an
+    /// uncontended release is one `HDEL`.
+    #[must_use]
+    pub fn redisson_waiters(mut self, wake: bool) -> Self {
+        self.redisson_waiters = wake;
+        self
+    }
+
+    /// Whether every last release publishes ([`LockStore::redisson_waiters`]).
+    pub fn wakes_redisson_waiters(&self) -> bool {
+        self.redisson_waiters
     }
 
     /// The fred client.
@@ -218,6 +237,7 @@ impl LockStore {
                 int_arg(u64::from(self.always_read_queue)),
                 int_arg(u64::from(leave_queue)),
                 static_arg(self.publish),
+                int_arg(u64::from(self.redisson_waiters)),
             ];
             (keys, args)
         };
