@@ -6,7 +6,8 @@
 //!    (keys have no hash tag, so in the cluster they spread over every slot); then one
 //!    task's `--pairs` sequential pairs for the latency.
 //! 2. **Contended**: `--tasks` tasks over `--clients` clients on `--names` lock names
-//!    (task `i` on name `i % names`), each looping `lock_with_lease(10 s)`, hold 1 ms,
+//!    (task `i` on client `i % clients` and name `(i / clients) % names`, so every name
+//!    is contended by every client), each looping `lock_with_lease(10 s)`, hold 1 ms,
 //!    `unlock` for `--seconds`: acquisitions/s, the wait (call → guard) p50/p99, the
 //!    spread of acquisitions over tasks, and `EVALSHA`s per acquisition (`INFO
 //!    commandstats` summed over the primaries).
@@ -170,7 +171,8 @@ async fn contended(topology: &Topology, settings: Settings) -> Result<Contended,
     let mut tasks = Vec::new();
     for task in 0..settings.tasks {
         let client = clients[task % clients.len()].clone();
-        let index = task % names.len();
+        // Each name's tasks are spread over every client: a fleet, not one client's line.
+        let index = (task / clients.len()) % names.len();
         let name = names[index].clone();
         let (inside, overlaps) = (inside.clone(), overlaps.clone());
         tasks.push(tokio::spawn(async move {
