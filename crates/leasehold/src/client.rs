@@ -205,9 +205,11 @@ impl Client {
         watchdog_config.batch_size = config.renew_batch_size;
         watchdog_config.group_by_slot = group_by_slot;
         let watchdog = Watchdog::start(store.clone(), watchdog_config);
-        // After a reconnect (restart, failover, killed connection) the server may have
-        // lost locks: renew at once, so holders hear `lost()` within a round trip of
-        // the reconnect instead of at the next period.
+        // After a reconnect (restart, failover, killed connection; in a cluster also the
+        // connection to a newly promoted primary) the server may have lost locks: renew
+        // at once, and check every other hold (fixed leases, read-only), so holders hear
+        // `lost()` within a round trip of the reconnect instead of at the next period or
+        // at the end of their lease.
         watchdog.renew_on_each(reconnects);
         let topology = sharded.then(|| store.client().clone());
         let subscriber = Subscriber::start_with(subscriber, config.command_timeout, mode, topology);

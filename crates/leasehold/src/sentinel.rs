@@ -7,9 +7,9 @@
 //! believe they hold them. So each `Client` made from a `redis-sentinel://` URL watches
 //! the sentinels' `+switch-master` channel and, when the switch names its service,
 //! reconnects both of its connections at once. fred's reconnect asks the sentinels for
-//! the new primary, and the watchdog's renewal round after every reconnect
-//! (`Watchdog::renew_on_each`) tells the holders whose locks did not reach the new
-//! primary that they lost them.
+//! the new primary, and the watchdog's renewal round and check of every other hold after
+//! every reconnect (`Watchdog::renew_on_each`) tell the holders whose locks did not reach
+//! the new primary, fixed leases included, that they lost them.
 
 use std::time::Duration;
 

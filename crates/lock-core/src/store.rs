@@ -325,6 +325,33 @@ impl LockStore {
         Ok(reply.into_iter().map(|renewed| renewed == 1).collect())
     }
 
+    /// Runs `verify_batch.lua` for `holds` (lock key, owner): returns, per hold in
+    /// order, `true` if its owner field exists and `false` if it is gone. Read-only: no
+    /// TTL is touched, so checking a fixed-lease hold never extends it.
+    ///
+    /// In a cluster every key of one call must be in one hash slot; the watchdog groups
+    /// them.
+    ///
+    /// # Errors
+    /// Timeouts and connection errors; then nothing is known about any hold of the batch.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn verify_batch(&self, holds: &[(&str, &str)]) -> Result<Vec<bool>> {
+        let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
+        let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
+        let args: Vec<String> = holds.iter().map(|(_, owner)| (*owner).to_owned()).collect();
+        let reply: Vec<i64> =
+            scripts::VERIFY_BATCH.run(&self.client, first_key, self.command_timeout, keys, args).await?;
+        if reply.len() != holds.len() {
+            return Err(Error::new(
+                ErrorKind::Redis,
+                format!("verify_batch.lua answered {} results for {} keys", reply.len(), holds.len()),
+            ));
+        }
+        Ok(reply.into_iter().map(|found| found == 1).collect())
+    }
+
     /// Runs `simple_acquire.lua`: `SET key owner NX PX lease`. Returns `None` when
     /// acquired, else the holder's remaining TTL (`Some(None)` when it has no expiry).
     ///

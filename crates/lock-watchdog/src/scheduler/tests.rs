@@ -43,6 +43,8 @@ impl Call {
 #[derive(Debug, Default)]
 struct FakeState {
     calls: Vec<Call>,
+    /// The `verify` calls, apart from the renewals (`lease_ms` 0).
+    checks: Vec<Call>,
     /// Keys whose owner field is "gone": answered `false`.
     gone: HashSet<String>,
     /// Calls fail with a connection error while set.
@@ -101,6 +103,24 @@ impl Renewer for FakeRenewer {
                 Ok(holds.iter().map(|(key, _)| !state.gone.contains(key)).collect())
             };
             state.calls.push(Call { at: Instant::now(), holds, lease_ms, failed });
+            (state.delay, result)
+        };
+        if !delay.is_zero() {
+            sleep(delay).await;
+        }
+        result
+    }
+
+    async fn verify(&self, holds: Vec<(String, String)>) -> lock_core::Result<Vec<bool>> {
+        let (delay, result) = {
+            let mut state = self.state.lock();
+            let failed = state.fail;
+            let result = if failed {
+                Err(Error::new(ErrorKind::Connection, "fake renewer: connection refused"))
+            } else {
+                Ok(holds.iter().map(|(key, _)| !state.gone.contains(key)).collect())
+            };
+            state.checks.push(Call { at: Instant::now(), holds, lease_ms: 0, failed });
             (state.delay, result)
         };
         if !delay.is_zero() {
@@ -623,3 +643,4 @@ async fn renew_on_each_forwards_events_and_ends_with_the_watchdog() {
     sleep_until(t0 + ms(600)).await;
     assert_eq!(events.receiver_count(), 0, "the forwarding task ended with the watchdog");
 }
+
