@@ -435,8 +435,7 @@ fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Re
 /// checked once; checks that failed are sent again every `retry_interval` until answered
 /// (or the hold's deadline passed). Holds only while it checks, never while it waits.
 async fn run_checks<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: watch::Receiver<()>) {
-    let Some((kick, retry_interval)) =
-        weak.upgrade().map(|s| (Arc::clone(&s.check_kick), s.config.retry_interval()))
+    let Some((kick, retry_interval)) = weak.upgrade().map(|s| (Arc::clone(&s.check_kick), s.config.retry_interval()))
     else {
         return;
     };
