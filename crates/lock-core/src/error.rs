@@ -81,6 +81,12 @@ impl Error {
         Error { kind, message: message.into(), key: None, source: None, not_sent: false }
     }
 
+    /// An error of `kind` for a command that was never handed to the Redis client
+    /// ([`Error::is_not_sent`]).
+    pub(crate) fn unsent(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Error { not_sent: true, ..Self::new(kind, message) }
+    }
+
     /// An [`ErrorKind::InvalidArgument`] error.
     pub fn invalid_argument(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)

@@ -10,6 +10,7 @@ use fred::prelude::{Client, HashesInterface, KeysInterface};
 use fred::types::{Key, Value};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::gate::WriteGate;
 use crate::names::{LockNames, UNLOCK_MESSAGE};
 use crate::owner::OwnerId;
 use crate::scripts;
@@ -60,6 +61,9 @@ pub struct LockStore {
     /// The command the scripts publish with: `publish`, or `spublish` for sharded
     /// pub/sub in a cluster (the scripts' last ARGV).
     publish: &'static str,
+    /// Through Sentinel: the gate every lock write waits at while a switch of primary
+    /// is followed ([`LockStore::with_write_gate`]).
+    gate: Option<WriteGate>,
 }
 
 /// The scripts' publish command with classic pub/sub.
@@ -101,7 +105,40 @@ pub(crate) fn fair_keys(names: &LockNames) -> Vec<String> {
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
     pub fn new(client: Client, command_timeout: Duration) -> Self {
-        LockStore { client, command_timeout, always_read_queue: false, publish: PUBLISH }
+        LockStore { client, command_timeout, always_read_queue: false, publish: PUBLISH, gate: None }
+    }
+
+    /// Makes every lock write (acquire, release, renewal, the check after a reconnect,
+    /// force-release, the simple lock's scripts, fenced writes) wait at `gate` while it
+    /// is closed, before the command is handed to fred: the time waited counts in the
+    /// call's command timeout, and a gate still closed when it runs out fails the call
+    /// with an [`ErrorKind::Connection`] error that [`Error::is_not_sent`]. Reads
+    /// (`EXISTS`, `HGET`, `PTTL`, `GET`) do not wait.
+    #[must_use]
+    pub fn with_write_gate(mut self, gate: WriteGate) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Waits at the write gate, if there is one and it is closed, and returns how long
+    /// the write may still take: the command timeout less the time waited.
+    ///
+    /// # Errors
+    /// An unsent [`ErrorKind::Connection`] error when the gate did not open within the
+    /// command timeout.
+    pub(crate) async fn write_budget(&self, key: &str) -> Result<Duration> {
+        let Some(gate) = self.gate.as_ref().filter(|gate| !gate.is_open()) else { return Ok(self.command_timeout) };
+        let started = tokio::time::Instant::now();
+        let opened = gate.wait_open(self.command_timeout).await;
+        let left = self.command_timeout.saturating_sub(started.elapsed());
+        if !opened || left.is_zero() {
+            return Err(Error::unsent(
+                ErrorKind::Connection,
+                "the client is still switching to the new primary the sentinels announced: not sent",
+            )
+            .with_key(key));
+        }
+        Ok(left)
     }
 
     /// Makes the scripts publish with `SPUBLISH` (sharded pub/sub; `true`) or `PUBLISH`
@@ -181,7 +218,8 @@ impl LockStore {
         queue_keepalive_ms: Option<u64>,
     ) -> Result<Acquire> {
         let build = || acquire_args(names, owner, lease_ms, target, queue_keepalive_ms, self.publish);
-        let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
+        let budget = self.write_budget(names.key()).await?;
+        let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), budget, build).await?;
         acquire_from_reply("acquire.lua", names, &reply)
     }
 
@@ -221,7 +259,8 @@ impl LockStore {
             ];
             (keys, args)
         };
-        let reply: i64 = scripts::RELEASE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
+        let budget = self.write_budget(names.key()).await?;
+        let reply: i64 = scripts::RELEASE.run_with(&self.client, names.key(), budget, build).await?;
         Ok(release_from_reply(reply))
     }
 
@@ -245,8 +284,8 @@ impl LockStore {
             UNLOCK_MESSAGE.to_owned(),
             self.publish.to_owned(),
         ];
-        let reply: i64 =
-            scripts::FAIR_RELEASE.run(&self.client, names.key(), self.command_timeout, fair_keys(names), args).await?;
+        let budget = self.write_budget(names.key()).await?;
+        let reply: i64 = scripts::FAIR_RELEASE.run(&self.client, names.key(), budget, fair_keys(names), args).await?;
         Ok(release_from_reply(reply))
     }
 
@@ -261,11 +300,12 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn fair_force_release(&self, names: &LockNames) -> Result<bool> {
+        let budget = self.write_budget(names.key()).await?;
         let reply: i64 = scripts::FAIR_FORCE_RELEASE
             .run(
                 &self.client,
                 names.key(),
-                self.command_timeout,
+                budget,
                 fair_keys(names),
                 vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
             )
@@ -284,14 +324,9 @@ impl LockStore {
     /// only its answer is lost.
     pub async fn force_release(&self, names: &LockNames) -> Result<bool> {
         let keys = vec![names.key().to_owned(), names.channel().to_owned()];
+        let budget = self.write_budget(names.key()).await?;
         let reply: i64 = scripts::FORCE_RELEASE
-            .run(
-                &self.client,
-                names.key(),
-                self.command_timeout,
-                keys,
-                vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
-            )
+            .run(&self.client, names.key(), budget, keys, vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()])
             .await?;
         Ok(reply == 1)
     }
@@ -314,8 +349,8 @@ impl LockStore {
         let mut args = Vec::with_capacity(holds.len() + 1);
         args.push(lease_ms.to_string());
         args.extend(holds.iter().map(|(_, owner)| (*owner).to_owned()));
-        let reply: Vec<i64> =
-            scripts::RENEW_BATCH.run(&self.client, first_key, self.command_timeout, keys, args).await?;
+        let budget = self.write_budget(first_key).await?;
+        let reply: Vec<i64> = scripts::RENEW_BATCH.run(&self.client, first_key, budget, keys, args).await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 ErrorKind::Redis,
@@ -341,8 +376,9 @@ impl LockStore {
         let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
         let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
         let args: Vec<String> = holds.iter().map(|(_, owner)| (*owner).to_owned()).collect();
-        let reply: Vec<i64> =
-            scripts::VERIFY_BATCH.run(&self.client, first_key, self.command_timeout, keys, args).await?;
+        // Read-only, but it must read the new primary after a switch, not the old one.
+        let budget = self.write_budget(first_key).await?;
+        let reply: Vec<i64> = scripts::VERIFY_BATCH.run(&self.client, first_key, budget, keys, args).await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 ErrorKind::Redis,
@@ -362,14 +398,9 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn simple_acquire(&self, key: &str, owner: &OwnerId, lease_ms: u64) -> Result<Option<Option<Duration>>> {
+        let budget = self.write_budget(key).await?;
         let reply: Option<i64> = scripts::SIMPLE_ACQUIRE
-            .run(
-                &self.client,
-                key,
-                self.command_timeout,
-                vec![key.to_owned()],
-                vec![owner.as_str().to_owned(), lease_ms.to_string()],
-            )
+            .run(&self.client, key, budget, vec![key.to_owned()], vec![owner.as_str().to_owned(), lease_ms.to_string()])
             .await?;
         Ok(reply.map(pttl_from_reply))
     }
@@ -384,8 +415,9 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn simple_release(&self, key: &str, owner: &OwnerId) -> Result<bool> {
+        let budget = self.write_budget(key).await?;
         let reply: i64 = scripts::SIMPLE_RELEASE
-            .run(&self.client, key, self.command_timeout, vec![key.to_owned()], vec![owner.as_str().to_owned()])
+            .run(&self.client, key, budget, vec![key.to_owned()], vec![owner.as_str().to_owned()])
             .await?;
         Ok(reply == 1)
     }
