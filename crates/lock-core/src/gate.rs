@@ -107,6 +107,33 @@ mod tests {
         assert!(gate.is_open());
     }
 
+    /// A store's writes wait at its gate, within the command timeout, and fail unsent
+    /// when it stays closed; nothing is handed to the (unconnected) fred client.
+    #[tokio::test(start_paused = true)]
+    async fn a_store_waits_at_its_gate_within_the_command_timeout() {
+        let timeout = Duration::from_secs(2);
+        let gate = WriteGate::new();
+        let store = crate::LockStore::new(fred::clients::Client::default(), timeout).with_write_gate(gate.clone());
+        assert_eq!(store.write_budget("k").await.expect("open"), timeout);
+        let epoch = gate.close();
+        let started = tokio::time::Instant::now();
+        let names = crate::LockNames::new("k").expect("name");
+        let owner = crate::ClientId::new_random().next_owner();
+        let error = store.acquire(&names, &owner, 1_000, 1, None).await.expect_err("held at the gate");
+        assert!(error.is_connection() && error.is_not_sent() && error.is_transient(), "{error:?}");
+        assert_eq!(started.elapsed(), timeout, "waited the whole command timeout");
+        let opener = tokio::spawn({
+            let gate = gate.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                gate.open(epoch);
+            }
+        });
+        let budget = store.write_budget("k").await.expect("opened in time");
+        assert_eq!(budget, timeout - Duration::from_millis(500), "the wait counts in the timeout");
+        opener.await.expect("opener");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn following_an_earlier_switch_leaves_a_later_one_closed() {
         let gate = WriteGate::new();
