@@ -731,3 +731,253 @@ async fn classic_pubsub_in_a_cluster_when_sharded_is_off() {
         assert!(handoff < Duration::from_secs(2), "{name}: woken {handoff:?} after the release");
     }
 }
+
+/// Holds replication to `replica` back for good: it authenticates to its primary as a
+/// user that does not exist, and its link is cut, so it stays a replica with the data it
+/// had and nothing the primary writes from now on reaches it. Waits until the link is
+/// down.
+async fn hold_back_replication(cluster: &RedisCluster, replica: &str) {
+    for (name, value) in [("masteruser", "leasehold-nobody"), ("masterauth", "wrong")] {
+        assert_eq!(cluster.on(replica, &["CONFIG", "SET", name, value]).as_str(), Some("OK"));
+    }
+    cluster.on(replica, &["CLIENT", "KILL", "TYPE", "master"]);
+    let down = || {
+        let info = cluster.on(replica, &["INFO", "replication"]);
+        info.as_str().is_some_and(|text| text.contains("master_link_status:down"))
+    };
+    assert!(leasehold_tests::wait_until(Duration::from_secs(5), down).await, "the replica's link is down");
+}
+
+/// Shared by the contending tasks of the failover tests: one in-section flag per lock,
+/// and the counts the test asserts on.
+#[derive(Default)]
+struct Contention {
+    inside: [std::sync::atomic::AtomicBool; 3],
+    overlaps: std::sync::atomic::AtomicU64,
+    /// Set once the shard's replica is the primary: rounds from then on count "after".
+    promoted: std::sync::atomic::AtomicBool,
+    rounds_before: std::sync::atomic::AtomicU64,
+    unlock_errors: std::sync::atomic::AtomicU64,
+}
+
+impl Contention {
+    /// One task: rounds on `lock` (watchdog mode, or a fixed lease when `fixed`), each
+    /// with a 2 ms critical section guarded by `inside[index]`, until it has done
+    /// `after` rounds since the promotion. An unlock may fail once the primary is gone
+    /// (the hold went with it); it is counted, not fatal.
+    async fn rounds(self: std::sync::Arc<Self>, lock: leasehold::Lock, index: usize, fixed: bool, after: u32) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let mut done_after = 0;
+        while done_after < after {
+            let guard = if fixed { lock.lock_with_lease(Duration::from_secs(3)).await } else { lock.lock().await };
+            let guard = guard.expect("lock");
+            if self.inside[index].swap(true, SeqCst) {
+                self.overlaps.fetch_add(1, SeqCst);
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            self.inside[index].store(false, SeqCst);
+            let counted_after = self.promoted.load(SeqCst);
+            if guard.unlock().await.is_err() {
+                self.unlock_errors.fetch_add(1, SeqCst);
+            }
+            if counted_after {
+                done_after += 1;
+            } else {
+                self.rounds_before.fetch_add(1, SeqCst);
+            }
+        }
+    }
+}
+
+/// Issue 12: a primary killed during contention. 8 tasks on 2 clients contend on three
+/// locks of one shard, in watchdog and fixed-lease mode; the shard's replica is cut off
+/// (so the last holds never replicate), the primary is `SIGKILL`ed and the replica takes
+/// over (`CLUSTER FAILOVER TAKEOVER`). No waiter is stuck (every task does 5 more rounds
+/// within 20 s of the promotion), no two tasks are ever inside one lock's section, and
+/// two holders whose locks never reached the replica, one renewed and one with a fixed
+/// 20 s lease, are told `lost()` within 5 s of the promotion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_through_a_killed_primary_whose_last_holds_never_replicated() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::Arc;
+    let mut cluster = RedisCluster::start();
+    let names: Vec<String> = (0..3).map(|i| format!("{{dead}}:{i}")).collect();
+    let primary = cluster.primary_for(&names[0]);
+    let replica = cluster.replica_of(&primary);
+    let lease = Duration::from_secs(6);
+    let clients = [client_with(&cluster.url(), lease).await, client_with(&cluster.url(), lease).await];
+    let holder = client_with(&cluster.url(), WATCHDOG).await;
+    let contention = Arc::new(Contention::default());
+    let mut tasks = Vec::new();
+    for (c, client) in clients.iter().enumerate() {
+        for t in 0..4 {
+            let index = (c * 4 + t) % 3;
+            let lock = client.lock(&names[index]);
+            tasks.push(tokio::spawn(contention.clone().rounds(lock, index, t % 2 == 1, 5)));
+        }
+    }
+    let before = |n: u64| {
+        let contention = contention.clone();
+        async move {
+            let enough = || contention.rounds_before.load(SeqCst) >= n;
+            assert!(leasehold_tests::wait_until(Duration::from_secs(10), enough).await, "{n} rounds");
+        }
+    };
+    before(12).await;
+
+    hold_back_replication(&cluster, &replica).await;
+    let renewed = holder.lock("{dead}:held:renewed");
+    let renewed_guard = renewed.lock().await.expect("lock");
+    let fixed = holder.lock("{dead}:held:fixed");
+    let fixed_guard = fixed.lock_with_lease(Duration::from_secs(20)).await.expect("lock_with_lease");
+    for lock in [&renewed, &fixed] {
+        assert_eq!(cluster.on(&primary, &["HEXISTS", lock.key(), lock.owner()]).as_int(), Some(1));
+        assert_eq!(cluster.on_replica(&replica, &["HEXISTS", lock.key(), lock.owner()]).as_int(), Some(0));
+    }
+    // The contention goes on on the primary alone: none of it replicates.
+    let so_far = contention.rounds_before.load(SeqCst);
+    before(so_far + 6).await;
+
+    let killed = Instant::now();
+    cluster.kill(&primary);
+    assert_eq!(cluster.on(&replica, &["CLUSTER", "FAILOVER", "TAKEOVER"]).as_str(), Some("OK"));
+    assert!(cluster.wait_settled_without(&primary, Duration::from_secs(20)), "the replica took over");
+    let promoted = Instant::now();
+    contention.promoted.store(true, SeqCst);
+    eprintln!("the replica took over {:?} after the kill", promoted - killed);
+    assert_eq!(cluster.primary_for(&names[0]), replica);
+
+    for (what, guard) in [("renewed", &renewed_guard), ("fixed-lease", &fixed_guard)] {
+        tokio::time::timeout_at((promoted + Duration::from_secs(5)).into(), guard.lost())
+            .await
+            .unwrap_or_else(|_| panic!("the {what} holder was not told lost() within 5 s of the promotion"));
+        eprintln!("the {what} holder was told lost() {:?} after the promotion", promoted.elapsed());
+    }
+    let stats = holder.watchdog_stats();
+    assert!(stats.checks >= 1 && stats.lost >= 2, "the fixed lease was found gone by a check: {stats:?}");
+    tokio::time::timeout(Duration::from_secs(20), async {
+        for task in tasks {
+            task.await.expect("task");
+        }
+    })
+    .await
+    .expect("no waiter is stuck after the promotion");
+    eprintln!(
+        "every task did 5 rounds {:?} after the promotion; unlocks that failed: {}",
+        promoted.elapsed(),
+        contention.unlock_errors.load(SeqCst)
+    );
+    assert_eq!(contention.overlaps.load(SeqCst), 0, "never two holders inside one lock");
+    for name in &names {
+        assert_eq!(cluster.on(&replica, &["EXISTS", name]).as_int(), Some(0), "{name} is free");
+    }
+    assert!(renewed_guard.unlock().await.expect_err("lost").is_lock_lost());
+    assert!(fixed_guard.unlock().await.expect_err("lost").is_lock_lost());
+}
+
+/// Scenario 19 of the reliability notes: scenario 1 (mutual exclusion with a non-atomic
+/// read-modify-write under the lock) while the lock's slot migrates to another primary.
+/// 12 tasks on 3 clients take one `FencedLock` 8 times each; inside, a `GET`, a 1 ms
+/// pause and a `SET` of a counter (in another slot), and a compare-and-set "inside" flag.
+/// The slot, with every key in it, is moved by hand in the middle. The final count is
+/// exact, the flag never finds another holder inside, the logged sections never overlap,
+/// the fencing tokens grow in the order the holds were taken, and no task is stuck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_19_mutual_exclusion_holds_while_the_locks_slot_migrates() {
+    use leasehold::fred::prelude::KeysInterface;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+    use std::sync::{Arc, Mutex};
+    const TASKS_PER_CLIENT: usize = 4;
+    const ROUNDS: u64 = 8;
+    let cluster = RedisCluster::start();
+    let name = "s19:{moving}";
+    let counter = "s19:counter:{still}";
+    let slot = cluster.slot(name);
+    assert_ne!(cluster.slot(counter), slot, "the counter stays where it is");
+    let source = cluster.primary_for(name);
+    let target = cluster.primaries().into_iter().find(|p| *p != source).expect("another primary");
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        clients.push(client_with(&cluster.url(), Duration::from_secs(6)).await);
+    }
+    let _: () = clients[0].fred().set(counter, 0, None, None, false).await.expect("SET");
+    let inside = Arc::new(AtomicBool::new(false));
+    let cas_failures = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    // (entered, left, token) of every section.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for client in &clients {
+        for _ in 0..TASKS_PER_CLIENT {
+            let (client, lock) = (client.clone(), client.fenced_lock(name));
+            let (inside, cas_failures, done, log) = (inside.clone(), cas_failures.clone(), done.clone(), log.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..ROUNDS {
+                    let guard = lock.lock().await.expect("lock");
+                    if inside.compare_exchange(false, true, SeqCst, SeqCst).is_err() {
+                        cas_failures.fetch_add(1, SeqCst);
+                    }
+                    let entered = Instant::now();
+                    let value: i64 = client.fred().get(counter).await.expect("GET");
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    let _: () = client.fred().set(counter, value + 1, None, None, false).await.expect("SET");
+                    let left = Instant::now();
+                    inside.store(false, SeqCst);
+                    log.lock().expect("log").push((entered, left, guard.token()));
+                    guard.unlock().await.expect("unlock");
+                    done.fetch_add(1, SeqCst);
+                }
+            }));
+        }
+    }
+    let total = u64::try_from(clients.len() * TASKS_PER_CLIENT).expect("small") * ROUNDS;
+    assert!(
+        leasehold_tests::wait_until(Duration::from_secs(10), || done.load(SeqCst) >= total / 4).await,
+        "a quarter of the rounds before the migration"
+    );
+
+    // Move the slot while the tasks run, one key at a time with 100 ms between keys (so
+    // calls meet the slot half moved: TRYAGAIN, ASK), until none is left on the source.
+    assert_eq!(cluster.on(&source, &["CONFIG", "RESETSTAT"]).as_str(), Some("OK"));
+    let migration_started = Instant::now();
+    let migration = cluster.begin_migration(slot, &target);
+    let mut moved = 0;
+    loop {
+        let keys = cluster.on(&source, &["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "1"]);
+        let RespValue::Array(keys) = keys else { panic!("GETKEYSINSLOT: {keys:?}") };
+        let Some(key) = keys.first() else { break };
+        migration.migrate_key(key.as_str().expect("key"));
+        moved += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    migration.finish();
+    let during = done.load(SeqCst);
+    eprintln!("moved {moved} keys in {:?}, after {during} of {total} rounds", migration_started.elapsed());
+    assert_eq!(cluster.primary_for(name), target);
+    assert!(during < total, "the migration happened during the contention");
+    // The source refused calls while the slot was half moved (its error counts).
+    let refusals = cluster.on(&source, &["INFO", "errorstats"]);
+    let refusals = refusals.as_str().unwrap_or_default();
+    eprintln!("refusals on the source: {}", refusals.replace("\r\n", " "));
+    assert!(refusals.contains("errorstat_ASK") || refusals.contains("errorstat_TRYAGAIN"), "{refusals}");
+
+    tokio::time::timeout(Duration::from_secs(20), async {
+        for task in tasks {
+            task.await.expect("task");
+        }
+    })
+    .await
+    .expect("no waiter is stuck after the migration");
+    eprintln!("all {total} rounds done {:?} after the migration began", migration_started.elapsed());
+    assert_eq!(cas_failures.load(SeqCst), 0, "the inside flag never found another holder");
+    let count: i64 = clients[0].fred().get(counter).await.expect("GET");
+    assert_eq!(u64::try_from(count).expect("positive"), total, "no lost update");
+    let mut log = log.lock().expect("log").clone();
+    log.sort_by_key(|(entered, _, _)| *entered);
+    for pair in log.windows(2) {
+        let ((_, left, token), (entered, _, next_token)) = (pair[0], pair[1]);
+        assert!(entered >= left, "sections overlap: {pair:?}");
+        assert!(next_token > token, "tokens grow with the holds: {token} then {next_token}");
+    }
+    assert_eq!(cluster.on(&target, &["EXISTS", name]).as_int(), Some(0), "nothing left held");
+}

@@ -245,6 +245,67 @@ async fn a_restart_is_reported_lost_within_a_reconnect() {
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
 }
 
+/// The same for fixed-lease holders (`lock_with_lease`, `try_lock_with`), which nothing
+/// renews: after the reconnect the client checks every hold it has, so they are told
+/// within a reconnect too, not when their 30 s lease runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_is_reported_lost_to_fixed_lease_holders_within_a_reconnect() {
+    let mut server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_secs(30)).await;
+    let waited = client.lock("restarted:fixed:a").lock_with_lease(Duration::from_secs(30)).await.expect("lock");
+    let tried = client
+        .lock("restarted:fixed:b")
+        .try_lock_with(Duration::ZERO, Duration::from_secs(30))
+        .await
+        .expect("try_lock_with")
+        .expect("free");
+    assert!(!waited.is_renewed() && !tried.is_renewed(), "fixed leases are not renewed");
+    let restarted = Instant::now();
+    server.restart();
+    for guard in [&waited, &tried] {
+        tokio::time::timeout(Duration::from_secs(3), guard.lost()).await.expect("lost() within 3 s of the restart");
+    }
+    eprintln!("both fixed-lease holders told {:?} after the restart", restarted.elapsed());
+    assert!(restarted.elapsed() < Duration::from_secs(3));
+    assert!(client.watchdog_stats().checks >= 1, "{:?}", client.watchdog_stats());
+    assert!(waited.unlock().await.expect_err("lost").is_lock_lost());
+    assert!(tried.unlock().await.expect_err("lost").is_lock_lost());
+}
+
+/// The check after a reconnect only reads: a fixed lease that survived the reconnect (its
+/// connection was killed, the server kept its data) is not extended by it, and is not
+/// reported lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_check_after_a_reconnect_never_extends_a_fixed_lease() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_secs(30)).await;
+    let lease = Duration::from_secs(20);
+    let guard = client.lock("reconnected:fixed").lock_with_lease(lease).await.expect("lock");
+    let acquired = Instant::now();
+    let before = client.watchdog_stats();
+    assert_eq!(before.tracked, 1, "{before:?}");
+    // Kill the client's connections (not this raw one): fred reconnects, the data stays.
+    let killed = raw(&server, &["CLIENT", "KILL", "TYPE", "normal"]).as_int().expect("killed");
+    assert!(killed >= 1);
+    assert!(
+        wait_until(Duration::from_secs(5), || client.watchdog_stats().checks > before.checks).await,
+        "checked after the reconnect: {:?}",
+        client.watchdog_stats()
+    );
+    // A command sent after the check on the same connection is answered after it.
+    assert!(client.lock("reconnected:fixed").is_locked().await.expect("is_locked"));
+    assert_eq!(client.watchdog_stats().failed_checks, before.failed_checks, "the check was answered");
+    // Read the clock before PTTL: the server's TTL started before `acquired`, so by the
+    // time PTTL runs no more than `bound` is left (plus the server's 1 ms rounding).
+    let bound = lease.saturating_sub(acquired.elapsed());
+    let left = pttl(&server, "reconnected:fixed");
+    let left_ms = u128::try_from(left).expect("the key has a TTL");
+    assert!(left > 0 && left_ms <= bound.as_millis() + 1, "PTTL {left} ms > {bound:?}: the lease was extended");
+    assert!(!guard.is_lost(), "the hold survived the reconnect");
+    assert!(guard.lease_deadline() <= acquired + lease, "the local deadline was not moved either");
+    guard.unlock().await.expect("unlock");
+}
+
 // 10 and 13. Hostile names, waited on.
 
 /// Names whose braces defeat Redisson's naming: each is waited on and woken by the

@@ -81,3 +81,175 @@ async fn a_client_follows_a_sentinel_failover_when_it_is_announced() {
     assert!(followed < Duration::from_secs(2), "followed {followed:?} after the announcement");
     let _ = ear.quit().await;
 }
+
+/// Issue 12: a Sentinel failover during contention. 8 tasks on 2 clients contend on three
+/// locks, in watchdog and fixed-lease mode; the replica is cut off first (so the last
+/// holds never reach it), then `SENTINEL FAILOVER` promotes it. No waiter is stuck (every
+/// task does 5 more rounds within 20 s of the announcement), no two tasks are ever inside
+/// one lock's section, every acquire sent after its client reconnected to the new primary
+/// holds the lock there (none lands on the demoted primary, which stays writable for
+/// about 10 s), and two holders whose locks never reached the replica, one renewed and
+/// one with a fixed 20 s lease, are told `lost()` within 5 s of the announcement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contention_through_a_sentinel_failover_whose_last_holds_never_replicated() {
+    use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+    use std::sync::Arc;
+    let set = SentinelSet::start();
+    let (old_primary, new_primary) = (set.primary(), set.replica());
+    let names: Vec<String> = (0..3).map(|i| format!("sentinel:busy:{i}")).collect();
+    let lease = Duration::from_secs(6);
+    let clients = [client_with(&set.url(), lease).await, client_with(&set.url(), lease).await];
+    let holder = client_with(&set.url(), Duration::from_secs(30)).await;
+
+    // Each client's command connection, once it is on the new primary.
+    let new_port: u16 = new_primary.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+    let mut on_new = Vec::new();
+    for client in &clients {
+        let reconnected = Arc::new(AtomicBool::new(false));
+        let mut events = client.fred().reconnect_rx();
+        let flag = reconnected.clone();
+        tokio::spawn(async move {
+            while let Ok(server) = events.recv().await {
+                if server.port == new_port {
+                    flag.store(true, SeqCst);
+                    return;
+                }
+            }
+        });
+        on_new.push(reconnected);
+    }
+
+    let inside: Arc<[AtomicBool; 3]> = Arc::default();
+    let (overlaps, rounds_before, on_old, unlock_errors) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let switched = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for (c, client) in clients.iter().enumerate() {
+        for t in 0..4 {
+            let index = (c * 4 + t) % 3;
+            let lock = client.lock(&names[index]);
+            let fixed = t % 2 == 1;
+            let (inside, overlaps, rounds_before, on_old, unlock_errors, switched) = (
+                inside.clone(),
+                overlaps.clone(),
+                rounds_before.clone(),
+                on_old.clone(),
+                unlock_errors.clone(),
+                switched.clone(),
+            );
+            let (reconnected, new_primary) = (on_new[c].clone(), new_primary.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut after = 0;
+                while after < 5 {
+                    let followed = reconnected.load(SeqCst);
+                    let guard =
+                        if fixed { lock.lock_with_lease(Duration::from_secs(3)).await } else { lock.lock().await };
+                    let guard = guard.expect("lock");
+                    if inside[index].swap(true, SeqCst) {
+                        overlaps.fetch_add(1, SeqCst);
+                    }
+                    if followed {
+                        // Sent after the client was on the new primary: the hold is there.
+                        let field = leasehold_tests::raw_command(
+                            &new_primary,
+                            &[b"HEXISTS", lock.key().as_bytes(), lock.owner().as_bytes()],
+                        );
+                        if field.as_int() != Some(1) {
+                            on_old.fetch_add(1, SeqCst);
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    inside[index].store(false, SeqCst);
+                    let counted_after = switched.load(SeqCst);
+                    if guard.unlock().await.is_err() {
+                        unlock_errors.fetch_add(1, SeqCst);
+                    }
+                    if counted_after {
+                        after += 1;
+                    } else {
+                        rounds_before.fetch_add(1, SeqCst);
+                    }
+                }
+            }));
+        }
+    }
+    let before = |n: u64| {
+        let rounds_before = rounds_before.clone();
+        async move {
+            let enough = || rounds_before.load(SeqCst) >= n;
+            assert!(leasehold_tests::wait_until(Duration::from_secs(10), enough).await, "{n} rounds");
+        }
+    };
+    before(12).await;
+
+    // Cut the replica off: it authenticates as a user that does not exist.
+    for (name, value) in [("masteruser", "leasehold-nobody"), ("masterauth", "wrong")] {
+        assert_eq!(set.on(&new_primary, &["CONFIG", "SET", name, value]).as_str(), Some("OK"));
+    }
+    set.on(&new_primary, &["CLIENT", "KILL", "TYPE", "master"]);
+    let down = || {
+        let info = set.on(&new_primary, &["INFO", "replication"]);
+        info.as_str().is_some_and(|text| text.contains("master_link_status:down"))
+    };
+    assert!(leasehold_tests::wait_until(Duration::from_secs(5), down).await, "the replica's link is down");
+    let renewed = holder.lock("sentinel:held:renewed");
+    let renewed_guard = renewed.lock().await.expect("lock");
+    let fixed = holder.lock("sentinel:held:fixed");
+    let fixed_guard = fixed.lock_with_lease(Duration::from_secs(20)).await.expect("lock_with_lease");
+    for lock in [&renewed, &fixed] {
+        assert_eq!(set.on(&old_primary, &["HEXISTS", lock.key(), lock.owner()]).as_int(), Some(1));
+        assert_eq!(set.on(&new_primary, &["HEXISTS", lock.key(), lock.owner()]).as_int(), Some(0));
+    }
+    let so_far = rounds_before.load(SeqCst);
+    before(so_far + 6).await;
+
+    // The test's own ear on the announcement.
+    let sentinel = &set.sentinels()[0];
+    let ear = Builder::from_config(Config::from_url(&format!("redis://{sentinel}")).expect("url"))
+        .build_subscriber_client()
+        .expect("build");
+    ear.init().await.expect("connect");
+    let mut messages = ear.message_rx();
+    ear.subscribe("+switch-master").await.expect("subscribe");
+    ear.ping::<()>(None).await.expect("subscribed");
+    assert_eq!(set.on(sentinel, &["SENTINEL", "FAILOVER", leasehold_tests::SENTINEL_SERVICE]).as_str(), Some("OK"));
+    let message =
+        tokio::time::timeout(Duration::from_secs(30), messages.recv()).await.expect("announced").expect("message");
+    let announced = std::time::Instant::now();
+    switched.store(true, SeqCst);
+    let payload = message.value.as_string().unwrap_or_default();
+    assert!(payload.ends_with(new_primary.replace(':', " ").as_str()), "{payload}");
+
+    for (what, guard) in [("renewed", &renewed_guard), ("fixed-lease", &fixed_guard)] {
+        tokio::time::timeout_at((announced + Duration::from_secs(5)).into(), guard.lost())
+            .await
+            .unwrap_or_else(|_| panic!("the {what} holder was not told lost() within 5 s of the announcement"));
+        eprintln!("the {what} holder was told lost() {:?} after the announcement", announced.elapsed());
+    }
+    let stats = holder.watchdog_stats();
+    assert!(stats.checks >= 1 && stats.lost >= 2, "the fixed lease was found gone by a check: {stats:?}");
+    tokio::time::timeout(Duration::from_secs(20), async {
+        for task in tasks {
+            task.await.expect("task");
+        }
+    })
+    .await
+    .expect("no waiter is stuck after the switch");
+    eprintln!(
+        "every task did 5 rounds {:?} after the announcement; unlocks that failed: {}",
+        announced.elapsed(),
+        unlock_errors.load(SeqCst)
+    );
+    assert!(on_new.iter().all(|flag| flag.load(SeqCst)), "both clients reconnected to the new primary");
+    assert_eq!(overlaps.load(SeqCst), 0, "never two holders inside one lock");
+    assert_eq!(on_old.load(SeqCst), 0, "an acquire sent after the reconnect held the lock on the old primary");
+    for name in &names {
+        assert_eq!(set.on(&new_primary, &["EXISTS", name]).as_int(), Some(0), "{name} is free");
+    }
+    let _ = ear.quit().await;
+}

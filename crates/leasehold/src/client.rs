@@ -141,7 +141,7 @@ impl Client {
             }
         }
         let mode = pubsub_mode(&client, &config).await;
-        let client = Self::assemble(client, subscriber, config, false, mode, None);
+        let client = Self::assemble(client, subscriber, config, false, mode, None, None);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
@@ -174,8 +174,10 @@ impl Client {
             return Err(error);
         }
         let mode = pubsub_mode(&client, &config).await;
-        let sentinel = crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
-        let client = Self::assemble(client, subscriber, config, true, mode, sentinel);
+        let gate = crate::sentinel::write_gate(&fred_config);
+        let sentinel =
+            crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout, gate.clone());
+        let client = Self::assemble(client, subscriber, config, true, mode, sentinel, gate);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
@@ -187,6 +189,7 @@ impl Client {
         owns: bool,
         mode: PubsubMode,
         sentinel: Option<crate::sentinel::SentinelWatch>,
+        gate: Option<lock_core::WriteGate>,
     ) -> Client {
         let group_by_slot = client.is_clustered();
         let sharded = mode == PubsubMode::Sharded;
@@ -197,18 +200,24 @@ impl Client {
         // shard's primary, where every leasehold waiter's SSUBSCRIBE goes (fred routes
         // it by the channel's slot, to primaries only): its count is as good as
         // PUBLISH's on one server.
-        let store = LockStore::new(client, config.command_timeout)
+        let mut store = LockStore::new(client, config.command_timeout)
             .always_reading_queue(group_by_slot && !sharded)
             .sharded_pubsub(sharded)
             .redisson_waiters(config.redisson_waiters);
+        if let Some(gate) = gate {
+            // Through Sentinel: lock writes wait while the watch follows a switch.
+            store = store.with_write_gate(gate);
+        }
         let mut watchdog_config = WatchdogConfig::default();
         watchdog_config.timeout = config.watchdog_timeout;
         watchdog_config.batch_size = config.renew_batch_size;
         watchdog_config.group_by_slot = group_by_slot;
         let watchdog = Watchdog::start(store.clone(), watchdog_config);
-        // After a reconnect (restart, failover, killed connection) the server may have
-        // lost locks: renew at once, so holders hear `lost()` within a round trip of
-        // the reconnect instead of at the next period.
+        // After a reconnect (restart, failover, killed connection; in a cluster also the
+        // connection to a newly promoted primary) the server may have lost locks: renew
+        // at once, and check every other hold (fixed leases, read-only), so holders hear
+        // `lost()` within a round trip of the reconnect instead of at the next period or
+        // at the end of their lease.
         watchdog.renew_on_each(reconnects);
         let topology = sharded.then(|| store.client().clone());
         let subscriber = Subscriber::start_with(subscriber, config.command_timeout, mode, topology);

@@ -81,9 +81,10 @@ impl LockGuard {
         self.lock.owner.as_str()
     }
 
-    /// `true` when the lock is known lost: a renewal found the owner gone, renewals
-    /// failed until the lease ran out, another guard's unlock or the server said the
-    /// hold ended, or the lease deadline passed.
+    /// `true` when the lock is known lost: a renewal found the owner gone, the check
+    /// the client makes of every hold after a reconnect or a failover (fixed leases
+    /// included) found it gone, renewals failed until the lease ran out, another
+    /// guard's unlock or the server said the hold ended, or the lease deadline passed.
     pub fn is_lost(&self) -> bool {
         self.hold.lease.is_lost()
     }

@@ -1,5 +1,5 @@
 //! The local record of one owner's holds: which continuous hold is current, how many
-//! guards share it, and its watchdog entry.
+//! guards share it, its watchdog entry, and its tracking (the check after reconnects).
 //!
 //! A *hold* starts when the server answers a fresh acquire (hold count 1) and ends when
 //! the last hold is released, the hold is found lost, or the server says the owner no
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::{LeaseState, Release};
-use lock_watchdog::Renewal;
+use lock_watchdog::{Renewal, Tracking};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -45,6 +45,9 @@ struct Counts {
     releasing: u32,
     watchdog_guards: u32,
     renewal: Option<Renewal>,
+    /// The watchdog's check of this hold after every reconnect (every hold, fixed lease
+    /// or not), while a guard of it is alive.
+    tracking: Option<Tracking>,
     /// The earliest turn known to belong to this hold, and the hold count it saw.
     first_seq: u64,
     first_holds: u64,
@@ -59,6 +62,7 @@ impl Hold {
                 releasing: 0,
                 watchdog_guards: 0,
                 renewal: None,
+                tracking: None,
                 first_seq: seq,
                 first_holds: holds,
             }),
@@ -73,6 +77,20 @@ impl Hold {
     /// Whether a watchdog-mode guard of this hold is still alive.
     pub(crate) fn has_watchdog_guards(&self) -> bool {
         self.counts.lock().watchdog_guards > 0
+    }
+
+    /// Makes the hold checked after every reconnect (`track` makes the watchdog's
+    /// [`Tracking`] with the owner recorded for it), unless it already is, it is known
+    /// lost, or no guard of it is left. Called under the acquiring turn, right after
+    /// [`OwnerHolds::acquired`].
+    pub(crate) fn track(&self, track: impl FnOnce(&Arc<LeaseState>) -> Tracking) {
+        if self.lease.is_marked_lost() {
+            return;
+        }
+        let mut counts = self.counts.lock();
+        if counts.tracking.is_none() && counts.guards > 0 {
+            counts.tracking = Some(track(&self.lease));
+        }
     }
 
     fn add_guard(&self, mode: LeaseMode, register: impl FnOnce(&Arc<LeaseState>) -> Renewal) {
@@ -210,6 +228,10 @@ impl OwnerHolds {
                 counts.renewal = None;
             }
         }
+        if counts.guards == 0 {
+            // No guard left to tell: stop checking it (synchronously, as the renewal).
+            counts.tracking = None;
+        }
         let last = counts.guards == 0 && counts.releasing == 0;
         drop(counts);
         if last && current.as_ref().is_some_and(|c| Arc::ptr_eq(c, hold)) {
@@ -256,7 +278,11 @@ impl OwnerHolds {
 }
 
 fn end(hold: &Hold) {
-    hold.counts.lock().renewal = None;
+    {
+        let mut counts = hold.counts.lock();
+        counts.renewal = None;
+        counts.tracking = None;
+    }
     hold.lease.mark_lost();
 }
 

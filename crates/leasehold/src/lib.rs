@@ -8,8 +8,9 @@
 //!   renewed.
 //! - **Woken, not polling**: waiters subscribe to the lock's release channel; an unlock
 //!   wakes one local waiter, in FIFO order.
-//! - **Told when lost**: [`LockGuard::lost`] resolves when a renewal finds the lock gone
-//!   or the lease runs out.
+//! - **Told when lost**: [`LockGuard::lost`] resolves when a renewal finds the lock gone,
+//!   when the check of every hold after a reconnect or a failover finds it gone (fixed
+//!   leases included), or when the lease runs out.
 //! - **Replay-safe**: acquire and release set the owner's absolute hold count, so a
 //!   retried or replayed script counts once, and no latch key is left behind.
 //! - **Fenced, if asked**: [`Client::fenced_lock`] gives every hold a fencing token that

@@ -391,6 +391,9 @@ impl LockShared {
                 let hold = self.holds.acquired(turn.seq, holds, sent_at, lease, mode, |lease_state| {
                     watchdog.register(names.key_arc().clone(), self.owner.clone(), lease_state)
                 });
+                // Every hold, fixed lease included, is checked after each reconnect, with
+                // the owner recorded here (never one computed later).
+                hold.track(|lease_state| watchdog.track(names.key_arc().clone(), self.owner.clone(), lease_state));
                 drop(turn);
                 Ok(Ok(LockGuard::new(self.clone(), hold, mode).with_token(token)))
             }

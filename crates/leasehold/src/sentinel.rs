@@ -7,19 +7,38 @@
 //! believe they hold them. So each `Client` made from a `redis-sentinel://` URL watches
 //! the sentinels' `+switch-master` channel and, when the switch names its service,
 //! reconnects both of its connections at once. fred's reconnect asks the sentinels for
-//! the new primary, and the watchdog's renewal round after every reconnect
-//! (`Watchdog::renew_on_each`) tells the holders whose locks did not reach the new
-//! primary that they lost them.
+//! the new primary, and the watchdog's renewal round and check of every other hold after
+//! every reconnect (`Watchdog::renew_on_each`) tell the holders whose locks did not reach
+//! the new primary, fixed leases included, that they lost them.
+//!
+//! From the moment the watch hears the announcement until the command connection is on
+//! the announced primary, the client's write gate ([`lock_core::WriteGate`]) is closed:
+//! lock writes issued meanwhile wait (within their command timeout) instead of going to
+//! the old primary. fred's reconnect asks one sentinel, which may not know of the switch
+//! yet and name the old primary (still a writable primary until the sentinels demote
+//! it), so the watch checks where fred connected and reconnects again until it is the
+//! announced primary. What the gate cannot hold back: writes handed to fred before the
+//! watch heard the announcement (in flight), and writes sent between the promotion of
+//! the replica and the announcement (`docs/cluster.md` §7).
 
 use std::time::Duration;
 
 use fred::clients::{Client as FredClient, SubscriberClient};
 use fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface, ReconnectPolicy, ServerConfig};
 use fred::types::config::Server;
+use lock_core::WriteGate;
 
 /// The sentinels' channel announcing a new primary:
 /// `SERVICE OLD_IP OLD_PORT NEW_IP NEW_PORT`.
 const SWITCH_MASTER: &str = "+switch-master";
+
+/// How long the watch keeps reconnecting the command client until it is on the
+/// announced primary; then it opens the write gate anyway (fred goes on reconnecting by
+/// its own policy) rather than hold every write back for good.
+const FOLLOW_LIMIT: Duration = Duration::from_secs(10);
+
+/// The pause between two reconnects that did not land on the announced primary.
+const FOLLOW_PAUSE: Duration = Duration::from_millis(100);
 
 /// The background watch of one client; it ends when this is dropped.
 #[derive(Debug)]
@@ -34,16 +53,25 @@ impl Drop for SentinelWatch {
     }
 }
 
+/// The write gate for a client made from `config`: `Some` for a Sentinel configuration
+/// (which [`watch`] then closes and opens), `None` otherwise.
+pub(crate) fn write_gate(config: &Config) -> Option<WriteGate> {
+    matches!(config.server, ServerConfig::Sentinel { .. }).then(WriteGate::new)
+}
+
 /// Starts watching the sentinels of `config` for a switch of its service, if it is a
-/// Sentinel configuration; `None` otherwise. On a switch, `client` and `subscriber`
-/// reconnect (to the new primary).
+/// Sentinel configuration and `gate` is given; `None` otherwise. On a switch, `gate` is
+/// closed, `client` and `subscriber` reconnect (to the new primary), and `gate` opens
+/// again once `client` is on the announced primary.
 pub(crate) fn watch(
     config: &Config,
     policy: &ReconnectPolicy,
     client: &FredClient,
     subscriber: &SubscriberClient,
     command_timeout: Duration,
+    gate: Option<WriteGate>,
 ) -> Option<SentinelWatch> {
+    let gate = gate?;
     let ServerConfig::Sentinel { hosts, service_name, .. } = &config.server else { return None };
     let hosts = hosts.clone();
     let service = service_name.clone();
@@ -59,9 +87,8 @@ pub(crate) fn watch(
         loop {
             let Some(host) = hosts.get(next % hosts.len().max(1)).cloned() else { return };
             next = next.wrapping_add(1);
-            if let Err(error) =
-                follow(&sentinel_config, &policy, host, &service, &client, &subscriber, command_timeout).await
-            {
+            let clients = (&client, &subscriber, &gate);
+            if let Err(error) = follow(&sentinel_config, &policy, host, &service, clients, command_timeout).await {
                 tracing::debug!(%error, "sentinel watch: trying the next sentinel");
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -70,15 +97,15 @@ pub(crate) fn watch(
     Some(SentinelWatch { task })
 }
 
-/// Subscribes to one sentinel's `+switch-master` and reconnects both clients on each
-/// switch of `service`; returns when that sentinel's connection fails.
+/// Subscribes to one sentinel's `+switch-master` and, on each switch of `service`,
+/// closes the gate, reconnects both clients and opens the gate once the command client
+/// is on the new primary; returns when that sentinel's connection fails.
 async fn follow(
     config: &Config,
     policy: &ReconnectPolicy,
     host: Server,
     service: &str,
-    client: &FredClient,
-    subscriber: &SubscriberClient,
+    (client, subscriber, gate): (&FredClient, &SubscriberClient, &WriteGate),
     command_timeout: Duration,
 ) -> Result<(), fred::error::Error> {
     let mut config = config.clone();
@@ -97,18 +124,68 @@ async fn follow(
         sentinel.subscribe(SWITCH_MASTER).await?;
         while let Ok(message) = messages.recv().await {
             let Some(payload) = message.value.as_string() else { continue };
-            if payload.split(' ').next() != Some(service) {
+            let fields: Vec<&str> = payload.split(' ').collect();
+            if fields.first() != Some(&service) {
                 continue;
             }
+            // Closed before anything else: no lock write is handed to fred from now on
+            // until the command connection is on the new primary.
+            let epoch = gate.close();
             tracing::info!(%payload, "sentinels switched the primary: reconnecting to it");
-            let (a, b) = tokio::join!(client.force_reconnection(), subscriber.force_reconnection());
-            if let Err(error) = a.and(b) {
-                tracing::warn!(%error, "reconnecting after a primary switch failed; fred keeps retrying");
-            }
+            let new_primary = match fields.as_slice() {
+                [_, _, _, ip, port] => port.parse::<u16>().ok().map(|port| ((*ip).to_owned(), port)),
+                _ => None,
+            };
+            let commands = async {
+                follow_switch(client, new_primary.as_ref()).await;
+                gate.open(epoch);
+            };
+            let subscriptions = async {
+                if let Err(error) = subscriber.force_reconnection().await {
+                    tracing::warn!(%error, "reconnecting the subscriber after a primary switch failed; fred keeps retrying");
+                }
+            };
+            tokio::join!(commands, subscriptions);
         }
         Ok(())
     }
     .await;
     let _ = tokio::time::timeout(command_timeout, sentinel.quit()).await;
     result
+}
+
+/// Reconnects `client` until its connection is to `new_primary` (when the announcement
+/// named one), for at most [`FOLLOW_LIMIT`]. fred's reconnect asks one sentinel for the
+/// primary; one that has not learned of the switch yet names the old primary, which
+/// still answers as a primary, and fred connects there again.
+async fn follow_switch(client: &FredClient, new_primary: Option<&(String, u16)>) {
+    let on_new_primary = || {
+        new_primary.is_none_or(|(host, port)| {
+            client.active_connections().iter().any(|server| server.port == *port && *server.host == **host)
+        })
+    };
+    let followed = tokio::time::timeout(FOLLOW_LIMIT, async {
+        loop {
+            if let Err(error) = client.force_reconnection().await {
+                tracing::warn!(%error, "reconnecting after a primary switch failed; trying again");
+            } else if on_new_primary() {
+                return;
+            } else {
+                tracing::info!(
+                    connected = ?client.active_connections(),
+                    "reconnected, but not to the announced primary (a sentinel had not learned of the switch yet); \
+                     reconnecting again"
+                );
+            }
+            tokio::time::sleep(FOLLOW_PAUSE).await;
+        }
+    })
+    .await;
+    if followed.is_err() {
+        tracing::warn!(
+            ?new_primary,
+            connected = ?client.active_connections(),
+            "not on the announced primary within {FOLLOW_LIMIT:?}; lock writes go on (fred keeps reconnecting)"
+        );
+    }
 }

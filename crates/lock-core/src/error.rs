@@ -15,8 +15,9 @@ pub enum ErrorKind {
     /// The server says this owner does not hold the lock: it was never acquired by
     /// this owner, was released already, or its lease ran out.
     NotOwner,
-    /// The hold was already known to be lost (a renewal found the owner gone, or
-    /// renewals failed until the lease ran out). Nothing was sent.
+    /// The hold was already known to be lost (a renewal, or the check of every hold
+    /// after a reconnect, found the owner gone, or renewals failed until the lease ran
+    /// out). Nothing was sent.
     LockLost,
     /// The lock's key holds another Redis type (`WRONGTYPE`). The value is untouched.
     WrongType,
@@ -78,6 +79,12 @@ impl Error {
     /// An error of `kind` with a human-readable message.
     pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
         Error { kind, message: message.into(), key: None, source: None, not_sent: false }
+    }
+
+    /// An error of `kind` for a command that was never handed to the Redis client
+    /// ([`Error::is_not_sent`]).
+    pub(crate) fn unsent(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Error { not_sent: true, ..Self::new(kind, message) }
     }
 
     /// An [`ErrorKind::InvalidArgument`] error.

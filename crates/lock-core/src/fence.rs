@@ -67,8 +67,8 @@ impl LockStore {
         check(resource, token)?;
         let keys = vec![resource.to_owned(), fence_key(resource)];
         let args = vec![Value::from(token.to_string()), Value::Bytes(Bytes::copy_from_slice(value))];
-        let reply: Vec<i64> =
-            scripts::FENCED_WRITE.run(self.client(), resource, self.command_timeout(), keys, args).await?;
+        let budget = self.write_budget(resource).await?;
+        let reply: Vec<i64> = scripts::FENCED_WRITE.run(self.client(), resource, budget, keys, args).await?;
         match reply.as_slice() {
             [1, _] => Ok(FencedWrite::Written),
             [0, fence] => Ok(FencedWrite::Rejected { fence: u64::try_from(*fence).unwrap_or(0) }),

@@ -61,8 +61,9 @@ impl LeaseState {
         first
     }
 
-    /// `true` once the hold was marked lost (by a renewal that found the owner gone,
-    /// or by the watchdog when renewals failed past the deadline).
+    /// `true` once the hold was marked lost (by a renewal or a check after a reconnect
+    /// that found the owner gone, or by the watchdog when renewals failed past the
+    /// deadline).
     pub fn is_marked_lost(&self) -> bool {
         self.inner.lock().lost
     }

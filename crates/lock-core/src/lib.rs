@@ -6,6 +6,8 @@
 //! - [`scripts`]: the Lua scripts of `lua/`, each wrapped with its precomputed SHA1.
 //! - [`store`]: typed async operations (acquire, release, renew, …) on a fred client.
 //! - [`lease`]: the shared, monotonic-clock view of one hold's lease and its lost signal.
+//! - [`gate`]: the write gate that holds lock writes back while a switch of primary is
+//!   followed.
 //! - [`fence`]: fencing tokens on the resource side (`fenced_write.lua`).
 //! - [`replicas`]: replica acknowledgement (`WAIT`) and the fenced acquire.
 //! - [`args`]: validation of durations before anything is sent.
@@ -16,6 +18,7 @@
 pub mod args;
 pub mod error;
 pub mod fence;
+pub mod gate;
 pub mod lease;
 pub mod names;
 pub mod owner;
@@ -25,6 +28,7 @@ pub mod scripts;
 pub mod store;
 
 pub use error::{Error, ErrorKind, Result};
+pub use gate::WriteGate;
 pub use lease::LeaseState;
 pub use names::LockNames;
 pub use owner::{ClientId, OwnerId};

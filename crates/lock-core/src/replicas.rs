@@ -173,11 +173,12 @@ impl LockStore {
                 (&*scripts::FENCED_ACQUIRE, to_keys(keys), to_values(args))
             }
         };
+        let budget = self.write_budget(names.key()).await?;
         let (reply, acknowledged): (Vec<i64>, _) = match spec.sync {
-            None => (script.run(self.client(), names.key(), self.command_timeout(), keys, args).await?, None),
+            None => (script.run(self.client(), names.key(), budget, keys, args).await?, None),
             Some(sync) => {
                 let (reply, waited) =
-                    run_then_wait(script, self.client(), names.key(), self.command_timeout(), keys, args, sync).await?;
+                    run_then_wait(script, self.client(), names.key(), budget, keys, args, sync).await?;
                 (reply, Some(waited))
             }
         };

@@ -25,6 +25,8 @@ pub static RELEASE: LazyLock<LuaScript> = lua!("release.lua");
 pub static FORCE_RELEASE: LazyLock<LuaScript> = lua!("force_release.lua");
 /// `renew_batch.lua`: extend many leases whose owner fields still exist.
 pub static RENEW_BATCH: LazyLock<LuaScript> = lua!("renew_batch.lua");
+/// `verify_batch.lua`: check, read-only, that many owner fields still exist.
+pub static VERIFY_BATCH: LazyLock<LuaScript> = lua!("verify_batch.lua");
 /// `simple_acquire.lua`: the minimal lock's `SET NX PX`.
 pub static SIMPLE_ACQUIRE: LazyLock<LuaScript> = lua!("simple_acquire.lua");
 /// `simple_release.lua`: the minimal lock's compare-and-delete.
@@ -44,12 +46,13 @@ pub static FAIR_RELEASE: LazyLock<LuaScript> = lua!("fair_release.lua");
 pub static FAIR_FORCE_RELEASE: LazyLock<LuaScript> = lua!("fair_force_release.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 11] {
+pub fn all() -> [&'static LuaScript; 12] {
     [
         &ACQUIRE,
         &RELEASE,
         &FORCE_RELEASE,
         &RENEW_BATCH,
+        &VERIFY_BATCH,
         &SIMPLE_ACQUIRE,
         &SIMPLE_RELEASE,
         &FENCED_ACQUIRE,

@@ -10,6 +10,7 @@ use fred::prelude::{Client, HashesInterface, KeysInterface};
 use fred::types::{Key, Value};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::gate::WriteGate;
 use crate::names::{LockNames, UNLOCK_MESSAGE};
 use crate::owner::OwnerId;
 use crate::scripts;
@@ -63,6 +64,9 @@ pub struct LockStore {
     /// Whether every last release publishes the unlock message, for Redisson waiters
     /// (`release.lua`, ARGV[8]); when `false`, only a release a leasehold waiter flagged.
     redisson_waiters: bool,
+    /// Through Sentinel: the gate every lock write waits at while a switch of primary
+    /// is followed ([`LockStore::with_write_gate`]).
+    gate: Option<WriteGate>,
 }
 
 /// The scripts' publish command with classic pub/sub.
@@ -104,7 +108,47 @@ pub(crate) fn fair_keys(names: &LockNames) -> Vec<String> {
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
     pub fn new(client: Client, command_timeout: Duration) -> Self {
-        LockStore { client, command_timeout, always_read_queue: false, publish: PUBLISH, redisson_waiters: true }
+        LockStore {
+            client,
+            command_timeout,
+            always_read_queue: false,
+            publish: PUBLISH,
+            redisson_waiters: true,
+            gate: None,
+        }
+    }
+
+    /// Makes every lock write (acquire, release, renewal, the check after a reconnect,
+    /// force-release, the simple lock's scripts, fenced writes) wait at `gate` while it
+    /// is closed, before the command is handed to fred: the time waited counts in the
+    /// call's command timeout, and a gate still closed when it runs out fails the call
+    /// with an [`ErrorKind::Connection`] error that [`Error::is_not_sent`]. Reads
+    /// (`EXISTS`, `HGET`, `PTTL`, `GET`) do not wait.
+    #[must_use]
+    pub fn with_write_gate(mut self, gate: WriteGate) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Waits at the write gate, if there is one and it is closed, and returns how long
+    /// the write may still take: the command timeout less the time waited.
+    ///
+    /// # Errors
+    /// An unsent [`ErrorKind::Connection`] error when the gate did not open within the
+    /// command timeout.
+    pub(crate) async fn write_budget(&self, key: &str) -> Result<Duration> {
+        let Some(gate) = self.gate.as_ref().filter(|gate| !gate.is_open()) else { return Ok(self.command_timeout) };
+        let started = tokio::time::Instant::now();
+        let opened = gate.wait_open(self.command_timeout).await;
+        let left = self.command_timeout.saturating_sub(started.elapsed());
+        if !opened || left.is_zero() {
+            return Err(Error::unsent(
+                ErrorKind::Connection,
+                "the client is still switching to the new primary the sentinels announced: not sent",
+            )
+            .with_key(key));
+        }
+        Ok(left)
     }
 
     /// Makes the scripts publish with `SPUBLISH` (sharded pub/sub; `true`) or `PUBLISH`
@@ -200,7 +244,8 @@ impl LockStore {
         queue_keepalive_ms: Option<u64>,
     ) -> Result<Acquire> {
         let build = || acquire_args(names, owner, lease_ms, target, queue_keepalive_ms, self.publish);
-        let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
+        let budget = self.write_budget(names.key()).await?;
+        let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), budget, build).await?;
         acquire_from_reply("acquire.lua", names, &reply)
     }
 
@@ -241,7 +286,8 @@ impl LockStore {
             ];
             (keys, args)
         };
-        let reply: i64 = scripts::RELEASE.run_with(&self.client, names.key(), self.command_timeout, build).await?;
+        let budget = self.write_budget(names.key()).await?;
+        let reply: i64 = scripts::RELEASE.run_with(&self.client, names.key(), budget, build).await?;
         Ok(release_from_reply(reply))
     }
 
@@ -265,8 +311,8 @@ impl LockStore {
             UNLOCK_MESSAGE.to_owned(),
             self.publish.to_owned(),
         ];
-        let reply: i64 =
-            scripts::FAIR_RELEASE.run(&self.client, names.key(), self.command_timeout, fair_keys(names), args).await?;
+        let budget = self.write_budget(names.key()).await?;
+        let reply: i64 = scripts::FAIR_RELEASE.run(&self.client, names.key(), budget, fair_keys(names), args).await?;
         Ok(release_from_reply(reply))
     }
 
@@ -281,11 +327,12 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn fair_force_release(&self, names: &LockNames) -> Result<bool> {
+        let budget = self.write_budget(names.key()).await?;
         let reply: i64 = scripts::FAIR_FORCE_RELEASE
             .run(
                 &self.client,
                 names.key(),
-                self.command_timeout,
+                budget,
                 fair_keys(names),
                 vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
             )
@@ -304,14 +351,9 @@ impl LockStore {
     /// only its answer is lost.
     pub async fn force_release(&self, names: &LockNames) -> Result<bool> {
         let keys = vec![names.key().to_owned(), names.channel().to_owned()];
+        let budget = self.write_budget(names.key()).await?;
         let reply: i64 = scripts::FORCE_RELEASE
-            .run(
-                &self.client,
-                names.key(),
-                self.command_timeout,
-                keys,
-                vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
-            )
+            .run(&self.client, names.key(), budget, keys, vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()])
             .await?;
         Ok(reply == 1)
     }
@@ -334,8 +376,8 @@ impl LockStore {
         let mut args = Vec::with_capacity(holds.len() + 1);
         args.push(lease_ms.to_string());
         args.extend(holds.iter().map(|(_, owner)| (*owner).to_owned()));
-        let reply: Vec<i64> =
-            scripts::RENEW_BATCH.run(&self.client, first_key, self.command_timeout, keys, args).await?;
+        let budget = self.write_budget(first_key).await?;
+        let reply: Vec<i64> = scripts::RENEW_BATCH.run(&self.client, first_key, budget, keys, args).await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 ErrorKind::Redis,
@@ -343,6 +385,34 @@ impl LockStore {
             ));
         }
         Ok(reply.into_iter().map(|renewed| renewed == 1).collect())
+    }
+
+    /// Runs `verify_batch.lua` for `holds` (lock key, owner): returns, per hold in
+    /// order, `true` if its owner field exists and `false` if it is gone. Read-only: no
+    /// TTL is touched, so checking a fixed-lease hold never extends it.
+    ///
+    /// In a cluster every key of one call must be in one hash slot; the watchdog groups
+    /// them.
+    ///
+    /// # Errors
+    /// Timeouts and connection errors; then nothing is known about any hold of the batch.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn verify_batch(&self, holds: &[(&str, &str)]) -> Result<Vec<bool>> {
+        let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
+        let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
+        let args: Vec<String> = holds.iter().map(|(_, owner)| (*owner).to_owned()).collect();
+        // Read-only, but it must read the new primary after a switch, not the old one.
+        let budget = self.write_budget(first_key).await?;
+        let reply: Vec<i64> = scripts::VERIFY_BATCH.run(&self.client, first_key, budget, keys, args).await?;
+        if reply.len() != holds.len() {
+            return Err(Error::new(
+                ErrorKind::Redis,
+                format!("verify_batch.lua answered {} results for {} keys", reply.len(), holds.len()),
+            ));
+        }
+        Ok(reply.into_iter().map(|found| found == 1).collect())
     }
 
     /// Runs `simple_acquire.lua`: `SET key owner NX PX lease`. Returns `None` when
@@ -355,14 +425,9 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn simple_acquire(&self, key: &str, owner: &OwnerId, lease_ms: u64) -> Result<Option<Option<Duration>>> {
+        let budget = self.write_budget(key).await?;
         let reply: Option<i64> = scripts::SIMPLE_ACQUIRE
-            .run(
-                &self.client,
-                key,
-                self.command_timeout,
-                vec![key.to_owned()],
-                vec![owner.as_str().to_owned(), lease_ms.to_string()],
-            )
+            .run(&self.client, key, budget, vec![key.to_owned()], vec![owner.as_str().to_owned(), lease_ms.to_string()])
             .await?;
         Ok(reply.map(pttl_from_reply))
     }
@@ -377,8 +442,9 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn simple_release(&self, key: &str, owner: &OwnerId) -> Result<bool> {
+        let budget = self.write_budget(key).await?;
         let reply: i64 = scripts::SIMPLE_RELEASE
-            .run(&self.client, key, self.command_timeout, vec![key.to_owned()], vec![owner.as_str().to_owned()])
+            .run(&self.client, key, budget, vec![key.to_owned()], vec![owner.as_str().to_owned()])
             .await?;
         Ok(reply == 1)
     }

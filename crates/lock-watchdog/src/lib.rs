@@ -11,6 +11,11 @@
 //!   never renewed again. A failed call (timeout, connection) is retried every
 //!   `retry_interval` until the hold's local deadline, computed from when the last
 //!   successful renewal was *sent*; past it, the hold is marked lost.
+//! - Every held lock, fixed lease included, is also [`Watchdog::track`]ed: after each
+//!   reconnect ([`Watchdog::renew_now`], [`Watchdog::renew_on_each`]) the owner fields of
+//!   the tracked holds that the watchdog does not renew are checked with
+//!   `verify_batch.lua`, read-only (a fixed lease is never extended), and a hold whose
+//!   owner field is gone is marked lost.
 //! - The scheduler task holds only a `Weak` reference and ends when the `Watchdog` is
 //!   dropped (bb8's reaper pattern).
 
@@ -18,4 +23,4 @@ mod renewer;
 mod scheduler;
 
 pub use renewer::Renewer;
-pub use scheduler::{Renewal, Watchdog, WatchdogConfig, WatchdogStats};
+pub use scheduler::{Renewal, Tracking, Watchdog, WatchdogConfig, WatchdogStats};

@@ -4,19 +4,29 @@ use std::future::Future;
 
 use lock_core::{LockStore, Result};
 
-/// Renews one batch of holds: `(lock key, owner field)` pairs, all with one lease.
-/// Answers, per hold in order, `true` if extended and `false` if the owner field is gone.
+/// Renews one batch of holds, or checks it: `(lock key, owner field)` pairs. Answers, per
+/// hold in order, `true` if the owner field exists (and, for a renewal, the lease was
+/// extended) and `false` if it is gone.
 ///
-/// [`LockStore`] implements it with `renew_batch.lua`; the scheduler's unit tests use an
-/// in-memory one to check timing logic under paused time.
+/// [`LockStore`] implements it with `renew_batch.lua` and `verify_batch.lua`; the
+/// scheduler's unit tests use an in-memory one to check timing logic under paused time.
 pub trait Renewer: Clone + Send + Sync + 'static {
     /// Renews `holds` to `lease_ms`.
     fn renew(&self, holds: Vec<(String, String)>, lease_ms: u64) -> impl Future<Output = Result<Vec<bool>>> + Send;
+
+    /// Checks that the owner field of each of `holds` still exists, writing nothing: a
+    /// check must never extend a lease.
+    fn verify(&self, holds: Vec<(String, String)>) -> impl Future<Output = Result<Vec<bool>>> + Send;
 }
 
 impl Renewer for LockStore {
     async fn renew(&self, holds: Vec<(String, String)>, lease_ms: u64) -> Result<Vec<bool>> {
         let pairs: Vec<(&str, &str)> = holds.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
         self.renew_batch(&pairs, lease_ms).await
+    }
+
+    async fn verify(&self, holds: Vec<(String, String)>) -> Result<Vec<bool>> {
+        let pairs: Vec<(&str, &str)> = holds.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
+        self.verify_batch(&pairs).await
     }
 }

@@ -1,6 +1,7 @@
-//! The renewal scheduler: one task per client, one entry per held lock.
+//! The renewal scheduler: one task per client, one entry per held lock; and the
+//! read-only check of every tracked hold after a reconnect.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -59,6 +60,12 @@ pub struct WatchdogStats {
     pub failed_calls: u64,
     /// Holds found lost (owner gone, or deadline passed while renewals failed).
     pub lost: u64,
+    /// Holds tracked now ([`Watchdog::track`]): checked after each reconnect.
+    pub tracked: usize,
+    /// `verify_batch` calls made (the checks after reconnects).
+    pub checks: u64,
+    /// Check calls that failed (timeout, connection); their holds are checked again.
+    pub failed_checks: u64,
 }
 
 /// One scheduler per client.
@@ -72,11 +79,16 @@ struct Shared {
     config: WatchdogConfig,
     lease_ms: u64,
     entries: Mutex<HashMap<u64, Entry>>,
+    /// The holds checked (never renewed) after each reconnect. Never locked while
+    /// `entries` is.
+    tracked: Mutex<HashMap<u64, Tracked>>,
     next_id: AtomicU64,
     /// In an `Arc` so the idle scheduler can wait on it without keeping `Shared` alive.
     registered: Arc<Notify>,
     /// Asks for a full round now (after a reconnect). In an `Arc` for the same reason.
     kick: Arc<Notify>,
+    /// Asks for a check of every tracked hold now (after a reconnect).
+    check_kick: Arc<Notify>,
     /// Kept so that every helper task can stop with the watchdog.
     shutdown_rx: watch::Receiver<()>,
     stats: Counters,
@@ -89,6 +101,8 @@ struct Counters {
     calls: AtomicU64,
     failed_calls: AtomicU64,
     lost: AtomicU64,
+    checks: AtomicU64,
+    failed_checks: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -125,8 +139,43 @@ impl Renewal {
     }
 }
 
+#[derive(Debug)]
+struct Tracked {
+    key: Arc<str>,
+    owner: OwnerId,
+    lease: Weak<LeaseState>,
+    /// A check was asked for (a reconnect) and has not been answered yet.
+    pending: bool,
+}
+
+/// A tracked hold ([`Watchdog::track`]): checked, read-only, after every reconnect.
+/// Dropping it stops the tracking at once (a check already in flight may still land;
+/// its answer is then ignored).
+#[derive(Debug)]
+#[must_use = "the hold is no longer tracked once the Tracking is dropped"]
+pub struct Tracking {
+    shared: Weak<Shared>,
+    id: u64,
+}
+
+impl Drop for Tracking {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.tracked.lock().remove(&self.id);
+        }
+    }
+}
+
+impl Tracking {
+    /// `true` while the watchdog tracks this hold (not found lost, watchdog alive).
+    pub fn is_active(&self) -> bool {
+        self.shared.upgrade().is_some_and(|shared| shared.tracked.lock().contains_key(&self.id))
+    }
+}
+
 impl Watchdog {
-    /// Starts the scheduler task on the current tokio runtime.
+    /// Starts the scheduler task on the current tokio runtime (one task: the renewal
+    /// rounds and the checks after reconnects run in it side by side).
     ///
     /// # Panics
     /// Outside a tokio runtime, or when `config.timeout` is under 3 ms (callers validate
@@ -140,14 +189,20 @@ impl Watchdog {
             config,
             lease_ms,
             entries: Mutex::new(HashMap::new()),
+            tracked: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             registered: Arc::new(Notify::new()),
             kick: Arc::new(Notify::new()),
+            check_kick: Arc::new(Notify::new()),
             shutdown_rx: shutdown_rx.clone(),
             stats: Counters::default(),
             _shutdown: shutdown_tx,
         });
-        tokio::spawn(run(Arc::downgrade(&shared), renewer, shutdown_rx));
+        let weak = Arc::downgrade(&shared);
+        tokio::spawn(async move {
+            // One task and one renewer handle for both loops; each ends at shutdown.
+            tokio::join!(run(weak.clone(), &renewer, shutdown_rx.clone()), run_checks(weak, &renewer, shutdown_rx));
+        });
         Watchdog { shared }
     }
 
@@ -172,11 +227,28 @@ impl Watchdog {
         Renewal { shared: Arc::downgrade(&self.shared), id }
     }
 
-    /// Runs a full renewal round now rather than at the next period. Call it when the
-    /// server may have lost locks (a reconnect): holders whose lock is gone hear
-    /// `lost()` within a round trip. Does nothing while nothing is registered.
+    /// Tracks a held lock that the watchdog does not renew (a fixed lease): nothing is
+    /// sent for it periodically, but after every reconnect ([`Watchdog::renew_now`]) its
+    /// owner field is checked, read-only (`verify_batch.lua`: its TTL is never
+    /// touched), and if it is gone `lease` is marked lost. A hold both tracked and
+    /// registered is checked by its renewal instead. Tracking stops when the returned
+    /// [`Tracking`] is dropped or the hold is found lost.
+    pub fn track(&self, key: Arc<str>, owner: OwnerId, lease: &Arc<LeaseState>) -> Tracking {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let tracked = Tracked { key, owner, lease: Arc::downgrade(lease), pending: false };
+        self.shared.tracked.lock().insert(id, tracked);
+        Tracking { shared: Arc::downgrade(&self.shared), id }
+    }
+
+    /// Runs a full renewal round now rather than at the next period, and checks every
+    /// tracked hold ([`Watchdog::track`]). Call it when the server may have lost locks
+    /// (a reconnect, a failover): holders whose lock is gone hear `lost()` within a
+    /// round trip. A check that fails (timeout, connection) is sent again every
+    /// [`WatchdogConfig::retry_interval`] until it is answered or the hold's lease
+    /// deadline passes. Does nothing while nothing is registered or tracked.
     pub fn renew_now(&self) {
         self.shared.kick.notify_one();
+        self.shared.check_kick.notify_one();
     }
 
     /// Calls [`Watchdog::renew_now`] on every event of `events` (fred's
@@ -186,13 +258,17 @@ impl Watchdog {
     /// Outside a tokio runtime.
     pub fn renew_on_each<T: Clone + Send + 'static>(&self, mut events: broadcast::Receiver<T>) {
         let kick = Arc::clone(&self.shared.kick);
+        let check_kick = Arc::clone(&self.shared.check_kick);
         let mut shutdown = self.shared.shutdown_rx.clone();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = shutdown.changed() => return,
                     event = events.recv() => match event {
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => kick.notify_one(),
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            kick.notify_one();
+                            check_kick.notify_one();
+                        }
                         Err(broadcast::error::RecvError::Closed) => return,
                     },
                 }
@@ -209,6 +285,9 @@ impl Watchdog {
             calls: c.calls.load(Ordering::Relaxed),
             failed_calls: c.failed_calls.load(Ordering::Relaxed),
             lost: c.lost.load(Ordering::Relaxed),
+            tracked: self.shared.tracked.lock().len(),
+            checks: c.checks.load(Ordering::Relaxed),
+            failed_checks: c.failed_checks.load(Ordering::Relaxed),
         }
     }
 }
@@ -216,7 +295,7 @@ impl Watchdog {
 /// One hold in one round: its entry id and what to send.
 type Job = (u64, String, String);
 
-async fn run<R: Renewer>(weak: Weak<Shared>, renewer: R, mut shutdown: watch::Receiver<()>) {
+async fn run<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: watch::Receiver<()>) {
     let Some((period, registered, kick)) =
         weak.upgrade().map(|s| (s.config.period(), Arc::clone(&s.registered), Arc::clone(&s.kick)))
     else {
@@ -270,7 +349,7 @@ async fn run<R: Renewer>(weak: Weak<Shared>, renewer: R, mut shutdown: watch::Re
             }
         }
         let Some(shared) = weak.upgrade() else { return };
-        let any_failing = round(&shared, &renewer, full_round).await;
+        let any_failing = round(&shared, renewer, full_round).await;
         retry_at = any_failing.then(|| Instant::now() + shared.config.retry_interval());
     }
 }
@@ -347,6 +426,127 @@ fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Re
                 } else {
                     entry.failing = true;
                 }
+            }
+        }
+    }
+}
+
+/// The checks of tracked holds: after each kick (a reconnect) every tracked hold is
+/// checked once; checks that failed are sent again every `retry_interval` until answered
+/// (or the hold's deadline passed). Holds only while it checks, never while it waits.
+async fn run_checks<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: watch::Receiver<()>) {
+    let Some((kick, retry_interval)) = weak.upgrade().map(|s| (Arc::clone(&s.check_kick), s.config.retry_interval()))
+    else {
+        return;
+    };
+    let mut kicked = false;
+    loop {
+        if !kicked {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                () = kick.notified() => {}
+            }
+        }
+        kicked = false;
+        {
+            let Some(shared) = weak.upgrade() else { return };
+            for tracked in shared.tracked.lock().values_mut() {
+                tracked.pending = true;
+            }
+        }
+        loop {
+            let Some(shared) = weak.upgrade() else { return };
+            let pending = check_round(&shared, renewer).await;
+            drop(shared);
+            if !pending {
+                break;
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                () = tokio::time::sleep(retry_interval) => {}
+                () = kick.notified() => {
+                    // Another reconnect: check every tracked hold again.
+                    kicked = true;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Checks every pending tracked hold, in batches grouped as renewals are. Returns whether
+/// any is still pending (its check failed).
+async fn check_round<R: Renewer>(shared: &Arc<Shared>, renewer: &R) -> bool {
+    // A hold the watchdog also renews is checked by the renewal round of the same kick.
+    let renewed: HashSet<usize> = shared.entries.lock().values().map(|e| e.lease.as_ptr().addr()).collect();
+    let jobs: Vec<Job> = {
+        let mut tracked = shared.tracked.lock();
+        tracked.retain(|_, t| t.lease.strong_count() > 0);
+        tracked
+            .iter_mut()
+            .filter(|(_, t)| t.pending)
+            .filter_map(|(id, t)| {
+                let skip = renewed.contains(&t.lease.as_ptr().addr())
+                    || t.lease.upgrade().is_none_or(|lease| lease.is_marked_lost());
+                if skip {
+                    t.pending = false;
+                    return None;
+                }
+                Some((*id, t.key.to_string(), t.owner.as_str().to_owned()))
+            })
+            .collect()
+    };
+    if jobs.is_empty() {
+        return false;
+    }
+    let mut calls = JoinSet::new();
+    for batch in batches(jobs, &shared.config) {
+        let renewer = renewer.clone();
+        shared.stats.checks.fetch_add(1, Ordering::Relaxed);
+        calls.spawn(async move {
+            let holds: Vec<(String, String)> = batch.iter().map(|(_, k, o)| (k.clone(), o.clone())).collect();
+            let result = renewer.verify(holds).await;
+            (batch, result)
+        });
+    }
+    while let Some(joined) = calls.join_next().await {
+        let Ok((batch, result)) = joined else { continue };
+        apply_checks(shared, &batch, result);
+    }
+    shared.tracked.lock().values().any(|t| t.pending)
+}
+
+fn apply_checks(shared: &Shared, batch: &[Job], result: lock_core::Result<Vec<bool>>) {
+    let now = Instant::now();
+    let mut tracked = shared.tracked.lock();
+    match result {
+        Ok(found) => {
+            for ((id, key, _), found) in batch.iter().zip(found) {
+                // Tracking stopped meanwhile (unlocked): left alone.
+                let Some(entry) = tracked.get_mut(id) else { continue };
+                let Some(lease) = entry.lease.upgrade() else {
+                    tracked.remove(id);
+                    continue;
+                };
+                if found {
+                    // Nothing else: a check extends nothing, not even the local deadline.
+                    entry.pending = false;
+                } else {
+                    tracked.remove(id);
+                    if lease.mark_lost() {
+                        shared.stats.lost.fetch_add(1, Ordering::Relaxed);
+                    }
+                    tracing::warn!(key = %key, "lock lost: its owner field is gone after a reconnect");
+                }
+            }
+        }
+        Err(error) => {
+            shared.stats.failed_checks.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%error, holds = batch.len(), "check after a reconnect failed; will retry");
+            for (id, _, _) in batch {
+                let Some(entry) = tracked.get_mut(id) else { continue };
+                // Past its deadline the hold's `lost()` has fired already: nothing to check.
+                entry.pending = entry.lease.upgrade().is_some_and(|lease| now < lease.expires_at());
             }
         }
     }

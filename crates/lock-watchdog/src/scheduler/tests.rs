@@ -43,6 +43,8 @@ impl Call {
 #[derive(Debug, Default)]
 struct FakeState {
     calls: Vec<Call>,
+    /// The `verify` calls, apart from the renewals (`lease_ms` 0).
+    checks: Vec<Call>,
     /// Keys whose owner field is "gone": answered `false`.
     gone: HashSet<String>,
     /// Calls fail with a connection error while set.
@@ -64,6 +66,10 @@ impl FakeRenewer {
 
     fn call_count(&self) -> usize {
         self.state.lock().calls.len()
+    }
+
+    fn checks(&self) -> Vec<Call> {
+        self.state.lock().checks.clone()
     }
 
     /// Offsets from `t0`, in ms, of every call made.
@@ -101,6 +107,24 @@ impl Renewer for FakeRenewer {
                 Ok(holds.iter().map(|(key, _)| !state.gone.contains(key)).collect())
             };
             state.calls.push(Call { at: Instant::now(), holds, lease_ms, failed });
+            (state.delay, result)
+        };
+        if !delay.is_zero() {
+            sleep(delay).await;
+        }
+        result
+    }
+
+    async fn verify(&self, holds: Vec<(String, String)>) -> lock_core::Result<Vec<bool>> {
+        let (delay, result) = {
+            let mut state = self.state.lock();
+            let failed = state.fail;
+            let result = if failed {
+                Err(Error::new(ErrorKind::Connection, "fake renewer: connection refused"))
+            } else {
+                Ok(holds.iter().map(|(key, _)| !state.gone.contains(key)).collect())
+            };
+            state.checks.push(Call { at: Instant::now(), holds, lease_ms: 0, failed });
             (state.delay, result)
         };
         if !delay.is_zero() {
@@ -622,4 +646,109 @@ async fn renew_on_each_forwards_events_and_ends_with_the_watchdog() {
     drop(watchdog);
     sleep_until(t0 + ms(600)).await;
     assert_eq!(events.receiver_count(), 0, "the forwarding task ended with the watchdog");
+}
+
+// Tracked holds (fixed leases): checked after reconnects, never renewed.
+
+fn tracked(watchdog: &Watchdog, key: &str, lease: Duration) -> (Arc<LeaseState>, Tracking) {
+    let lease = Arc::new(LeaseState::new(Instant::now() + lease));
+    let tracking = watchdog.track(Arc::from(key), OwnerId::from_raw(&owner_of(key)), &lease);
+    (lease, tracking)
+}
+
+/// A tracked hold is never sent periodically; `renew_now` checks it once (its deadline
+/// untouched), and a hold whose owner is gone is marked lost at once.
+#[tokio::test(start_paused = true)]
+async fn tracked_holds_are_checked_once_per_kick_and_never_extended() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(300), 100));
+    let t0 = Instant::now();
+    let (kept, _kept_tracking) = tracked(&watchdog, "fixed-a", ms(5_000));
+    let (gone, gone_tracking) = tracked(&watchdog, "fixed-b", ms(5_000));
+    assert_eq!(watchdog.stats().tracked, 2);
+    sleep_until(t0 + ms(1_000)).await;
+    assert_eq!(fake.call_count(), 0, "no renewal for tracked holds");
+    assert!(fake.checks().is_empty(), "no check without a reconnect");
+
+    fake.set_gone("fixed-b");
+    watchdog.renew_now();
+    sleep_until(t0 + ms(1_001)).await;
+    let checks = fake.checks();
+    assert_eq!(checks.len(), 1, "one batch for both");
+    assert!(checks[0].has("fixed-a") && checks[0].has("fixed-b"));
+    assert!(gone.is_marked_lost(), "the gone hold is lost right after the kick");
+    assert!(!gone_tracking.is_active());
+    assert!(!kept.is_lost());
+    assert_eq!(kept.expires_at(), t0 + ms(5_000), "a check never extends a fixed lease");
+    sleep_until(t0 + ms(3_000)).await;
+    assert_eq!(fake.checks().len(), 1, "checked once: no retries after an answer");
+    let stats = watchdog.stats();
+    assert_eq!((stats.tracked, stats.lost, stats.checks, stats.registered), (1, 1, 1, 0));
+}
+
+/// A failed check is sent again every retry interval until it is answered; once the
+/// hold's deadline has passed it is no longer checked (its `lost()` fired on its own),
+/// and it is not marked lost by the failures.
+#[tokio::test(start_paused = true)]
+async fn failed_checks_are_retried_until_answered_or_the_deadline() {
+    let fake = FakeRenewer::default();
+    let cfg = config(ms(300), 100);
+    let retry = cfg.retry_interval();
+    let watchdog = Watchdog::start(fake.clone(), cfg);
+    let t0 = Instant::now();
+    let (lease, _tracking) = tracked(&watchdog, "fixed-a", ms(500));
+    fake.set_fail(true);
+    watchdog.renew_now();
+    sleep_until(t0 + ms(200)).await;
+    fake.set_fail(false);
+    sleep_until(t0 + ms(200) + retry + ms(1)).await;
+    let checks: Vec<u64> = fake.checks().iter().map(|c| ms_since(t0, c.at)).collect();
+    assert!(checks.len() >= 3, "retried every {retry:?}: {checks:?}");
+    assert!(checks.windows(2).all(|w| w[1] - w[0] == ms_since(t0, t0 + retry)), "{checks:?}");
+    assert!(!fake.checks().last().expect("a check").failed, "the last one was answered");
+    let answered = fake.checks().len();
+    sleep_until(t0 + ms(400)).await;
+    assert_eq!(fake.checks().len(), answered, "no more checks once answered");
+    assert!(!lease.is_marked_lost());
+
+    // Failing past the deadline: checks stop at the deadline, the hold is not marked lost.
+    fake.set_fail(true);
+    watchdog.renew_now();
+    sleep_until(t0 + ms(2_000)).await;
+    let last = fake.checks().last().map(|c| ms_since(t0, c.at)).expect("checks");
+    assert!(last <= 500 + ms_since(t0, t0 + retry), "no check long after the deadline: {last} ms");
+    assert!(lease.is_lost() && !lease.is_marked_lost());
+    assert!(watchdog.stats().failed_checks >= 2);
+}
+
+/// A tracked hold that the watchdog also renews is checked by the renewal (one call per
+/// kick, not two), and dropping a `Tracking` stops its checks.
+#[tokio::test(start_paused = true)]
+async fn renewed_holds_are_not_checked_twice_and_dropped_trackings_stop() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(30_000), 100));
+    let t0 = Instant::now();
+    let (lease, renewal) = hold(&watchdog, "both");
+    let tracking = watchdog.track(Arc::from("both"), OwnerId::from_raw(&owner_of("both")), &lease);
+    let (_other, other_tracking) = tracked(&watchdog, "fixed", ms(20_000));
+    watchdog.renew_now();
+    sleep_until(t0 + ms(1)).await;
+    assert_eq!(fake.call_count(), 1, "the renewal round ran");
+    assert!(fake.calls()[0].has("both"));
+    let checks = fake.checks();
+    assert_eq!(checks.len(), 1);
+    assert!(checks[0].has("fixed") && !checks[0].has("both"), "{:?}", checks[0].holds);
+
+    drop(other_tracking);
+    drop(renewal);
+    watchdog.renew_now();
+    sleep_until(t0 + ms(2)).await;
+    let checks = fake.checks();
+    assert_eq!(checks.len(), 2, "the renewal gone, the tracked hold is checked itself");
+    assert!(checks[1].has("both") && !checks[1].has("fixed"), "{:?}", checks[1].holds);
+    drop(tracking);
+    assert_eq!(watchdog.stats().tracked, 0);
+    watchdog.renew_now();
+    sleep_until(t0 + ms(3)).await;
+    assert_eq!(fake.checks().len(), 2, "nothing tracked: nothing checked");
 }
