@@ -1,4 +1,8 @@
 //! Faults that a server alone cannot make: lost replies, added latency, a stalled server.
+//!
+//! Standalone only, unlike the other suites (`docs/cluster.md` §4): every test here
+//! puts a [`Proxy`] in front of one server, and a cluster client goes around it to the
+//! node addresses `CLUSTER SLOTS` names.
 
 use std::time::{Duration, Instant};
 

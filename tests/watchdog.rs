@@ -1,27 +1,33 @@
 //! Watchdog mode: leases renewed while held, never after; the holder told when lost.
+//!
+//! Every test that can runs twice (`NAME::standalone`, `NAME::cluster`, see
+//! `both_topologies!`): on a private server and on the shared cluster, where every
+//! name has the test's prefix. The tests that restart the server or put a proxy in
+//! front of it run on the standalone server only.
 
 use std::time::{Duration, Instant};
 
 use leasehold::ErrorKind;
-use leasehold_tests::{client, client_with, pttl, raw, wait_until, HolderProcess, Monitor, Proxy, RedisServer};
+use leasehold_tests::{
+    both_topologies, client_with, pttl, wait_until, HolderProcess, Monitor, Proxy, RedisServer, RespValue, Topology,
+};
 
 const WATCHDOG: Duration = Duration::from_millis(300);
 const PERIOD: Duration = Duration::from_millis(100);
 
 /// Held for ten watchdog timeouts: still held and exclusive all along; after unlock the
 /// key is gone and stays gone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn renewed_for_ten_timeouts_then_gone_for_good() {
-    let server = RedisServer::start();
-    let client = client_with(&server.url(), WATCHDOG).await;
-    let lock = client.lock("renewed");
+async fn renewed_for_ten_timeouts_then_gone_for_good(t: &Topology) {
+    let client = t.client_with(WATCHDOG).await;
+    let name = t.name("renewed");
+    let lock = client.lock(&name);
     let guard = lock.lock().await.expect("lock");
     assert!(guard.is_watchdog() && guard.is_renewed());
-    let other = client.lock("renewed");
+    let other = client.lock(&name);
     let start = Instant::now();
     while start.elapsed() < WATCHDOG * 10 {
         assert!(other.try_lock().await.expect("other").is_none(), "other owner got in at {:?}", start.elapsed());
-        let ttl = pttl(&server, "renewed");
+        let ttl = t.pttl(&name);
         assert!(ttl > 0, "key expired at {:?}", start.elapsed());
         assert!(!guard.is_lost());
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -29,27 +35,32 @@ async fn renewed_for_ten_timeouts_then_gone_for_good() {
     assert!(client.watchdog_stats().calls >= 20, "renewed every period: {:?}", client.watchdog_stats());
     guard.unlock().await.expect("unlock");
     assert_eq!(client.watchdog_stats().registered, 0);
-    let monitor = Monitor::start(&server.addr());
-    // Three periods without any renewal touching the key.
+    let node = t.node_for(&name);
+    let monitor = Monitor::start(&node);
+    // Three periods without any renewal touching the key. (The PTTLs straight to the
+    // node: on a cluster, finding the node asks for the key's slot, which the monitor
+    // would see.)
+    let pttl = || leasehold_tests::raw_command(&node, &[b"PTTL", name.as_bytes()]);
     let quiet = Instant::now();
     while quiet.elapsed() < PERIOD * 3 {
-        assert_eq!(pttl(&server, "renewed"), -2);
+        assert_eq!(pttl(), RespValue::Integer(-2));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    monitor.sync(&server.addr());
+    monitor.sync(&node);
+    let quoted = format!("\"{name}\"");
     let touched: Vec<String> =
-        monitor.commands().into_iter().filter(|l| l.contains("\"renewed\"") && !l.contains("\"PTTL\"")).collect();
+        monitor.commands().into_iter().filter(|l| l.contains(&quoted) && !l.contains("\"PTTL\"")).collect();
     assert!(touched.is_empty(), "something touched the key after unlock: {touched:?}");
 }
+both_topologies!(renewed_for_ten_timeouts_then_gone_for_good);
 
 /// The key is deleted behind the holder's back: `lost()` fires within one period, and
 /// no renewal recreates it; unlock reports the loss.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleted_key_is_reported_lost_within_a_period() {
-    let server = RedisServer::start();
-    let client = client_with(&server.url(), WATCHDOG).await;
-    let guard = client.lock("deleted").lock().await.expect("lock");
-    raw(&server, &["DEL", "deleted"]);
+async fn deleted_key_is_reported_lost_within_a_period(t: &Topology) {
+    let client = t.client_with(WATCHDOG).await;
+    let name = t.name("deleted");
+    let guard = client.lock(&name).lock().await.expect("lock");
+    t.on_key(&name, &["DEL", &name]);
     let start = Instant::now();
     // One period plus generous slack for a loaded CI machine.
     tokio::time::timeout(PERIOD + Duration::from_millis(400), guard.lost()).await.expect("lost within one period");
@@ -57,29 +68,31 @@ async fn deleted_key_is_reported_lost_within_a_period() {
     assert!(start.elapsed() <= PERIOD + Duration::from_millis(400));
     assert_eq!(client.watchdog_stats().registered, 0, "a lost hold is never renewed again");
     tokio::time::sleep(PERIOD * 3).await;
-    assert_eq!(pttl(&server, "deleted"), -2, "nothing recreated the key");
+    assert_eq!(t.pttl(&name), -2, "nothing recreated the key");
     let err = guard.unlock().await.expect_err("lost");
     assert_eq!(err.kind(), ErrorKind::LockLost);
 }
+both_topologies!(deleted_key_is_reported_lost_within_a_period);
 
 /// Force-unlocked by another client: the holder learns it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn force_unlock_by_another_client_is_reported_lost() {
-    let server = RedisServer::start();
-    let holder = client_with(&server.url(), WATCHDOG).await;
-    let other = client(&server).await;
-    let guard = holder.lock("forced").lock().await.expect("lock");
-    assert!(other.lock("forced").force_unlock().await.expect("force"));
+async fn force_unlock_by_another_client_is_reported_lost(t: &Topology) {
+    let holder = t.client_with(WATCHDOG).await;
+    let other = t.client().await;
+    let name = t.name("forced");
+    let guard = holder.lock(&name).lock().await.expect("lock");
+    assert!(other.lock(&name).force_unlock().await.expect("force"));
     tokio::time::timeout(PERIOD + Duration::from_millis(400), guard.lost()).await.expect("lost");
-    let newer = other.lock("forced").try_lock().await.expect("try").expect("free after force unlock");
+    let newer = other.lock(&name).try_lock().await.expect("try").expect("free after force unlock");
     tokio::time::sleep(PERIOD * 2).await;
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
-    assert!(other.lock("forced").is_locked().await.expect("locked"), "new holder untouched");
+    assert!(other.lock(&name).is_locked().await.expect("locked"), "new holder untouched");
     newer.unlock().await.expect("unlock");
 }
+both_topologies!(force_unlock_by_another_client_is_reported_lost);
 
 /// Redis restarts without persistence while the lock is held: `lost()` fires and
-/// others can acquire.
+/// others can acquire. Standalone only (a restart on the shared cluster would take
+/// every other test's locks).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_restart_is_reported_lost() {
     let mut server = RedisServer::start();
@@ -95,71 +108,74 @@ async fn server_restart_is_reported_lost() {
 }
 
 /// A holder process killed with SIGKILL: the lock frees within the lease plus slack.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_holder_frees_the_lock_within_its_lease() {
-    let server = RedisServer::start();
+async fn killed_holder_frees_the_lock_within_its_lease(t: &Topology) {
     let lease = Duration::from_millis(1_000);
-    let (holder, owner) = HolderProcess::start(env!("CARGO_BIN_EXE_holder"), &server.url(), "killed", lease).await;
-    assert_eq!(raw(&server, &["HEXISTS", "killed", &owner]).as_int(), Some(1));
-    let client = client(&server).await;
+    let name = t.name("killed");
+    let (holder, owner) = HolderProcess::start(env!("CARGO_BIN_EXE_holder"), &t.url(), &name, lease).await;
+    assert_eq!(t.on_key(&name, &["HEXISTS", &name, &owner]).as_int(), Some(1));
+    let client = t.client().await;
     // Let a few renewals happen, proving the lock outlives its first lease.
     tokio::time::sleep(lease * 2).await;
-    assert_eq!(raw(&server, &["HEXISTS", "killed", &owner]).as_int(), Some(1), "renewed past its first lease");
+    assert_eq!(t.on_key(&name, &["HEXISTS", &name, &owner]).as_int(), Some(1), "renewed past its first lease");
     holder.signal("KILL");
     let killed_at = Instant::now();
-    let guard = client.lock("killed").lock_with_lease(Duration::from_secs(10)).await.expect("lock");
+    let guard = client.lock(&name).lock_with_lease(Duration::from_secs(10)).await.expect("lock");
     let freed = killed_at.elapsed();
     assert!(freed <= lease + Duration::from_millis(800), "freed after {freed:?}");
     assert!(freed >= lease / 3, "freed too early ({freed:?}): the lease was not renewed up to the kill");
     guard.unlock().await.expect("unlock");
 }
+both_topologies!(killed_holder_frees_the_lock_within_its_lease);
 
 /// A holder stopped past its lease (SIGSTOP), then resumed: another owner got the lock
 /// meanwhile; the resumed holder is told it is lost, and its unlock fails without
 /// touching the new holder.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stopped_holder_resumes_lost_and_cannot_unlock_the_new_holder() {
-    let server = RedisServer::start();
+async fn stopped_holder_resumes_lost_and_cannot_unlock_the_new_holder(t: &Topology) {
     let lease = Duration::from_millis(600);
-    let (mut holder, _) = HolderProcess::start(env!("CARGO_BIN_EXE_holder"), &server.url(), "stopped", lease).await;
-    let client = client(&server).await;
+    let name = t.name("stopped");
+    let (mut holder, _) = HolderProcess::start(env!("CARGO_BIN_EXE_holder"), &t.url(), &name, lease).await;
+    let client = t.client().await;
     holder.signal("STOP");
-    let lock = client.lock("stopped");
+    let lock = client.lock(&name);
     let guard =
         lock.try_lock_with(Duration::from_secs(5), Duration::from_secs(30)).await.expect("try").expect("got it");
-    let before = leasehold_tests::hgetall(&server, "stopped");
+    let before = t.hgetall(&name);
     holder.signal("CONT");
     assert_eq!(holder.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOST"));
     holder.send_unlock().await;
     let answer = holder.next_line(Duration::from_secs(5)).await.expect("unlock answer");
     assert!(answer == "UNLOCK ERR lock lost" || answer == "UNLOCK ERR not owner", "{answer}");
-    assert_eq!(leasehold_tests::hgetall(&server, "stopped"), before, "new holder untouched");
+    assert_eq!(t.hgetall(&name), before, "new holder untouched");
     assert!(lock.is_held().await.expect("held"));
     guard.unlock().await.expect("unlock");
 }
+both_topologies!(stopped_holder_resumes_lost_and_cannot_unlock_the_new_holder);
 
 /// A `lock()` cancelled mid-wait leaves no renewal entry and no held key.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lock_cancelled_mid_wait_leaves_nothing() {
-    let server = RedisServer::start();
-    let client = client_with(&server.url(), WATCHDOG).await;
-    let holder = client.lock("cancel").lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+async fn lock_cancelled_mid_wait_leaves_nothing(t: &Topology) {
+    let client = t.client_with(WATCHDOG).await;
+    let name = t.name("cancel");
+    let holder = client.lock(&name).lock_with_lease(Duration::from_secs(30)).await.expect("holder");
     let waiter = tokio::spawn({
         let client = client.clone();
-        async move { client.lock("cancel").lock().await.map(drop) }
+        let name = name.clone();
+        async move { client.lock(&name).lock().await.map(drop) }
     });
-    assert!(wait_until(Duration::from_secs(5), || client.local_waiters("cancel") == 1).await);
+    assert!(wait_until(Duration::from_secs(5), || client.local_waiters(&name) == 1).await);
     waiter.abort();
     assert!(waiter.await.expect_err("aborted").is_cancelled());
-    assert_eq!(client.local_waiters("cancel"), 0);
+    assert_eq!(client.local_waiters(&name), 0);
     holder.unlock().await.expect("unlock");
     tokio::time::sleep(PERIOD * 3).await;
     assert_eq!(client.watchdog_stats().registered, 0);
-    assert_eq!(pttl(&server, "cancel"), -2);
+    assert_eq!(t.pttl(&name), -2);
 }
+both_topologies!(lock_cancelled_mid_wait_leaves_nothing);
 
 /// A `lock()` cancelled while its acquire is in flight (slowed by a proxy): the hold it
-/// took on the server is given back; no renewal entry remains.
+/// took on the server is given back; no renewal entry remains. Standalone only: the
+/// proxy stands in front of one server, and a cluster client would go around it to the
+/// addresses `CLUSTER SLOTS` names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_cancelled_while_acquiring_gives_the_hold_back() {
     let server = RedisServer::start();
@@ -188,11 +204,10 @@ async fn lock_cancelled_while_acquiring_gives_the_hold_back() {
 
 /// Reentrant holds share one renewal: lock, lock, unlock → still renewed; unlock →
 /// renewal stops.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reentrant_holds_share_one_renewal() {
-    let server = RedisServer::start();
-    let client = client_with(&server.url(), WATCHDOG).await;
-    let lock = client.lock("shared-renewal");
+async fn reentrant_holds_share_one_renewal(t: &Topology) {
+    let client = t.client_with(WATCHDOG).await;
+    let name = t.name("shared-renewal");
+    let lock = client.lock(&name);
     let first = lock.lock().await.expect("first");
     let second = lock.lock().await.expect("second");
     assert_eq!(client.watchdog_stats().registered, 1, "one entry for both holds");
@@ -203,23 +218,24 @@ async fn reentrant_holds_share_one_renewal() {
     assert_eq!(lock.hold_count().await.expect("count"), 1);
     first.unlock().await.expect("unlock first");
     assert_eq!(client.watchdog_stats().registered, 0);
-    assert_eq!(pttl(&server, "shared-renewal"), -2);
+    assert_eq!(t.pttl(&name), -2);
 }
+both_topologies!(reentrant_holds_share_one_renewal);
 
 /// An explicit lease is never renewed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn explicit_lease_is_never_renewed() {
-    let server = RedisServer::start();
-    let client = client_with(&server.url(), WATCHDOG).await;
-    let guard = client.lock("fixed").lock_with_lease(Duration::from_millis(400)).await.expect("lock");
+async fn explicit_lease_is_never_renewed(t: &Topology) {
+    let client = t.client_with(WATCHDOG).await;
+    let name = t.name("fixed");
+    let guard = client.lock(&name).lock_with_lease(Duration::from_millis(400)).await.expect("lock");
     assert_eq!(client.watchdog_stats().registered, 0);
     assert!(!guard.is_renewed());
     tokio::time::timeout(Duration::from_secs(2), guard.lost()).await.expect("lost at the lease deadline");
-    assert!(wait_until(Duration::from_secs(2), || pttl(&server, "fixed") == -2).await);
+    assert!(wait_until(Duration::from_secs(2), || t.pttl(&name) == -2).await);
 }
+both_topologies!(explicit_lease_is_never_renewed);
 
 /// An `unlock()` cancelled mid-flight (slowed by a proxy) stops the renewal at once;
-/// the release already sent still applies.
+/// the release already sent still applies. Standalone only (the proxy, as above).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_unlock_leaves_no_renewal() {
     let server = RedisServer::start();
