@@ -423,3 +423,35 @@ macro_rules! both_topologies {
         }
     };
 }
+
+/// The end of a failover-during-contention test (`tests/cluster.rs`, `tests/sentinel.rs`):
+/// two holders of `holder` whose locks never reached the promoted replica, one renewed and
+/// one with a fixed lease, are told `lost()` within 5 s of `since` (the promotion or the
+/// announcement, named `event` in messages), the fixed lease by the watchdog's check
+/// after the reconnect; then every contending task finishes within 20 s.
+///
+/// # Panics
+/// When any of that does not happen.
+pub async fn assert_unreplicated_holders_told_and_no_waiter_stuck<T>(
+    since: std::time::Instant,
+    event: &str,
+    holder: &leasehold::Client,
+    guards: [(&str, &leasehold::LockGuard); 2],
+    tasks: Vec<tokio::task::JoinHandle<T>>,
+) {
+    for (what, guard) in guards {
+        tokio::time::timeout_at((since + Duration::from_secs(5)).into(), guard.lost())
+            .await
+            .unwrap_or_else(|_| panic!("the {what} holder was not told lost() within 5 s of the {event}"));
+        eprintln!("the {what} holder was told lost() {:?} after the {event}", since.elapsed());
+    }
+    let stats = holder.watchdog_stats();
+    assert!(stats.checks >= 1 && stats.lost >= 2, "the fixed lease was found gone by a check: {stats:?}");
+    tokio::time::timeout(Duration::from_secs(20), async {
+        for task in tasks {
+            task.await.expect("task");
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("a waiter is stuck after the {event}"));
+}
