@@ -465,7 +465,7 @@ async fn the_documented_acl_user_works_on_a_cluster_with_the_cluster_rules() {
     fenced_and_synced(&url, &format!("{prefix}order:4")).await.expect("fenced lock, fenced write, synced acquire");
 
     for addr in cluster.addrs() {
-        let denied = denied_objects_on(&cluster, &addr, &user);
+        let denied = denied_objects_on(cluster, &addr, &user);
         assert!(
             denied.iter().all(|o| FRED_CONNECT_EXTRAS.contains(&format!("+{o}").as_str())),
             "{addr} denied {denied:?}"
@@ -516,7 +516,7 @@ async fn every_cluster_rule_is_needed() {
         let outcome = cluster_wake_up(&url, &format!("{prefix}order")).await;
         let object = missing.trim_start_matches('+');
         let denied =
-            cluster.addrs().iter().any(|addr| denied_objects_on(&cluster, addr, &user).iter().any(|o| o == object));
+            cluster.addrs().iter().any(|addr| denied_objects_on(cluster, addr, &user).iter().any(|o| o == object));
         eprintln!("without {missing}: {outcome:?}, denied: {denied}");
         assert!(outcome.is_err() || denied, "{missing} looks unneeded: the wake-up worked and nothing was denied");
     }
