@@ -57,17 +57,6 @@
 --   WRONGTYPE   KEYS[1] exists and is not a Hash (or, for a waiting call, KEYS[2] is
 --               not a List or KEYS[3] not a Hash); nothing was written
 local queueing = ARGV[4] ~= '0'
-
--- Flags every holder of KEYS[1] (one, unless Redisson and leasehold disagree) as waited
--- for: see "The waiter flag" above.
-local function flag_holders()
-  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
-    if string.sub(field, -2) ~= ':w' then
-      redis.call('hset', KEYS[1], field .. ':w', 1)
-    end
-  end
-end
-
 local free = redis.call('exists', KEYS[1]) == 0
 if free and not queueing then
   redis.call('hset', KEYS[1], ARGV[2], 1)
@@ -140,7 +129,13 @@ redis.call('pexpire', KEYS[3], keepalive)
 local position = redis.call('lpos', KEYS[2], ARGV[2])
 
 if not free then
-  flag_holders()
+  -- Flag every holder (one, unless Redisson and leasehold disagree) as waited for: see
+  -- "The waiter flag" above.
+  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+    if string.sub(field, -2) ~= ':w' then
+      redis.call('hset', KEYS[1], field .. ':w', 1)
+    end
+  end
   return {0, redis.call('pttl', KEYS[1]), position}
 end
 -- Free, and another live waiter is first.

@@ -82,6 +82,16 @@ fn listed(reply: &RespValue, channel: &str) -> bool {
 }
 
 /// The release channel of a lock name without a hash tag.
+/// Waits for `lock` in a task (`lock()`, then `unlock()`), which answers when it got it.
+fn woken_at(lock: leasehold::Lock) -> tokio::task::JoinHandle<Instant> {
+    tokio::spawn(async move {
+        let guard = lock.lock().await.expect("waiter's lock");
+        let woken = Instant::now();
+        guard.unlock().await.expect("waiter's unlock");
+        woken
+    })
+}
+
 fn channel_of(name: &str) -> String {
     format!("redisson_lock__channel:{{{name}}}")
 }
@@ -102,12 +112,7 @@ async fn a_waiter_is_woken_by_a_release_on_another_node() {
     for (node, name) in &per_node {
         let guard = holder.lock(name).lock().await.expect("lock");
         let lock = waiter.lock(name);
-        let wait = tokio::spawn(async move {
-            let guard = lock.lock().await.expect("waiter's lock");
-            let woken = Instant::now();
-            guard.unlock().await.expect("waiter's unlock");
-            woken
-        });
+        let wait = woken_at(lock);
         let channel = channel_of(name);
         assert!(
             leasehold_tests::wait_until(Duration::from_secs(5), || {
@@ -247,12 +252,7 @@ async fn a_waiter_follows_its_locks_slot_to_another_node() {
     let target = cluster.primaries().into_iter().find(|p| *p != source).expect("another primary");
     let guard = holder.lock(name).lock().await.expect("lock");
     let lock = waiting.lock(name);
-    let wait = tokio::spawn(async move {
-        let guard = lock.lock().await.expect("waiter's lock");
-        let at = Instant::now();
-        guard.unlock().await.expect("waiter's unlock");
-        at
-    });
+    let wait = woken_at(lock);
     assert!(
         leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &source, &channel)).await,
         "subscribed on the source"
@@ -654,12 +654,7 @@ async fn a_waiter_follows_a_failover_of_its_shard() {
     let old = cluster.primary_for(name);
     let guard = holder.lock(name).lock().await.expect("lock");
     let lock = waiting.lock(name);
-    let wait = tokio::spawn(async move {
-        let guard = lock.lock().await.expect("waiter's lock");
-        let at = Instant::now();
-        guard.unlock().await.expect("waiter's unlock");
-        at
-    });
+    let wait = woken_at(lock);
     assert!(
         leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &old, &channel)).await,
         "subscribed on the primary"
@@ -707,12 +702,7 @@ async fn classic_pubsub_in_a_cluster_when_sharded_is_off() {
     for name in per_node.values() {
         let guard = holder.lock(name).lock().await.expect("lock");
         let lock = waiter.lock(name);
-        let wait = tokio::spawn(async move {
-            let guard = lock.lock().await.expect("waiter's lock");
-            let woken = Instant::now();
-            guard.unlock().await.expect("waiter's unlock");
-            woken
-        });
+        let wait = woken_at(lock);
         let channel = channel_of(name);
         assert!(
             leasehold_tests::wait_until(Duration::from_secs(5), || waiter.subscribed_channels().contains(&channel))

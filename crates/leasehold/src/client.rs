@@ -141,7 +141,7 @@ impl Client {
             }
         }
         let mode = pubsub_mode(&client, &config).await;
-        let client = Self::assemble(client, subscriber, config, false, mode, None, None);
+        let client = Self::assemble(client, subscriber, config, false, mode, None);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
@@ -174,10 +174,8 @@ impl Client {
             return Err(error);
         }
         let mode = pubsub_mode(&client, &config).await;
-        let gate = crate::sentinel::write_gate(&fred_config);
-        let sentinel =
-            crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout, gate.clone());
-        let client = Self::assemble(client, subscriber, config, true, mode, sentinel, gate);
+        let sentinel = crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
+        let client = Self::assemble(client, subscriber, config, true, mode, sentinel);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
@@ -189,7 +187,6 @@ impl Client {
         owns: bool,
         mode: PubsubMode,
         sentinel: Option<crate::sentinel::SentinelWatch>,
-        gate: Option<lock_core::WriteGate>,
     ) -> Client {
         let group_by_slot = client.is_clustered();
         let sharded = mode == PubsubMode::Sharded;
@@ -204,9 +201,9 @@ impl Client {
             .always_reading_queue(group_by_slot && !sharded)
             .sharded_pubsub(sharded)
             .redisson_waiters(config.redisson_waiters);
-        if let Some(gate) = gate {
+        if let Some(watch) = &sentinel {
             // Through Sentinel: lock writes wait while the watch follows a switch.
-            store = store.with_write_gate(gate);
+            store = store.with_write_gate(watch.gate().clone());
         }
         let mut watchdog_config = WatchdogConfig::default();
         watchdog_config.timeout = config.watchdog_timeout;

@@ -44,6 +44,15 @@ const FOLLOW_PAUSE: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub(crate) struct SentinelWatch {
     task: tokio::task::JoinHandle<()>,
+    /// Closed while a switch is followed; the client's lock writes wait at it.
+    gate: WriteGate,
+}
+
+impl SentinelWatch {
+    /// The gate this watch closes and opens, for the client's `LockStore`.
+    pub(crate) fn gate(&self) -> &WriteGate {
+        &self.gate
+    }
 }
 
 impl Drop for SentinelWatch {
@@ -53,25 +62,17 @@ impl Drop for SentinelWatch {
     }
 }
 
-/// The write gate for a client made from `config`: `Some` for a Sentinel configuration
-/// (which [`watch`] then closes and opens), `None` otherwise.
-pub(crate) fn write_gate(config: &Config) -> Option<WriteGate> {
-    matches!(config.server, ServerConfig::Sentinel { .. }).then(WriteGate::new)
-}
-
 /// Starts watching the sentinels of `config` for a switch of its service, if it is a
-/// Sentinel configuration and `gate` is given; `None` otherwise. On a switch, `gate` is
-/// closed, `client` and `subscriber` reconnect (to the new primary), and `gate` opens
-/// again once `client` is on the announced primary.
+/// Sentinel configuration; `None` otherwise. On a switch, the watch's gate
+/// ([`SentinelWatch::gate`]) is closed, `client` and `subscriber` reconnect (to the new
+/// primary), and the gate opens again once `client` is on the announced primary.
 pub(crate) fn watch(
     config: &Config,
     policy: &ReconnectPolicy,
     client: &FredClient,
     subscriber: &SubscriberClient,
     command_timeout: Duration,
-    gate: Option<WriteGate>,
 ) -> Option<SentinelWatch> {
-    let gate = gate?;
     let ServerConfig::Sentinel { hosts, service_name, .. } = &config.server else { return None };
     let hosts = hosts.clone();
     let service = service_name.clone();
@@ -82,6 +83,8 @@ pub(crate) fn watch(
     sentinel_config.password = None;
     let policy = policy.clone();
     let (client, subscriber) = (client.clone(), subscriber.clone());
+    let watch_gate = WriteGate::new();
+    let gate = watch_gate.clone();
     let task = tokio::spawn(async move {
         let mut next = 0usize;
         loop {
@@ -94,7 +97,7 @@ pub(crate) fn watch(
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     });
-    Some(SentinelWatch { task })
+    Some(SentinelWatch { task, gate: watch_gate })
 }
 
 /// Subscribes to one sentinel's `+switch-master` and, on each switch of `service`,

@@ -13,6 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::gate::WriteGate;
 use crate::names::{LockNames, UNLOCK_MESSAGE};
 use crate::owner::OwnerId;
+use crate::script::LuaScript;
 use crate::scripts;
 
 /// The answer to an acquire.
@@ -191,11 +192,6 @@ impl LockStore {
         self
     }
 
-    /// Whether every last release publishes ([`LockStore::redisson_waiters`]).
-    pub fn wakes_redisson_waiters(&self) -> bool {
-        self.redisson_waiters
-    }
-
     /// The fred client.
     pub fn client(&self) -> &Client {
         &self.client
@@ -371,20 +367,7 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn renew_batch(&self, holds: &[(&str, &str)], lease_ms: u64) -> Result<Vec<bool>> {
-        let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
-        let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
-        let mut args = Vec::with_capacity(holds.len() + 1);
-        args.push(lease_ms.to_string());
-        args.extend(holds.iter().map(|(_, owner)| (*owner).to_owned()));
-        let budget = self.write_budget(first_key).await?;
-        let reply: Vec<i64> = scripts::RENEW_BATCH.run(&self.client, first_key, budget, keys, args).await?;
-        if reply.len() != holds.len() {
-            return Err(Error::new(
-                ErrorKind::Redis,
-                format!("renew_batch.lua answered {} results for {} keys", reply.len(), holds.len()),
-            ));
-        }
-        Ok(reply.into_iter().map(|renewed| renewed == 1).collect())
+        self.run_hold_batch(&scripts::RENEW_BATCH, holds, Some(lease_ms.to_string())).await
     }
 
     /// Runs `verify_batch.lua` for `holds` (lock key, owner): returns, per hold in
@@ -400,19 +383,32 @@ impl LockStore {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn verify_batch(&self, holds: &[(&str, &str)]) -> Result<Vec<bool>> {
+        // Read-only, but it waits at the write gate too: after a switch it must read the
+        // new primary, not the old one.
+        self.run_hold_batch(&scripts::VERIFY_BATCH, holds, None).await
+    }
+
+    /// Runs a per-hold batch script (`renew_batch.lua`, `verify_batch.lua`): KEYS = the
+    /// holds' keys, ARGV = `leading` (if any) then their owners; answers one `0`/`1` per
+    /// hold, in order.
+    async fn run_hold_batch(
+        &self,
+        script: &LuaScript,
+        holds: &[(&str, &str)],
+        leading: Option<String>,
+    ) -> Result<Vec<bool>> {
         let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
         let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
-        let args: Vec<String> = holds.iter().map(|(_, owner)| (*owner).to_owned()).collect();
-        // Read-only, but it must read the new primary after a switch, not the old one.
+        let args: Vec<String> = leading.into_iter().chain(holds.iter().map(|(_, owner)| (*owner).to_owned())).collect();
         let budget = self.write_budget(first_key).await?;
-        let reply: Vec<i64> = scripts::VERIFY_BATCH.run(&self.client, first_key, budget, keys, args).await?;
+        let reply: Vec<i64> = script.run(&self.client, first_key, budget, keys, args).await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 ErrorKind::Redis,
-                format!("verify_batch.lua answered {} results for {} keys", reply.len(), holds.len()),
+                format!("{} answered {} results for {} keys", script.name(), reply.len(), holds.len()),
             ));
         }
-        Ok(reply.into_iter().map(|found| found == 1).collect())
+        Ok(reply.into_iter().map(|answer| answer == 1).collect())
     }
 
     /// Runs `simple_acquire.lua`: `SET key owner NX PX lease`. Returns `None` when
