@@ -445,8 +445,15 @@ pub async fn assert_unreplicated_holders_told_and_no_waiter_stuck<T>(
             .unwrap_or_else(|_| panic!("the {what} holder was not told lost() within 5 s of the {event}"));
         eprintln!("the {what} holder was told lost() {:?} after the {event}", since.elapsed());
     }
+    // The watchdog counts a loss before it marks the hold; the wait only covers the
+    // stats' relaxed ordering, never a check still to come.
+    let counted = |s: &leasehold::WatchdogStats| s.checks >= 1 && s.lost >= 2;
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    while !counted(&holder.watchdog_stats()) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let stats = holder.watchdog_stats();
-    assert!(stats.checks >= 1 && stats.lost >= 2, "the fixed lease was found gone by a check: {stats:?}");
+    assert!(counted(&stats), "the fixed lease was found gone by a check: {stats:?}");
     tokio::time::timeout(Duration::from_secs(20), async {
         for task in tasks {
             task.await.expect("task");

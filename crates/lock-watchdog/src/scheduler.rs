@@ -533,9 +533,12 @@ fn apply_checks(shared: &Shared, batch: &[Job], result: lock_core::Result<Vec<bo
                     entry.pending = false;
                 } else {
                     tracked.remove(id);
-                    if lease.mark_lost() {
+                    // Counted before the mark, as a renewal does: a holder woken by
+                    // `lost()` that reads the stats then finds its loss counted.
+                    if !lease.is_marked_lost() {
                         shared.stats.lost.fetch_add(1, Ordering::Relaxed);
                     }
+                    lease.mark_lost();
                     tracing::warn!(key = %key, "lock lost: its owner field is gone after a reconnect");
                 }
             }
