@@ -860,6 +860,52 @@ async fn contention_through_a_killed_primary_whose_last_holds_never_replicated()
     assert!(fixed_guard.unlock().await.expect_err("lost").is_lock_lost());
 }
 
+/// A fixed-lease hold alone on its shard, whose primary changes while the client's
+/// connection to it stays up: the shard's replica is cut off (so the hold never
+/// replicates) and takes over (`CLUSTER FAILOVER TAKEOVER`) while the old primary keeps
+/// running and is demoted to a replica, which breaks no client connection. The holder
+/// sends nothing to that shard, so no `MOVED` tells fred; the client's periodic
+/// `CLUSTER SLOTS` read does, and the holder is told `lost()` within 5 s of the
+/// promotion. Another client then takes the lock on the new primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_lease_holder_is_told_when_its_shard_changes_primary_under_a_live_connection() {
+    let cluster = RedisCluster::start();
+    let name = "{quiet}:held";
+    let primary = cluster.primary_for(name);
+    let replica = cluster.replica_of(&primary);
+    let holder = client_with(&cluster.url(), WATCHDOG).await;
+    hold_back_replication(&cluster, &replica).await;
+    let lock = holder.lock(name);
+    let guard = lock.lock_with_lease(Duration::from_secs(300)).await.expect("lock_with_lease");
+    assert_eq!(cluster.on(&primary, &["HEXISTS", lock.key(), lock.owner()]).as_int(), Some(1));
+    assert_eq!(cluster.on_replica(&replica, &["HEXISTS", lock.key(), lock.owner()]).as_int(), Some(0));
+
+    assert_eq!(cluster.on(&replica, &["CLUSTER", "FAILOVER", "TAKEOVER"]).as_str(), Some("OK"));
+    let role = |addr: &str| {
+        let info = cluster.on(addr, &["INFO", "replication"]);
+        info.as_str().and_then(|t| t.lines().find_map(|l| l.strip_prefix("role:")).map(|r| r.trim().to_owned()))
+    };
+    let promoted = || role(&replica).as_deref() == Some("master");
+    assert!(leasehold_tests::wait_until(Duration::from_secs(10), promoted).await, "the replica took over");
+    let promoted = Instant::now();
+    let demoted = || role(&primary).as_deref() == Some("slave");
+    assert!(leasehold_tests::wait_until(Duration::from_secs(10), demoted).await, "the old primary is a replica");
+
+    tokio::time::timeout(Duration::from_secs(5), guard.lost())
+        .await
+        .expect("the holder was not told lost() within 5 s of the promotion");
+    eprintln!("the holder was told lost() {:?} after the promotion", promoted.elapsed());
+    let stats = holder.watchdog_stats();
+    assert!(
+        stats.topology_changes >= 1 && stats.checks >= 1 && stats.lost == 1,
+        "found by the topology check, then gone by a check: {stats:?}"
+    );
+    let other = client_with(&cluster.url(), WATCHDOG).await;
+    let taken = other.lock(name).try_lock().await.expect("try_lock");
+    assert!(taken.is_some(), "the lock is free on the new primary");
+    assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
+}
+
 /// Scenario 19 of the reliability notes: scenario 1 (mutual exclusion with a non-atomic
 /// read-modify-write under the lock) while the lock's slot migrates to another primary.
 /// 12 tasks on 3 clients take one `FencedLock` 8 times each; inside, a `GET`, a 1 ms

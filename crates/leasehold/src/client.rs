@@ -209,6 +209,11 @@ impl Client {
         watchdog_config.timeout = config.watchdog_timeout;
         watchdog_config.batch_size = config.renew_batch_size;
         watchdog_config.group_by_slot = group_by_slot;
+        // In a cluster a shard's primary can change under a live connection (a
+        // takeover; the old primary demoted, not killed): fred hears of it only at the
+        // next command on that shard, which a fixed-lease holder may never send. Read
+        // the slot map every second while holds are held, as Redisson's scanInterval.
+        watchdog_config.topology_check = group_by_slot.then_some(lock_core::topology::TOPOLOGY_CHECK);
         let watchdog = Watchdog::start(store.clone(), watchdog_config);
         // After a reconnect (restart, failover, killed connection; in a cluster also the
         // connection to a newly promoted primary) the server may have lost locks: renew

@@ -26,6 +26,7 @@ pub mod replicas;
 pub mod script;
 pub mod scripts;
 pub mod store;
+pub mod topology;
 
 pub use error::{Error, ErrorKind, Result};
 pub use gate::WriteGate;

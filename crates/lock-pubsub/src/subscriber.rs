@@ -24,7 +24,7 @@ pub const LINGER: Duration = Duration::from_secs(1);
 /// `CLUSTER SLOTS` on the command client) while it has shard channels subscribed, to
 /// find channels whose slot moved: the server drops a moved slot's subscriptions with a
 /// `sunsubscribe` push that fred 10.1 does not pass on.
-pub const TOPOLOGY_CHECK: Duration = Duration::from_secs(1);
+pub use lock_core::topology::TOPOLOGY_CHECK;
 
 /// How the subscriber subscribes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -868,24 +868,7 @@ impl Task {
 
     /// `CLUSTER SLOTS` through the command client (bounded), as a slot map.
     async fn read_slot_map(&self) -> Option<ClusterRouting> {
-        let topology = self.topology.as_ref()?;
-        let reply = tokio::time::timeout(self.command_timeout, topology.cluster_slots::<Value>()).await;
-        let value = match reply {
-            Ok(Ok(value)) => value,
-            Ok(Err(error)) => {
-                tracing::debug!(%error, "CLUSTER SLOTS failed");
-                return None;
-            }
-            Err(_) => {
-                tracing::debug!("CLUSTER SLOTS timed out");
-                return None;
-            }
-        };
-        // The host for nodes the reply names without one (fred does the same).
-        let host = topology.client_config().server.hosts().first().map(|server| server.host.clone())?;
-        ClusterRouting::from_cluster_slots(value, host)
-            .map_err(|error| tracing::debug!(%error, "unreadable CLUSTER SLOTS"))
-            .ok()
+        lock_core::topology::read_slot_map(self.topology.as_ref()?, self.command_timeout).await
     }
 
     /// `true` once no channel that waiters want is still waiting for its resubscribe

@@ -16,6 +16,10 @@
 //!   the tracked holds that the watchdog does not renew are checked with
 //!   `verify_batch.lua`, read-only (a fixed lease is never extended), and a hold whose
 //!   owner field is gone is marked lost.
+//! - With [`WatchdogConfig::topology_check`] (a cluster), while anything is registered or
+//!   tracked the scheduler asks [`Renewer::follow_topology`] every interval whether a
+//!   slot's primary changed, which fred hears of by itself only at the next command on
+//!   that shard; a change renews and checks every hold, as a reconnect does.
 //! - The scheduler task holds only a `Weak` reference and ends when the `Watchdog` is
 //!   dropped (bb8's reaper pattern).
 

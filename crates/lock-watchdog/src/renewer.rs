@@ -17,6 +17,15 @@ pub trait Renewer: Clone + Send + Sync + 'static {
     /// Checks that the owner field of each of `holds` still exists, writing nothing: a
     /// check must never extend a lease.
     fn verify(&self, holds: Vec<(String, String)>) -> impl Future<Output = Result<Vec<bool>>> + Send;
+
+    /// Called every [`WatchdogConfig::topology_check`](crate::WatchdogConfig) while
+    /// holds are registered or tracked: reads where the server's slots are and, when a
+    /// slot's primary changed since the client last knew, brings the client up to date.
+    /// Returns whether it changed (the scheduler then renews and checks every hold).
+    /// Default: `false`, sending nothing.
+    fn follow_topology(&self) -> impl Future<Output = bool> + Send {
+        std::future::ready(false)
+    }
 }
 
 impl Renewer for LockStore {
@@ -28,5 +37,9 @@ impl Renewer for LockStore {
     async fn verify(&self, holds: Vec<(String, String)>) -> Result<Vec<bool>> {
         let pairs: Vec<(&str, &str)> = holds.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
         self.verify_batch(&pairs).await
+    }
+
+    async fn follow_topology(&self) -> bool {
+        lock_core::topology::sync_if_primaries_changed(self.client(), self.command_timeout()).await
     }
 }

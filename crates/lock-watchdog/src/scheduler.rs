@@ -26,11 +26,17 @@ pub struct WatchdogConfig {
     /// Group each batch by cluster hash slot (a script may only touch one slot).
     /// Default: `false` (standalone server).
     pub group_by_slot: bool,
+    /// How often [`Renewer::follow_topology`] runs while any hold is registered or
+    /// tracked; when it reports a change of primary, every hold is renewed and checked
+    /// at once, as after a reconnect. For a cluster, where a shard's primary can change
+    /// under a live connection (fred then hears of it only at the next command on that
+    /// shard). Default: `None` (never).
+    pub topology_check: Option<Duration>,
 }
 
 impl Default for WatchdogConfig {
     fn default() -> Self {
-        WatchdogConfig { timeout: Duration::from_secs(30), batch_size: 100, group_by_slot: false }
+        WatchdogConfig { timeout: Duration::from_secs(30), batch_size: 100, group_by_slot: false, topology_check: None }
     }
 }
 
@@ -66,6 +72,9 @@ pub struct WatchdogStats {
     pub checks: u64,
     /// Check calls that failed (timeout, connection); their holds are checked again.
     pub failed_checks: u64,
+    /// Changes of primary found by the periodic topology check
+    /// ([`WatchdogConfig::topology_check`]), each followed by a renewal and a check.
+    pub topology_changes: u64,
 }
 
 /// One scheduler per client.
@@ -103,6 +112,7 @@ struct Counters {
     lost: AtomicU64,
     checks: AtomicU64,
     failed_checks: AtomicU64,
+    topology_changes: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -200,8 +210,12 @@ impl Watchdog {
         });
         let weak = Arc::downgrade(&shared);
         tokio::spawn(async move {
-            // One task and one renewer handle for both loops; each ends at shutdown.
-            tokio::join!(run(weak.clone(), &renewer, shutdown_rx.clone()), run_checks(weak, &renewer, shutdown_rx));
+            // One task and one renewer handle for every loop; each ends at shutdown.
+            tokio::join!(
+                run(weak.clone(), &renewer, shutdown_rx.clone()),
+                run_checks(weak.clone(), &renewer, shutdown_rx.clone()),
+                run_topology(weak, &renewer, shutdown_rx),
+            );
         });
         Watchdog { shared }
     }
@@ -288,6 +302,7 @@ impl Watchdog {
             tracked: self.shared.tracked.lock().len(),
             checks: c.checks.load(Ordering::Relaxed),
             failed_checks: c.failed_checks.load(Ordering::Relaxed),
+            topology_changes: c.topology_changes.load(Ordering::Relaxed),
         }
     }
 }
@@ -470,6 +485,31 @@ async fn run_checks<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: w
                     break;
                 }
             }
+        }
+    }
+}
+
+/// Every `topology_check` while anything is registered or tracked, asks the renewer
+/// whether a slot's primary changed; if so, kicks a renewal round and a check of every
+/// tracked hold, as a reconnect does. Holds `Shared` only between the waits.
+async fn run_topology<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: watch::Receiver<()>) {
+    let Some(interval) = weak.upgrade().and_then(|s| s.config.topology_check) else { return };
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+        {
+            let Some(shared) = weak.upgrade() else { return };
+            if shared.entries.lock().is_empty() && shared.tracked.lock().is_empty() {
+                continue;
+            }
+        }
+        if renewer.follow_topology().await {
+            let Some(shared) = weak.upgrade() else { return };
+            shared.stats.topology_changes.fetch_add(1, Ordering::Relaxed);
+            shared.kick.notify_one();
+            shared.check_kick.notify_one();
         }
     }
 }

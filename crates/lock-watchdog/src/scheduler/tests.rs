@@ -51,6 +51,10 @@ struct FakeState {
     fail: bool,
     /// How long each call takes to answer.
     delay: Duration,
+    /// When `follow_topology` was called.
+    topology_reads: Vec<Instant>,
+    /// The next `follow_topology` answers "the primaries changed" while set.
+    primaries_changed: bool,
 }
 
 /// An in-memory [`Renewer`]; clones share one state.
@@ -83,6 +87,14 @@ impl FakeRenewer {
 
     fn set_gone(&self, key: &str) {
         self.state.lock().gone.insert(key.to_owned());
+    }
+
+    fn topology_reads(&self) -> Vec<Instant> {
+        self.state.lock().topology_reads.clone()
+    }
+
+    fn set_primaries_changed(&self) {
+        self.state.lock().primaries_changed = true;
     }
 
     fn set_delay(&self, delay: Duration) {
@@ -132,10 +144,16 @@ impl Renewer for FakeRenewer {
         }
         result
     }
+
+    async fn follow_topology(&self) -> bool {
+        let mut state = self.state.lock();
+        state.topology_reads.push(Instant::now());
+        std::mem::take(&mut state.primaries_changed)
+    }
 }
 
 fn config(timeout: Duration, batch_size: usize) -> WatchdogConfig {
-    WatchdogConfig { timeout, batch_size, group_by_slot: false }
+    WatchdogConfig { timeout, batch_size, group_by_slot: false, topology_check: None }
 }
 
 fn owner_of(key: &str) -> String {
@@ -751,4 +769,50 @@ async fn renewed_holds_are_not_checked_twice_and_dropped_trackings_stop() {
     watchdog.renew_now();
     sleep_until(t0 + ms(3)).await;
     assert_eq!(fake.checks().len(), 2, "nothing tracked: nothing checked");
+}
+
+/// With `topology_check` set, the topology is read every interval while a hold is
+/// registered or tracked, never while none is; a reported change of primary renews every
+/// registered hold and checks every tracked one at once, as a reconnect does.
+#[tokio::test(start_paused = true)]
+async fn a_change_of_primary_found_by_the_topology_check_renews_and_checks_at_once() {
+    let fake = FakeRenewer::default();
+    let mut cfg = config(ms(30_000), 100);
+    cfg.topology_check = Some(ms(1_000));
+    let watchdog = Watchdog::start(fake.clone(), cfg);
+    let t0 = Instant::now();
+    sleep_until(t0 + ms(3_500)).await;
+    assert!(fake.topology_reads().is_empty(), "no read while nothing is held");
+
+    let (fixed, _tracking) = tracked(&watchdog, "fixed-a", ms(300_000));
+    let (renewed, _renewal) = hold(&watchdog, "renewed-a");
+    sleep_until(t0 + ms(5_600)).await;
+    let reads: Vec<u64> = fake.topology_reads().iter().map(|at| ms_since(t0, *at)).collect();
+    assert_eq!(reads, [4_000, 5_000], "one read per interval while held");
+    assert!(fake.checks().is_empty() && fake.calls().is_empty(), "unchanged: nothing sent");
+
+    fake.set_gone("fixed-a");
+    fake.set_gone("renewed-a");
+    fake.set_primaries_changed();
+    sleep_until(t0 + ms(6_001)).await;
+    assert_eq!(fake.calls().len(), 1, "a renewal round at the change, not at the period (10 s)");
+    assert_eq!(fake.checks().len(), 1, "a check of the tracked hold at the change");
+    assert!(fixed.is_marked_lost() && renewed.is_marked_lost());
+    let stats = watchdog.stats();
+    assert_eq!((stats.topology_changes, stats.lost, stats.registered, stats.tracked), (1, 2, 0, 0));
+
+    let read_so_far = fake.topology_reads().len();
+    sleep_until(t0 + ms(9_500)).await;
+    assert_eq!(fake.topology_reads().len(), read_so_far, "no reads once nothing is held");
+}
+
+/// Without `topology_check` (the default, a standalone server) the topology is never read.
+#[tokio::test(start_paused = true)]
+async fn no_topology_check_by_default() {
+    let fake = FakeRenewer::default();
+    let watchdog = Watchdog::start(fake.clone(), config(ms(3_000), 100));
+    let (_lease, _renewal) = hold(&watchdog, "lock-a");
+    sleep(ms(10_000)).await;
+    assert!(fake.topology_reads().is_empty());
+    assert!(fake.call_count() >= 9, "renewed meanwhile");
 }
