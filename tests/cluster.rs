@@ -722,22 +722,6 @@ async fn classic_pubsub_in_a_cluster_when_sharded_is_off() {
     }
 }
 
-/// Holds replication to `replica` back for good: it authenticates to its primary as a
-/// user that does not exist, and its link is cut, so it stays a replica with the data it
-/// had and nothing the primary writes from now on reaches it. Waits until the link is
-/// down.
-async fn hold_back_replication(cluster: &RedisCluster, replica: &str) {
-    for (name, value) in [("masteruser", "leasehold-nobody"), ("masterauth", "wrong")] {
-        assert_eq!(cluster.on(replica, &["CONFIG", "SET", name, value]).as_str(), Some("OK"));
-    }
-    cluster.on(replica, &["CLIENT", "KILL", "TYPE", "master"]);
-    let down = || {
-        let info = cluster.on(replica, &["INFO", "replication"]);
-        info.as_str().is_some_and(|text| text.contains("master_link_status:down"))
-    };
-    assert!(leasehold_tests::wait_until(Duration::from_secs(5), down).await, "the replica's link is down");
-}
-
 /// Shared by the contending tasks of the failover tests: one in-section flag per lock,
 /// and the counts the test asserts on.
 #[derive(Default)]
@@ -815,7 +799,7 @@ async fn contention_through_a_killed_primary_whose_last_holds_never_replicated()
     };
     before(12).await;
 
-    hold_back_replication(&cluster, &replica).await;
+    cluster.cut_off_replica(&replica);
     let renewed = holder.lock("{dead}:held:renewed");
     let renewed_guard = renewed.lock().await.expect("lock");
     let fixed = holder.lock("{dead}:held:fixed");
@@ -874,21 +858,17 @@ async fn a_fixed_lease_holder_is_told_when_its_shard_changes_primary_under_a_liv
     let primary = cluster.primary_for(name);
     let replica = cluster.replica_of(&primary);
     let holder = client_with(&cluster.url(), WATCHDOG).await;
-    hold_back_replication(&cluster, &replica).await;
+    cluster.cut_off_replica(&replica);
     let lock = holder.lock(name);
     let guard = lock.lock_with_lease(Duration::from_secs(300)).await.expect("lock_with_lease");
     assert_eq!(cluster.on(&primary, &["HEXISTS", lock.key(), lock.owner()]).as_int(), Some(1));
     assert_eq!(cluster.on_replica(&replica, &["HEXISTS", lock.key(), lock.owner()]).as_int(), Some(0));
 
     assert_eq!(cluster.on(&replica, &["CLUSTER", "FAILOVER", "TAKEOVER"]).as_str(), Some("OK"));
-    let role = |addr: &str| {
-        let info = cluster.on(addr, &["INFO", "replication"]);
-        info.as_str().and_then(|t| t.lines().find_map(|l| l.strip_prefix("role:")).map(|r| r.trim().to_owned()))
-    };
-    let promoted = || role(&replica).as_deref() == Some("master");
+    let promoted = || cluster.role(&replica) == "master";
     assert!(leasehold_tests::wait_until(Duration::from_secs(10), promoted).await, "the replica took over");
     let promoted = Instant::now();
-    let demoted = || role(&primary).as_deref() == Some("slave");
+    let demoted = || cluster.role(&primary) == "slave";
     assert!(leasehold_tests::wait_until(Duration::from_secs(10), demoted).await, "the old primary is a replica");
 
     tokio::time::timeout(Duration::from_secs(5), guard.lost())

@@ -191,6 +191,30 @@ impl RedisCluster {
             .unwrap_or_else(|| panic!("{primary} has no online replica: {info}"))
     }
 
+    /// Cuts the replica at `replica` off from its primary for good, so that nothing
+    /// written from now on reaches it: its `masteruser` becomes a user that does not
+    /// exist (and `masterauth` a wrong password) and its link is killed, so it stays a
+    /// replica with what it had. Returns once its link is down. Only on a private cluster.
+    ///
+    /// # Panics
+    /// On the shared cluster, when the node refuses, or when the link is still up after 5 s.
+    pub fn cut_off_replica(&self, replica: &str) {
+        assert!(self.owned.is_some() && !std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)));
+        for (name, value) in [("masteruser", "leasehold-nobody"), ("masterauth", "wrong")] {
+            let reply = run(replica, &["CONFIG", "SET", name, value]);
+            assert_eq!(reply.as_str(), Some("OK"), "CONFIG SET {name} on {replica}: {reply:?}");
+        }
+        run(replica, &["CLIENT", "KILL", "TYPE", "master"]);
+        let down = || text(&run(replica, &["INFO", "replication"])).contains("master_link_status:down");
+        assert!(poll(Duration::from_secs(5), down), "the link of {replica} is still up");
+    }
+
+    /// `master` or `slave` (`INFO replication`'s `role`), or empty when the node at
+    /// `addr` does not answer.
+    pub fn role(&self, addr: &str) -> String {
+        role(addr)
+    }
+
     /// A manual failover of the primary at `primary`: `CLUSTER FAILOVER` on its replica,
     /// then waits until every node sees the replica as the slots' primary, the old primary
     /// as its replica and in sync, and `cluster_state:ok`. Returns the new primary.

@@ -1,0 +1,167 @@
+//! `failover`: how long two owners can overlap after a cluster failover that lost the
+//! last hold (issue 12). Each run starts a private 3+3 cluster, cuts one shard's replica
+//! off from its primary (so nothing written from then on replicates), and takes a lock
+//! on that shard with a holder client: renewed (watchdog mode) or with a fixed 300 s
+//! lease. A contender client waits for the same lock (`lock()`, subscribed to its
+//! release channel). Then the replica takes over with `CLUSTER FAILOVER TAKEOVER`,
+//! either after the old primary is `SIGKILL`ed (`kill`) or while it keeps running and is
+//! demoted, which closes no client connection (`demote`). The promoted replica never had
+//! the hold, so the lock is free there.
+//!
+//! Printed per case, as offsets from the moment the takeover was answered `OK`: when the
+//! holder was told `lost()`, when the contender acquired, and the **overlap**: from the
+//! contender's acquisition to the holder being told (negative: the holder was told
+//! first, so no code that stops at `lost()` overlapped).
+//!
+//! Both clients run with the defaults (30 s watchdog, 5 s command timeout). Nodes are
+//! started by the program on free ports in temp dirs and killed at the end of each run;
+//! `REDIS_URL` is not used. Exits with 1 when a run does not complete: the holder not
+//! told or the contender not acquiring within 30 s.
+//!
+//! Flags: `--runs N` (3 per case).
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use leasehold::Client;
+use leasehold_benches::{check_flags, flag, ms_signed, print_table, rerun_command, signed_nanos, BoxError};
+use leasehold_test_support::{raw_command, RedisCluster, RespValue};
+
+const FLAGS: &[&str] = &["--runs"];
+const NAME: &str = "{overlap}:lock";
+const CHANNEL: &str = "redisson_lock__channel:{overlap}:lock";
+const FIXED_LEASE: Duration = Duration::from_secs(300);
+const GIVE_UP: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Primary {
+    /// `SIGKILL`ed before the takeover.
+    Kill,
+    /// Left running: demoted to a replica by the new primary's epoch.
+    Demote,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    Renewed,
+    Fixed,
+}
+
+/// One run's offsets from the takeover, in nanoseconds.
+struct Run {
+    lost: i64,
+    acquired: i64,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<ExitCode, BoxError> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("usage: failover [--runs N]");
+        return Ok(ExitCode::SUCCESS);
+    }
+    check_flags(&args, FLAGS)?;
+    let runs: usize = flag(&args, "--runs")?.unwrap_or(3);
+    if runs == 0 {
+        return Err("--runs must be above 0".into());
+    }
+    println!("# failover: overlap of two owners after a cluster failover that lost the last hold");
+    println!("rerun: {}", rerun_command("failover"));
+    println!(
+        "machine: {} cores; load average {}",
+        leasehold_benches::nproc(),
+        leasehold_benches::load_average().unwrap_or_default()
+    );
+    println!("settings: {runs} runs per case; fixed lease {FIXED_LEASE:?}; offsets from the takeover's OK");
+    let mut rows = Vec::new();
+    for primary in [Primary::Kill, Primary::Demote] {
+        for hold in [Hold::Renewed, Hold::Fixed] {
+            let mut results = Vec::new();
+            for _ in 0..runs {
+                match one_run(primary, hold).await {
+                    Ok(run) => results.push(run),
+                    Err(error) => {
+                        eprintln!("{primary:?}/{hold:?}: {error}");
+                        return Ok(ExitCode::FAILURE);
+                    }
+                }
+            }
+            rows.push(row(primary, hold, &results));
+        }
+    }
+    let header: Vec<String> =
+        ["old primary", "hold", "holder told lost()", "contender acquired", "overlap (acquired → told)"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+    print_table(&header, &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `min / median / max` of each column.
+fn row(primary: Primary, hold: Hold, results: &[Run]) -> Vec<String> {
+    let spread = |mut values: Vec<i64>| {
+        values.sort_unstable();
+        let median = values[values.len() / 2];
+        format!("{} / {} / {}", ms_signed(values[0]), ms_signed(median), ms_signed(values[values.len() - 1]))
+    };
+    vec![
+        format!("{primary:?}").to_lowercase(),
+        format!("{hold:?}").to_lowercase(),
+        spread(results.iter().map(|r| r.lost).collect()),
+        spread(results.iter().map(|r| r.acquired).collect()),
+        spread(results.iter().map(|r| r.acquired.saturating_neg().saturating_add(r.lost)).collect()),
+    ]
+}
+
+async fn one_run(primary_fate: Primary, hold: Hold) -> Result<Run, BoxError> {
+    let mut cluster = RedisCluster::start();
+    let primary = cluster.primary_for(NAME);
+    let replica = cluster.replica_of(&primary);
+    let holder = Client::connect(&cluster.url()).await?;
+    let contender = Client::connect(&cluster.url()).await?;
+    cluster.cut_off_replica(&replica);
+    let lock = holder.lock(NAME);
+    let guard = match hold {
+        Hold::Renewed => lock.lock().await?,
+        Hold::Fixed => lock.lock_with_lease(FIXED_LEASE).await?,
+    };
+    let waiting = tokio::spawn(async move {
+        let guard = contender.lock(NAME).lock().await;
+        (Instant::now(), guard, contender)
+    });
+    // The contender is waiting once its release channel is subscribed on the shard.
+    let subscribed = || {
+        let reply = raw_command(&primary, &[b"PUBSUB", b"SHARDNUMSUB", CHANNEL.as_bytes()]);
+        matches!(&reply, RespValue::Array(items) if matches!(items.get(1), Some(RespValue::Integer(n)) if *n > 0))
+    };
+    let until = Instant::now() + Duration::from_secs(5);
+    while !subscribed() {
+        if Instant::now() > until {
+            return Err("the contender never subscribed".into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    if primary_fate == Primary::Kill {
+        cluster.kill(&primary);
+    }
+    let reply = cluster.on(&replica, &["CLUSTER", "FAILOVER", "TAKEOVER"]);
+    let took_over = Instant::now();
+    if reply.as_str() != Some("OK") {
+        return Err(format!("CLUSTER FAILOVER TAKEOVER: {reply:?}").into());
+    }
+    let told = async {
+        guard.lost().await;
+        Instant::now()
+    };
+    let (told, acquired) = tokio::join!(tokio::time::timeout(GIVE_UP, told), tokio::time::timeout(GIVE_UP, waiting));
+    let told = told.map_err(|_| "the holder was not told lost()")?;
+    let (acquired, contender_guard, _contender) = acquired.map_err(|_| "the contender did not acquire")??;
+    let contender_guard = contender_guard?;
+    let run = Run { lost: signed_nanos(took_over, told), acquired: signed_nanos(took_over, acquired) };
+    contender_guard.unlock().await?;
+    drop(guard);
+    drop(holder);
+    Ok(run)
+}
