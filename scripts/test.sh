@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-redis.sh
+source scripts/ensure-redis6.sh
 # Doc examples first, so the run ends on the main suite's summary.
 cargo test --workspace --doc
 if cargo nextest --version >/dev/null 2>&1; then

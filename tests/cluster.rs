@@ -683,12 +683,62 @@ async fn a_waiter_follows_a_failover_of_its_shard() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn classic_pubsub_in_a_cluster_when_sharded_is_off() {
-    let cluster = RedisCluster::shared();
+    classic_waiters_woken_on_every_node(RedisCluster::shared(), leasehold::ShardedSubscriptionMode::Off, true).await;
+}
+
+/// Redisson's `shardedSubscriptionMode` AUTO on a cluster without sharded pub/sub: on
+/// Redis 6.0 (`COMMAND INFO SPUBLISH` answers nil) the default client falls back to
+/// classic pub/sub, and a waiter on another client is woken by a release on every
+/// primary. The other lock kinds work there too: fencing tokens grow across clients, a
+/// queued fair waiter is served, no key is left. The Redis 6 binary comes from `scripts/ensure-redis6.sh` (run by
+/// `scripts/test.sh`), named by `LEASEHOLD_REDIS6_SERVER`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_falls_back_to_classic_pubsub_on_a_redis_6_cluster() {
+    let binary = std::env::var_os("LEASEHOLD_REDIS6_SERVER").unwrap_or_else(|| {
+        panic!("LEASEHOLD_REDIS6_SERVER is not set: run `bash scripts/test.sh`, or `source scripts/ensure-redis6.sh` first")
+    });
+    let options = leasehold_tests::ServerOptions::default().binary(&binary);
+    assert_eq!(options.major_version(), Ok(6), "{binary:?} is a Redis 6 server");
+    let cluster = RedisCluster::start_with_binary(&binary);
+    classic_waiters_woken_on_every_node(&cluster, leasehold::ShardedSubscriptionMode::Auto, false).await;
+
+    // The other lock kinds' scripts run on 6.0 too: fencing tokens grow, a fair waiter
+    // on another client is served, and nothing is left behind.
+    let (a, b) = (client_with(&cluster.url(), WATCHDOG).await, client_with(&cluster.url(), WATCHDOG).await);
+    let first = a.fenced_lock("{six}:fenced").lock().await.expect("fenced lock");
+    let token = first.token();
+    first.unlock().await.expect("unlock");
+    let second = b.fenced_lock("{six}:fenced").lock().await.expect("fenced lock");
+    assert!(second.token() > token, "{} after {token}", second.token());
+    second.unlock().await.expect("unlock");
+    let held = a.fair_lock("{six}:fair").lock().await.expect("fair lock");
+    let fair = b.fair_lock("{six}:fair");
+    let waiting = tokio::spawn(async move { fair.try_lock_for(Duration::from_secs(10)).await });
+    let queue = a.fair_lock("{six}:fair").queue_key().expect("queue key");
+    let queued = || cluster.on_key(&queue, &["LLEN", &queue]).as_int() == Some(1);
+    assert!(leasehold_tests::wait_until(Duration::from_secs(5), queued).await, "the fair waiter queued");
+    held.unlock().await.expect("unlock");
+    let served = waiting.await.expect("task").expect("try_lock_for").expect("served within 10 s");
+    served.unlock().await.expect("unlock");
+    for key in ["{six}:fenced", "{six}:fair", queue.as_str()] {
+        assert_eq!(cluster.on_key(key, &["EXISTS", key]).as_int(), Some(0), "{key} is gone");
+    }
+}
+
+/// Two clients in `mode`, which must come out classic: for a name on each primary, a
+/// waiter on one client subscribes with classic `SUBSCRIBE` (pinned to one node) and
+/// is woken within 2 s of the other's release (its lease is 30 s). With `sharded_server`
+/// no node has the channel as a shard channel either.
+async fn classic_waiters_woken_on_every_node(
+    cluster: &RedisCluster,
+    mode: leasehold::ShardedSubscriptionMode,
+    sharded_server: bool,
+) {
     let connect = || async {
         leasehold::Client::builder()
             .url(cluster.url())
             .command_timeout(Duration::from_secs(2))
-            .sharded_subscription_mode(leasehold::ShardedSubscriptionMode::Off)
+            .sharded_subscription_mode(mode)
             .connect()
             .await
             .expect("connect")
@@ -699,6 +749,7 @@ async fn classic_pubsub_in_a_cluster_when_sharded_is_off() {
     for name in names("classic", 64) {
         per_node.entry(cluster.primary_for(&name)).or_insert(name);
     }
+    assert_eq!(per_node.len(), 3, "a name on every primary");
     for name in per_node.values() {
         let guard = holder.lock(name).lock().await.expect("lock");
         let lock = waiter.lock(name);
@@ -713,7 +764,9 @@ async fn classic_pubsub_in_a_cluster_when_sharded_is_off() {
         // shard channel anywhere; the release's PUBLISH is broadcast to every node, and
         // the release reads the queue although PUBLISH counted only its own node.
         assert!(classic_channel_anywhere(cluster, &channel), "{channel} is a classic channel");
-        assert!(cluster.addrs().iter().all(|node| !shard_channel_on(cluster, node, &channel)), "no shard channel");
+        if sharded_server {
+            assert!(cluster.addrs().iter().all(|node| !shard_channel_on(cluster, node, &channel)), "no shard channel");
+        }
         let released = Instant::now();
         guard.unlock().await.expect("unlock");
         let woken = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("woken in time").expect("task");

@@ -57,10 +57,24 @@ impl RedisCluster {
     /// # Panics
     /// As [`RedisCluster::start`], or for a timeout over `u32::MAX` ms.
     pub fn start_with_node_timeout(node_timeout: Duration) -> RedisCluster {
+        Self::start_private(node_timeout, &ServerOptions::default())
+    }
+
+    /// [`RedisCluster::start`] with the `redis-server` at `binary`, which may be older
+    /// than 7.0 (then the cluster bus is on port + 10000 and the slots are assigned with
+    /// `CLUSTER ADDSLOTS`, as 6.x requires).
+    ///
+    /// # Panics
+    /// As [`RedisCluster::start`], or when `binary` cannot be run.
+    pub fn start_with_binary(binary: impl Into<PathBuf>) -> RedisCluster {
+        Self::start_private(Duration::from_secs(5), &ServerOptions::default().binary(binary))
+    }
+
+    fn start_private(node_timeout: Duration, base: &ServerOptions) -> RedisCluster {
         let ms = u32::try_from(node_timeout.as_millis()).unwrap_or_else(|_| panic!("node timeout too long"));
         let dir = make_temp_dir();
         let reaper = Reaper::start(&dir, Watch::ThisProcess).unwrap_or_else(|e| panic!("{e}"));
-        let (ports, servers) = form(&dir, reaper.group(), ms).unwrap_or_else(|e| panic!("cluster: {e}"));
+        let (ports, servers) = form(&dir, reaper.group(), ms, base).unwrap_or_else(|e| panic!("cluster: {e}"));
         RedisCluster { ports, owned: Some((servers, reaper)) }
     }
 
@@ -95,7 +109,7 @@ impl RedisCluster {
         SHARED.get_or_init(|| {
             let (ports, owned) = shared::get_or_start("cluster", |dir, watch| {
                 let reaper = Reaper::start(dir, watch)?;
-                let (ports, servers) = form(dir, reaper.group(), 5_000)?;
+                let (ports, servers) = form(dir, reaper.group(), 5_000, &ServerOptions::default())?;
                 Ok((ports, (servers, reaper)))
             });
             RedisCluster { ports, owned }
@@ -360,11 +374,19 @@ impl SlotMigration {
 
 /// Starts 6 nodes in `dir` (process group `group`), joins them, assigns the slots and
 /// replicas, and waits until the cluster is formed.
-fn form(dir: &std::path::Path, group: u32, node_timeout_ms: u32) -> Result<(Vec<u16>, Vec<RedisServer>), String> {
+fn form(
+    dir: &std::path::Path,
+    group: u32,
+    node_timeout_ms: u32,
+    base: &ServerOptions,
+) -> Result<(Vec<u16>, Vec<RedisServer>), String> {
     let started = Instant::now();
+    // 7.0 added `cluster-port` and `CLUSTER ADDSLOTSRANGE`; before it the bus is on
+    // port + 10000 and slots are added one by one.
+    let modern = base.binary.is_none() || base.major_version()? >= 7;
     let mut servers = Vec::new();
     for _ in 0..6 {
-        servers.push(start_node(dir, group, node_timeout_ms)?);
+        servers.push(start_node(dir, group, node_timeout_ms, base, modern)?);
     }
     let ports: Vec<u16> = servers.iter().map(RedisServer::port).collect();
     let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
@@ -374,12 +396,23 @@ fn form(dir: &std::path::Path, group: u32, node_timeout_ms: u32) -> Result<(Vec<
         expect_ok(addr, &["CLUSTER", "SET-CONFIG-EPOCH", &(i + 1).to_string()])?;
     }
     for (addr, (from, to)) in addrs.iter().zip(RANGES) {
-        expect_ok(addr, &["CLUSTER", "ADDSLOTSRANGE", &from.to_string(), &to.to_string()])?;
+        if modern {
+            expect_ok(addr, &["CLUSTER", "ADDSLOTSRANGE", &from.to_string(), &to.to_string()])?;
+        } else {
+            let slots: Vec<String> = (from..=to).map(|slot| slot.to_string()).collect();
+            let mut args = vec!["CLUSTER", "ADDSLOTS"];
+            args.extend(slots.iter().map(String::as_str));
+            expect_ok(addr, &args)?;
+        }
     }
-    // The bus is on its own port (`cluster-port`), not PORT + 10000: name it.
-    let bus = match run(&addrs[0], &["CONFIG", "GET", "cluster-port"]) {
-        RespValue::Array(pair) => pair.get(1).map(text).unwrap_or_default(),
-        other => return Err(format!("CONFIG GET cluster-port: {other:?}")),
+    // From 7.0 the bus is on its own port (`cluster-port`), not PORT + 10000: name it.
+    let bus = if modern {
+        match run(&addrs[0], &["CONFIG", "GET", "cluster-port"]) {
+            RespValue::Array(pair) => pair.get(1).map(text).unwrap_or_default(),
+            other => return Err(format!("CONFIG GET cluster-port: {other:?}")),
+        }
+    } else {
+        (u32::from(ports[0]) + 10_000).to_string()
     };
     for addr in &addrs[1..] {
         expect_ok(addr, &["CLUSTER", "MEET", "127.0.0.1", &ports[0].to_string(), &bus])?;
@@ -411,26 +444,44 @@ fn form(dir: &std::path::Path, group: u32, node_timeout_ms: u32) -> Result<(Vec<
     Ok((ports, servers))
 }
 
-fn start_node(dir: &std::path::Path, group: u32, node_timeout_ms: u32) -> Result<RedisServer, String> {
+fn start_node(
+    dir: &std::path::Path,
+    group: u32,
+    node_timeout_ms: u32,
+    base: &ServerOptions,
+    modern: bool,
+) -> Result<RedisServer, String> {
     let mut last_error = String::new();
-    for _ in 0..5 {
-        let (port, bus) = (free_port(), free_port());
-        if port == bus {
-            continue;
-        }
-        let options = ServerOptions { port: Some(port), ..ServerOptions::default() }
+    // Enough tries that "port + 10000 is a port, and free" (before 7.0) always comes up.
+    for _ in 0..20 {
+        let port = free_port();
+        let mut options = ServerOptions { port: Some(port), ..base.clone() }
             .arg("cluster-enabled", "yes")
-            .arg("cluster-port", &bus.to_string())
             .arg("cluster-config-file", "nodes.conf")
             .arg("cluster-node-timeout", &node_timeout_ms.to_string())
             // Replicas sync at once instead of waiting 5 s for more replicas.
             .arg("repl-diskless-sync-delay", "0");
+        if modern {
+            let bus = free_port();
+            if bus == port {
+                continue;
+            }
+            options = options.arg("cluster-port", &bus.to_string());
+        } else if port > u16::MAX - 10_000 || !port_free(port + 10_000) {
+            // Before 7.0 the bus is always on port + 10000.
+            continue;
+        }
         match RedisServer::try_start_in(dir.join(format!("node-{port}")), options, Some(group)) {
             Ok(server) => return Ok(server),
             Err(error) => last_error = error,
         }
     }
     Err(format!("could not start a cluster node: {last_error}"))
+}
+
+/// Whether nothing listens on `port` of 127.0.0.1 now.
+fn port_free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
 /// The primaries (that own slots) in `addr`'s `CLUSTER NODES`, sorted; `None` unless

@@ -22,6 +22,9 @@ pub struct ServerOptions {
     /// Also serve TLS on a second free port (`--tls-port`) with these files. Default:
     /// `None` (plaintext only).
     pub tls: Option<TlsFiles>,
+    /// The `redis-server` to run. Default: `None` (`redis-server` on `PATH`). A server
+    /// before 7.0 is started without the options it lacks (`--enable-debug-command`).
+    pub binary: Option<PathBuf>,
 }
 
 /// PEM files for a [`RedisServer`]'s TLS port (`--tls-cert-file`, `--tls-key-file`,
@@ -43,6 +46,21 @@ impl ServerOptions {
         self.extra_args.push(format!("--{name}"));
         self.extra_args.push(value.to_owned());
         self
+    }
+
+    /// Runs `binary` instead of the `redis-server` on `PATH`.
+    #[must_use]
+    pub fn binary(mut self, binary: impl Into<PathBuf>) -> Self {
+        self.binary = Some(binary.into());
+        self
+    }
+
+    /// The major version of the server these options run (`redis-server --version`).
+    ///
+    /// # Errors
+    /// When the binary cannot be run or its version not read.
+    pub fn major_version(&self) -> Result<u32, String> {
+        major_version(self.binary.as_deref().unwrap_or(Path::new("redis-server")))
     }
 
     /// Also serves TLS with `files` on a second port ([`RedisServer::tls_port`]). The
@@ -234,16 +252,24 @@ fn spawn(
     options: &ServerOptions,
     group: Option<u32>,
 ) -> Result<Child, String> {
-    let mut command = Command::new("redis-server");
+    let binary = options.binary.as_deref().unwrap_or(Path::new("redis-server"));
+    let mut command = Command::new(binary);
     if let Some(group) = group {
         use std::os::unix::process::CommandExt;
         // The reaper's group: killed as a whole when the reaper's watch ends.
         command.process_group(i32::try_from(group).map_err(|_| format!("bad process group {group}"))?);
     }
-    command
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .args(["--enable-debug-command", "local", "--protected-mode", "no"])
-        .args(["--logfile", "redis.log"]);
+    command.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]).args([
+        "--protected-mode",
+        "no",
+        "--logfile",
+        "redis.log",
+    ]);
+    // `DEBUG` is refused by default from 7.0 on; before 7.0 it is always allowed and the
+    // option does not exist.
+    if options.binary.is_none() || major_version(binary)? >= 7 {
+        command.args(["--enable-debug-command", "local"]);
+    }
     if let (Some(tls_port), Some(files)) = (tls_port, &options.tls) {
         command.args(["--tls-port", &tls_port.to_string(), "--tls-auth-clients", "no"]);
         command.arg("--tls-cert-file").arg(&files.cert);
@@ -272,6 +298,32 @@ fn spawn(
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The major version `binary --version` prints (`Redis server v=7.0.15 …`), read once
+/// per binary.
+fn major_version(binary: &Path) -> Result<u32, String> {
+    static SEEN: std::sync::Mutex<Vec<(PathBuf, u32)>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, major)) = seen.iter().find(|(path, _)| path == binary) {
+        return Ok(*major);
+    }
+    let output = match Command::new(binary).arg("--version").output() {
+        Ok(output) => output,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && binary == Path::new("redis-server") => {
+            panic!("{INSTALL_HINT}")
+        }
+        Err(e) => return Err(format!("{} --version: {e}", binary.display())),
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    let major = text
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("v="))
+        .and_then(|version| version.split('.').next())
+        .and_then(|major| major.parse().ok())
+        .ok_or_else(|| format!("{} --version printed no version: {text}", binary.display()))?;
+    seen.push((binary.to_owned(), major));
+    Ok(major)
 }
 
 /// [`ping`] on `127.0.0.1:PORT` given as text.
