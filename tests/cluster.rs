@@ -1045,3 +1045,71 @@ async fn scenario_19_mutual_exclusion_holds_while_the_locks_slot_migrates() {
     }
     assert_eq!(cluster.on(&target, &["EXISTS", name]).as_int(), Some(0), "nothing left held");
 }
+
+/// Scenario 19 at scenario 1's full size: 4 OS processes × 16 tasks take one
+/// `FencedLock` 30 times each (a non-atomic `GET`/sleep/`SET` of a counter and a `SET NX`
+/// "inside" flag, both on another shard), while the lock's slot migrates to another
+/// primary key by key, and then that primary fails over to its replica (`CLUSTER
+/// FAILOVER`: it waits for the replica to catch up, so no hold is lost and the
+/// replication caveat does not apply). Every process finishes; the count is exact (1920),
+/// the flag never found another holder inside, the logged holds (on the server's clock)
+/// never overlap, and the fencing tokens grow in the order the holds were taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_19_four_processes_through_a_slot_migration_and_a_failover() {
+    const TOTAL: u64 = 4 * 16 * 30;
+    let cluster = RedisCluster::start();
+    // The lock on one primary, the resource on another, the migration to the third.
+    let name = names("s19p", 64).into_iter().next().expect("a name");
+    let source = cluster.primary_for(&name);
+    let resource = (0..64)
+        .map(|i| format!("{{s19p-resource-{i}}}"))
+        .find(|prefix| cluster.primary_for(prefix) != source)
+        .expect("a resource on another primary");
+    let counter = format!("{resource}:counter");
+    let keeper = cluster.primary_for(&counter);
+    let target = cluster.primaries().into_iter().find(|p| *p != source && *p != keeper).expect("a third primary");
+    let slot = cluster.slot(&name);
+    let count = || cluster.on(&keeper, &["GET", &counter]).as_str().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+
+    let bin = env!("CARGO_BIN_EXE_contender");
+    let args = ["--resource", resource.as_str(), "--fenced"];
+    let children = leasehold_tests::spawn_contenders(bin, &cluster.url(), &name, 4, (16, 30), &args);
+    assert!(leasehold_tests::wait_until(Duration::from_secs(30), || count() >= 200).await, "200 holds first");
+
+    // The slot moves one key at a time, 100 ms apart, so calls meet it half moved.
+    assert_eq!(cluster.on(&source, &["CONFIG", "RESETSTAT"]).as_str(), Some("OK"));
+    let migration = cluster.begin_migration(slot, &target);
+    loop {
+        let keys = cluster.on(&source, &["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "1"]);
+        let RespValue::Array(keys) = keys else { panic!("GETKEYSINSLOT: {keys:?}") };
+        let Some(key) = keys.first() else { break };
+        migration.migrate_key(key.as_str().expect("key"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    migration.finish();
+    let after_migration = count();
+    assert_eq!(cluster.primary_for(&name), target);
+    let refusals = cluster.on(&source, &["INFO", "errorstats"]);
+    let refusals = refusals.as_str().unwrap_or_default().replace("\r\n", " ");
+    eprintln!("migrated after {after_migration} holds; refusals on the source: {refusals}");
+    assert!(refusals.contains("errorstat_ASK") || refusals.contains("errorstat_TRYAGAIN"), "{refusals}");
+
+    let more = || count() >= after_migration + 100;
+    assert!(leasehold_tests::wait_until(Duration::from_secs(30), more).await, "100 more holds after the migration");
+    let promoted = cluster.failover(&target);
+    let after_failover = count();
+    eprintln!("failed over to {promoted} after {after_failover} of {TOTAL} holds");
+    assert!(after_failover < TOTAL, "the failover happened during the contention");
+
+    let intervals = leasehold_tests::contenders_intervals(children, Duration::from_secs(60)).await;
+    assert_eq!(u64::try_from(intervals.len()).expect("small"), TOTAL, "every hold logged");
+    for pair in intervals.windows(2) {
+        let ((_, end, token), (start, _, next)) = (pair[0], pair[1]);
+        assert!(end < start, "holds overlap: {:?} and {:?}", pair[0], pair[1]);
+        assert!(next > token, "tokens grow with the holds: {:?} then {:?}", pair[0], pair[1]);
+    }
+    assert_eq!(count(), TOTAL, "no lost update");
+    assert_eq!(cluster.on(&promoted, &["EXISTS", &name]).as_int(), Some(0), "nothing left held");
+    let inside = format!("{resource}:inside");
+    assert_eq!(cluster.on(&keeper, &["EXISTS", &inside]).as_int(), Some(0));
+}

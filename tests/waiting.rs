@@ -313,35 +313,12 @@ both_topologies!(dropping_the_client_closes_its_connections, private_cluster);
 /// shared `SET NX` "inside" flag never finds another holder inside.
 async fn four_processes_exclude_each_other(t: &Topology) {
     let name = t.name("xproc");
-    let mut children = Vec::new();
-    for _ in 0..4 {
-        children.push(
-            tokio::process::Command::new(env!("CARGO_BIN_EXE_contender"))
-                .args([t.url().as_str(), &name, "16", "5"])
-                .stdout(std::process::Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("spawn contender"),
-        );
-    }
-    let mut intervals: Vec<(u64, u64)> = Vec::new();
-    for child in children {
-        let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-            .await
-            .expect("contender finishes")
-            .expect("contender output");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success() && stdout.contains("DONE"), "contender failed: {stdout}");
-        for line in stdout.lines().filter_map(|l| l.strip_prefix("INTERVAL ")) {
-            let (start, end) = line.split_once(' ').expect("INTERVAL START END");
-            intervals.push((start.parse().expect("start"), end.parse().expect("end")));
-        }
-    }
+    let children = leasehold_tests::spawn_contenders(env!("CARGO_BIN_EXE_contender"), &t.url(), &name, 4, (16, 5), &[]);
+    let intervals = leasehold_tests::contenders_intervals(children, Duration::from_secs(60)).await;
     // Each interval lies inside a true hold, on the server's one clock (on a cluster,
     // every node runs on this machine's clock): overlapping intervals would prove
     // overlapping holds.
     assert_eq!(intervals.len(), 320, "every acquisition logged its interval");
-    intervals.sort_unstable();
     for pair in intervals.windows(2) {
         assert!(pair[0].1 < pair[1].0, "holds overlap: {:?} and {:?}", pair[0], pair[1]);
     }

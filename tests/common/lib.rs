@@ -462,3 +462,55 @@ pub async fn assert_unreplicated_holders_told_and_no_waiter_stuck<T>(
     .await
     .unwrap_or_else(|_| panic!("a waiter is stuck after the {event}"));
 }
+
+/// Starts `processes` `contender` processes (`bin`, the test's
+/// `env!("CARGO_BIN_EXE_contender")`: `tests/bin/contender.rs`) on the lock `name` at `url`, each with `tasks` tasks taking it `iterations` times, with `extra`
+/// arguments (`--resource PREFIX`, `--fenced`). Killed when dropped.
+///
+/// # Panics
+/// When a process cannot be started.
+pub fn spawn_contenders(
+    bin: &str,
+    url: &str,
+    name: &str,
+    processes: usize,
+    (tasks, iterations): (usize, usize),
+    extra: &[&str],
+) -> Vec<tokio::process::Child> {
+    (0..processes)
+        .map(|_| {
+            tokio::process::Command::new(bin)
+                .args([url, name, &tasks.to_string(), &iterations.to_string()])
+                .args(extra)
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("spawn contender")
+        })
+        .collect()
+}
+
+/// Waits (within `deadline` in all) for every contender to print `DONE` and exit 0, and
+/// returns every logged hold `(start µs, end µs, token)`, sorted by start.
+///
+/// # Panics
+/// When one fails (its output is in the message) or the deadline passes.
+pub async fn contenders_intervals(children: Vec<tokio::process::Child>, deadline: Duration) -> Vec<(u64, u64, u64)> {
+    let until = tokio::time::Instant::now() + deadline;
+    let mut intervals = Vec::new();
+    for child in children {
+        let output = tokio::time::timeout_at(until, child.wait_with_output())
+            .await
+            .expect("contender finishes in time")
+            .expect("contender output");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success() && stdout.contains("DONE"), "contender failed: {stdout}");
+        for line in stdout.lines().filter_map(|l| l.strip_prefix("INTERVAL ")) {
+            let fields: Vec<u64> = line.split(' ').map(|f| f.parse().expect("INTERVAL START END TOKEN")).collect();
+            let [start, end, token] = fields[..] else { panic!("INTERVAL START END TOKEN: {line}") };
+            intervals.push((start, end, token));
+        }
+    }
+    intervals.sort_unstable();
+    intervals
+}
