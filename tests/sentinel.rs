@@ -188,15 +188,7 @@ async fn contention_through_a_sentinel_failover_whose_last_holds_never_replicate
     before(12).await;
 
     // Cut the replica off: it authenticates as a user that does not exist.
-    for (name, value) in [("masteruser", "leasehold-nobody"), ("masterauth", "wrong")] {
-        assert_eq!(set.on(&new_primary, &["CONFIG", "SET", name, value]).as_str(), Some("OK"));
-    }
-    set.on(&new_primary, &["CLIENT", "KILL", "TYPE", "master"]);
-    let down = || {
-        let info = set.on(&new_primary, &["INFO", "replication"]);
-        info.as_str().is_some_and(|text| text.contains("master_link_status:down"))
-    };
-    assert!(leasehold_tests::wait_until(Duration::from_secs(5), down).await, "the replica's link is down");
+    set.cut_off_replica();
     let renewed = holder.lock("sentinel:held:renewed");
     let renewed_guard = renewed.lock().await.expect("lock");
     let fixed = holder.lock("sentinel:held:fixed");

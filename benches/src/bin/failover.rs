@@ -18,14 +18,26 @@
 //! `REDIS_URL` is not used. Exits with 1 when a run does not complete: the holder not
 //! told or the contender not acquiring within 30 s.
 //!
+//! Then the same through Sentinel (a primary, its replica and three sentinels): the
+//! replica is cut off, the hold taken, the contender waiting, and `SENTINEL FAILOVER`
+//! promotes the replica; the old primary stays up (the sentinels demote it later).
+//! Printed as offsets from the `SENTINEL FAILOVER` reply: when the replica said it was a
+//! primary (`ROLE`, polled every millisecond), when a sentinel announced
+//! `+switch-master`, when the holder was told `lost()`, when the contender acquired, and
+//! the overlap.
+//!
 //! Flags: `--runs N` (3 per case).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
 use leasehold::Client;
 use leasehold_benches::{check_flags, flag, ms_signed, print_table, rerun_command, signed_nanos, BoxError};
-use leasehold_test_support::{raw_command, RedisCluster, RespValue};
+use leasehold_test_support::{raw_command, RedisCluster, RespValue, SentinelSet, SENTINEL_SERVICE};
 
 const FLAGS: &[&str] = &["--runs"];
 const NAME: &str = "{overlap}:lock";
@@ -51,6 +63,9 @@ enum Hold {
 struct Run {
     lost: i64,
     acquired: i64,
+    /// Sentinel only: the replica's promotion and the announcement.
+    promoted: i64,
+    announced: i64,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -94,33 +109,73 @@ async fn main() -> Result<ExitCode, BoxError> {
             .iter()
             .map(|s| (*s).to_owned())
             .collect();
+    println!("\n## cluster: offsets from CLUSTER FAILOVER TAKEOVER's OK, ms, min / median / max");
+    print_table(&header, &rows);
+
+    let mut rows = Vec::new();
+    for hold in [Hold::Renewed, Hold::Fixed] {
+        let mut results = Vec::new();
+        for _ in 0..runs {
+            match sentinel_run(hold).await {
+                Ok(run) => results.push(run),
+                Err(error) => {
+                    eprintln!("sentinel/{hold:?}: {error}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        let mut row = vec![format!("{hold:?}").to_lowercase()];
+        row.push(spread(results.iter().map(|r| r.promoted).collect()));
+        row.push(spread(results.iter().map(|r| r.announced).collect()));
+        row.extend(columns(&results));
+        rows.push(row);
+    }
+    let header: Vec<String> = [
+        "hold",
+        "replica promoted",
+        "+switch-master",
+        "holder told lost()",
+        "contender acquired",
+        "overlap (acquired → told)",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    println!("\n## sentinel: offsets from SENTINEL FAILOVER's OK, ms, min / median / max");
     print_table(&header, &rows);
     Ok(ExitCode::SUCCESS)
 }
 
-/// `min / median / max` of each column.
-fn row(primary: Primary, hold: Hold, results: &[Run]) -> Vec<String> {
-    let spread = |mut values: Vec<i64>| {
-        values.sort_unstable();
-        let median = values[values.len() / 2];
-        format!("{} / {} / {}", ms_signed(values[0]), ms_signed(median), ms_signed(values[values.len() - 1]))
-    };
-    vec![
-        format!("{primary:?}").to_lowercase(),
-        format!("{hold:?}").to_lowercase(),
+/// `min / median / max` of `values`, in ms.
+fn spread(mut values: Vec<i64>) -> String {
+    values.sort_unstable();
+    let median = values[values.len() / 2];
+    format!("{} / {} / {}", ms_signed(values[0]), ms_signed(median), ms_signed(values[values.len() - 1]))
+}
+
+/// Told, acquired and the overlap, each as a spread.
+fn columns(results: &[Run]) -> [String; 3] {
+    [
         spread(results.iter().map(|r| r.lost).collect()),
         spread(results.iter().map(|r| r.acquired).collect()),
-        spread(results.iter().map(|r| r.acquired.saturating_neg().saturating_add(r.lost)).collect()),
+        spread(results.iter().map(|r| r.lost.saturating_sub(r.acquired)).collect()),
     ]
 }
 
-async fn one_run(primary_fate: Primary, hold: Hold) -> Result<Run, BoxError> {
-    let mut cluster = RedisCluster::start();
-    let primary = cluster.primary_for(NAME);
-    let replica = cluster.replica_of(&primary);
-    let holder = Client::connect(&cluster.url()).await?;
-    let contender = Client::connect(&cluster.url()).await?;
-    cluster.cut_off_replica(&replica);
+fn row(primary: Primary, hold: Hold, results: &[Run]) -> Vec<String> {
+    let mut row = vec![format!("{primary:?}").to_lowercase(), format!("{hold:?}").to_lowercase()];
+    row.extend(columns(results));
+    row
+}
+
+/// Holds `lock` (renewed or with the fixed lease) and starts `contender` waiting for it;
+/// returns once the contender's release channel is subscribed on `node`.
+async fn hold_and_wait(
+    holder: &Client,
+    contender: Client,
+    hold: Hold,
+    node: &str,
+) -> Result<(leasehold::LockGuard, tokio::task::JoinHandle<Waited>), BoxError> {
     let lock = holder.lock(NAME);
     let guard = match hold {
         Hold::Renewed => lock.lock().await?,
@@ -130,9 +185,9 @@ async fn one_run(primary_fate: Primary, hold: Hold) -> Result<Run, BoxError> {
         let guard = contender.lock(NAME).lock().await;
         (Instant::now(), guard, contender)
     });
-    // The contender is waiting once its release channel is subscribed on the shard.
+    let numsub: &[u8] = if holder.pubsub_mode() == leasehold::PubsubMode::Sharded { b"SHARDNUMSUB" } else { b"NUMSUB" };
     let subscribed = || {
-        let reply = raw_command(&primary, &[b"PUBSUB", b"SHARDNUMSUB", CHANNEL.as_bytes()]);
+        let reply = raw_command(node, &[b"PUBSUB", numsub, CHANNEL.as_bytes()]);
         matches!(&reply, RespValue::Array(items) if matches!(items.get(1), Some(RespValue::Integer(n)) if *n > 0))
     };
     let until = Instant::now() + Duration::from_secs(5);
@@ -142,7 +197,36 @@ async fn one_run(primary_fate: Primary, hold: Hold) -> Result<Run, BoxError> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    Ok((guard, waiting))
+}
 
+/// What the contender's task ends with: when it acquired, the result, its client.
+type Waited = (Instant, leasehold::Result<leasehold::LockGuard>, Client);
+
+/// Waits for the holder to be told and the contender to acquire; their instants.
+async fn told_and_acquired(
+    guard: &leasehold::LockGuard,
+    waiting: tokio::task::JoinHandle<Waited>,
+) -> Result<(Instant, Instant), BoxError> {
+    let told = async {
+        guard.lost().await;
+        Instant::now()
+    };
+    let (told, acquired) = tokio::join!(tokio::time::timeout(GIVE_UP, told), tokio::time::timeout(GIVE_UP, waiting));
+    let told = told.map_err(|_| "the holder was not told lost()")?;
+    let (acquired, contender_guard, _contender) = acquired.map_err(|_| "the contender did not acquire")??;
+    contender_guard?.unlock().await?;
+    Ok((told, acquired))
+}
+
+async fn one_run(primary_fate: Primary, hold: Hold) -> Result<Run, BoxError> {
+    let mut cluster = RedisCluster::start();
+    let primary = cluster.primary_for(NAME);
+    let replica = cluster.replica_of(&primary);
+    let holder = Client::connect(&cluster.url()).await?;
+    let contender = Client::connect(&cluster.url()).await?;
+    cluster.cut_off_replica(&replica);
+    let (guard, waiting) = hold_and_wait(&holder, contender, hold, &primary).await?;
     if primary_fate == Primary::Kill {
         cluster.kill(&primary);
     }
@@ -151,17 +235,64 @@ async fn one_run(primary_fate: Primary, hold: Hold) -> Result<Run, BoxError> {
     if reply.as_str() != Some("OK") {
         return Err(format!("CLUSTER FAILOVER TAKEOVER: {reply:?}").into());
     }
-    let told = async {
-        guard.lost().await;
+    let (told, acquired) = told_and_acquired(&guard, waiting).await?;
+    Ok(Run {
+        lost: signed_nanos(took_over, told),
+        acquired: signed_nanos(took_over, acquired),
+        promoted: 0,
+        announced: 0,
+    })
+}
+
+async fn sentinel_run(hold: Hold) -> Result<Run, BoxError> {
+    let set = SentinelSet::start();
+    let (primary, replica) = (set.primary(), set.replica());
+    let holder = Client::connect(&set.url()).await?;
+    let contender = Client::connect(&set.url()).await?;
+    set.cut_off_replica();
+    let (guard, waiting) = hold_and_wait(&holder, contender, hold, &primary).await?;
+    // The bench's own ear on the announcement, and a thread polling the replica's role.
+    let sentinel = &set.sentinels()[0];
+    let ear = Builder::from_config(Config::from_url(&format!("redis://{sentinel}"))?).build_subscriber_client()?;
+    ear.init().await?;
+    let mut messages = ear.message_rx();
+    ear.subscribe("+switch-master").await?;
+    ear.ping::<()>(None).await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let poller = {
+        let (stop, replica) = (stop.clone(), replica.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let reply = raw_command(&replica, &[b"ROLE"]);
+                if matches!(&reply, RespValue::Array(items) if items.first().and_then(RespValue::as_str) == Some("master"))
+                {
+                    return Some(Instant::now());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            None
+        })
+    };
+    let reply = set.on(sentinel, &["SENTINEL", "FAILOVER", SENTINEL_SERVICE]);
+    let failover = Instant::now();
+    if reply.as_str() != Some("OK") {
+        stop.store(true, Ordering::Relaxed);
+        return Err(format!("SENTINEL FAILOVER: {reply:?}").into());
+    }
+    let announced = async {
+        let _ = messages.recv().await;
         Instant::now()
     };
-    let (told, acquired) = tokio::join!(tokio::time::timeout(GIVE_UP, told), tokio::time::timeout(GIVE_UP, waiting));
-    let told = told.map_err(|_| "the holder was not told lost()")?;
-    let (acquired, contender_guard, _contender) = acquired.map_err(|_| "the contender did not acquire")??;
-    let contender_guard = contender_guard?;
-    let run = Run { lost: signed_nanos(took_over, told), acquired: signed_nanos(took_over, acquired) };
-    contender_guard.unlock().await?;
-    drop(guard);
-    drop(holder);
-    Ok(run)
+    let (announced, told) = tokio::join!(tokio::time::timeout(GIVE_UP, announced), told_and_acquired(&guard, waiting));
+    let announced = announced.map_err(|_| "no +switch-master")?;
+    let (told, acquired) = told?;
+    stop.store(true, Ordering::Relaxed);
+    let promoted = poller.join().map_err(|_| "the role poller panicked")?.ok_or("the replica never said master")?;
+    let _ = ear.quit().await;
+    Ok(Run {
+        lost: signed_nanos(failover, told),
+        acquired: signed_nanos(failover, acquired),
+        promoted: signed_nanos(failover, promoted),
+        announced: signed_nanos(failover, announced),
+    })
 }

@@ -214,13 +214,7 @@ impl RedisCluster {
     /// On the shared cluster, when the node refuses, or when the link is still up after 5 s.
     pub fn cut_off_replica(&self, replica: &str) {
         assert!(self.owned.is_some() && !std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)));
-        for (name, value) in [("masteruser", "leasehold-nobody"), ("masterauth", "wrong")] {
-            let reply = run(replica, &["CONFIG", "SET", name, value]);
-            assert_eq!(reply.as_str(), Some("OK"), "CONFIG SET {name} on {replica}: {reply:?}");
-        }
-        run(replica, &["CLIENT", "KILL", "TYPE", "master"]);
-        let down = || text(&run(replica, &["INFO", "replication"])).contains("master_link_status:down");
-        assert!(poll(Duration::from_secs(5), down), "the link of {replica} is still up");
+        cut_off_replica(replica);
     }
 
     /// `master` or `slave` (`INFO replication`'s `role`), or empty when the node at
@@ -539,6 +533,17 @@ pub(crate) fn text(value: &RespValue) -> String {
 
 /// Polls `condition` every 20 ms until it is true or `deadline` passes (blocking: for
 /// the harness's start-up and topology changes). Returns whether it became true.
+/// See [`RedisCluster::cut_off_replica`].
+pub(crate) fn cut_off_replica(replica: &str) {
+    for (name, value) in [("masteruser", "leasehold-nobody"), ("masterauth", "wrong")] {
+        let reply = run(replica, &["CONFIG", "SET", name, value]);
+        assert_eq!(reply.as_str(), Some("OK"), "CONFIG SET {name} on {replica}: {reply:?}");
+    }
+    run(replica, &["CLIENT", "KILL", "TYPE", "master"]);
+    let down = || text(&run(replica, &["INFO", "replication"])).contains("master_link_status:down");
+    assert!(poll(Duration::from_secs(5), down), "the link of {replica} is still up");
+}
+
 pub(crate) fn poll(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + deadline;
     loop {

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::cluster::{poll, run, text};
+use crate::cluster::{cut_off_replica, poll, run, text};
 use crate::raw::RespValue;
 use crate::reaper::{Reaper, Watch};
 use crate::server::{free_port, make_temp_dir, ping, RedisServer, ServerOptions};
@@ -80,6 +80,18 @@ impl SentinelSet {
     /// When it cannot be reached.
     pub fn on(&self, addr: &str, args: &[&str]) -> RespValue {
         run(addr, args)
+    }
+
+    /// Cuts the replica off from the primary for good, as
+    /// [`RedisCluster::cut_off_replica`](crate::RedisCluster::cut_off_replica) does: nothing
+    /// written from now on reaches it, and it stays a replica the sentinels can promote.
+    /// Only on a private set-up.
+    ///
+    /// # Panics
+    /// On the shared set-up, when the replica refuses, or when its link is still up after 5 s.
+    pub fn cut_off_replica(&self) {
+        assert!(!std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)), "not on the shared set-up");
+        cut_off_replica(&self.replica());
     }
 }
 
