@@ -185,7 +185,8 @@ impl Tracking {
 
 impl Watchdog {
     /// Starts the scheduler task on the current tokio runtime (one task: the renewal
-    /// rounds and the checks after reconnects run in it side by side).
+    /// rounds, the checks after reconnects and, with `topology_check`, the topology
+    /// reads run in it side by side).
     ///
     /// # Panics
     /// Outside a tokio runtime, or when `config.timeout` is under 3 ms (callers validate
