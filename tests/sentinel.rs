@@ -40,9 +40,33 @@ async fn bad_sentinel_and_cluster_urls_are_rejected_before_connecting() {
 /// without the watch): every acquire from then on lands on the new primary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_follows_a_sentinel_failover_when_it_is_announced() {
-    use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
     let set = SentinelSet::start();
     let client = client_with(&set.url(), Duration::from_secs(30)).await;
+    follows_a_failover_when_it_is_announced(&set, &client).await;
+}
+
+/// The same for a client made with `Client::from_fred` from the caller's own fred client
+/// (a Sentinel configuration and a reconnect policy): leasehold watches the sentinels for
+/// it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_from_fred_follows_a_sentinel_failover_when_it_is_announced() {
+    use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+    let set = SentinelSet::start();
+    let mut builder = Builder::from_config(Config::from_url(&set.url()).expect("url"));
+    builder.set_policy(ReconnectPolicy::new_exponential(0, 50, 1_000, 2));
+    builder.with_connection_config(|c| c.connection_timeout = Duration::from_secs(2));
+    let fred = builder.build().expect("build");
+    fred.init().await.expect("connect");
+    let mut config = leasehold::ClientConfig::default();
+    config.command_timeout = Duration::from_secs(2);
+    let client = leasehold::Client::from_fred(fred.clone(), config).await.expect("from_fred");
+    follows_a_failover_when_it_is_announced(&set, &client).await;
+    drop(client);
+    let _ = fred.quit().await;
+}
+
+async fn follows_a_failover_when_it_is_announced(set: &SentinelSet, client: &leasehold::Client) {
+    use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
     let warm = client.lock("sentinel:warm").try_lock().await.expect("try_lock").expect("free");
     warm.unlock().await.expect("unlock");
 

@@ -110,6 +110,12 @@ impl Client {
     /// ASK redirect otherwise (`docs/cluster.md`); leasehold retries redirected commands
     /// itself.
     ///
+    /// A client configured for Sentinel gets the same watch as leasehold's own: at each
+    /// `+switch-master` of its service leasehold reconnects this client (and its own
+    /// subscriber connection) to the announced primary and holds lock writes back until
+    /// it is there (`docs/cluster.md` §7). fred alone would follow only when the old
+    /// primary drops its connections, seconds later.
+    ///
     /// # Errors
     /// As [`ClientBuilder::connect`].
     ///
@@ -131,7 +137,8 @@ impl Client {
             );
         }
         let policy = client.client_reconnect_policy().unwrap_or_else(default_reconnect_policy);
-        let subscriber = subscriber_client(client.client_config(), policy)?;
+        let fred_config = client.client_config();
+        let subscriber = subscriber_client(fred_config.clone(), policy.clone())?;
         bounded_init(&subscriber, config.command_timeout).await?;
         if !client.is_connected() {
             // The caller's client: connect it if needed, but never QUIT it on failure.
@@ -141,7 +148,8 @@ impl Client {
             }
         }
         let mode = pubsub_mode(&client, &config).await;
-        let client = Self::assemble(client, subscriber, config, false, mode, None);
+        let sentinel = crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
+        let client = Self::assemble(client, subscriber, config, false, mode, sentinel);
         client.inner.store.load_scripts().await?;
         Ok(client)
     }
