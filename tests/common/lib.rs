@@ -448,10 +448,7 @@ pub async fn assert_unreplicated_holders_told_and_no_waiter_stuck<T>(
     // The watchdog counts a loss before it marks the hold; the wait only covers the
     // stats' relaxed ordering, never a check still to come.
     let counted = |s: &leasehold::WatchdogStats| s.checks >= 1 && s.lost >= 2;
-    let deadline = std::time::Instant::now() + Duration::from_secs(1);
-    while !counted(&holder.watchdog_stats()) && std::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until(Duration::from_secs(1), || counted(&holder.watchdog_stats())).await;
     let stats = holder.watchdog_stats();
     assert!(counted(&stats), "the fixed lease was found gone by a check: {stats:?}");
     tokio::time::timeout(Duration::from_secs(20), async {
@@ -464,8 +461,9 @@ pub async fn assert_unreplicated_holders_told_and_no_waiter_stuck<T>(
 }
 
 /// Starts `processes` `contender` processes (`bin`, the test's
-/// `env!("CARGO_BIN_EXE_contender")`: `tests/bin/contender.rs`) on the lock `name` at `url`, each with `tasks` tasks taking it `iterations` times, with `extra`
-/// arguments (`--resource PREFIX`, `--fenced`). Killed when dropped.
+/// `env!("CARGO_BIN_EXE_contender")`: `tests/bin/contender.rs`) on the lock `name` at
+/// `url`, each with `tasks` tasks taking it `iterations` times, with `extra` arguments
+/// (`--resource PREFIX`, `--fenced`). Killed when dropped.
 ///
 /// # Panics
 /// When a process cannot be started.

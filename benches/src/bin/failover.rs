@@ -37,7 +37,7 @@ use std::sync::Arc;
 use fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
 use leasehold::Client;
 use leasehold_benches::{check_flags, flag, ms_signed, print_table, rerun_command, signed_nanos, BoxError};
-use leasehold_test_support::{raw_command, RedisCluster, RespValue, SentinelSet, SENTINEL_SERVICE};
+use leasehold_test_support::{raw_command, wait_until, RedisCluster, RespValue, SentinelSet, SENTINEL_SERVICE};
 
 const FLAGS: &[&str] = &["--runs"];
 const NAME: &str = "{overlap}:lock";
@@ -59,11 +59,15 @@ enum Hold {
     Fixed,
 }
 
-/// One run's offsets from the takeover, in nanoseconds.
+/// One run's offsets from the failover command, in nanoseconds.
 struct Run {
     lost: i64,
     acquired: i64,
-    /// Sentinel only: the replica's promotion and the announcement.
+}
+
+/// A Sentinel run: a [`Run`], and when the replica was promoted and when it was announced.
+struct SentinelRun {
+    run: Run,
     promoted: i64,
     announced: i64,
 }
@@ -127,7 +131,8 @@ async fn main() -> Result<ExitCode, BoxError> {
         let mut row = vec![format!("{hold:?}").to_lowercase()];
         row.push(spread(results.iter().map(|r| r.promoted).collect()));
         row.push(spread(results.iter().map(|r| r.announced).collect()));
-        row.extend(columns(&results));
+        let runs: Vec<Run> = results.into_iter().map(|r| r.run).collect();
+        row.extend(columns(&runs));
         rows.push(row);
     }
     let header: Vec<String> = [
@@ -190,12 +195,8 @@ async fn hold_and_wait(
         let reply = raw_command(node, &[b"PUBSUB", numsub, CHANNEL.as_bytes()]);
         matches!(&reply, RespValue::Array(items) if matches!(items.get(1), Some(RespValue::Integer(n)) if *n > 0))
     };
-    let until = Instant::now() + Duration::from_secs(5);
-    while !subscribed() {
-        if Instant::now() > until {
-            return Err("the contender never subscribed".into());
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    if !wait_until(Duration::from_secs(5), subscribed).await {
+        return Err("the contender never subscribed".into());
     }
     Ok((guard, waiting))
 }
@@ -236,15 +237,10 @@ async fn one_run(primary_fate: Primary, hold: Hold) -> Result<Run, BoxError> {
         return Err(format!("CLUSTER FAILOVER TAKEOVER: {reply:?}").into());
     }
     let (told, acquired) = told_and_acquired(&guard, waiting).await?;
-    Ok(Run {
-        lost: signed_nanos(took_over, told),
-        acquired: signed_nanos(took_over, acquired),
-        promoted: 0,
-        announced: 0,
-    })
+    Ok(Run { lost: signed_nanos(took_over, told), acquired: signed_nanos(took_over, acquired) })
 }
 
-async fn sentinel_run(hold: Hold) -> Result<Run, BoxError> {
+async fn sentinel_run(hold: Hold) -> Result<SentinelRun, BoxError> {
     let set = SentinelSet::start();
     let (primary, replica) = (set.primary(), set.replica());
     let holder = Client::connect(&set.url()).await?;
@@ -287,9 +283,8 @@ async fn sentinel_run(hold: Hold) -> Result<Run, BoxError> {
     stop.store(true, Ordering::Relaxed);
     let promoted = poller.join().map_err(|_| "the role poller panicked")?.ok_or("the replica never said master")?;
     let _ = ear.quit().await;
-    Ok(Run {
-        lost: signed_nanos(failover, told),
-        acquired: signed_nanos(failover, acquired),
+    Ok(SentinelRun {
+        run: Run { lost: signed_nanos(failover, told), acquired: signed_nanos(failover, acquired) },
         promoted: signed_nanos(failover, promoted),
         announced: signed_nanos(failover, announced),
     })

@@ -115,6 +115,14 @@ struct Counters {
     topology_changes: AtomicU64,
 }
 
+impl Shared {
+    /// A full renewal round now, and a check of every tracked hold ([`Watchdog::renew_now`]).
+    fn kick_all(&self) {
+        self.kick.notify_one();
+        self.check_kick.notify_one();
+    }
+}
+
 #[derive(Debug)]
 struct Entry {
     key: Arc<str>,
@@ -262,8 +270,7 @@ impl Watchdog {
     /// [`WatchdogConfig::retry_interval`] until it is answered or the hold's lease
     /// deadline passes. Does nothing while nothing is registered or tracked.
     pub fn renew_now(&self) {
-        self.shared.kick.notify_one();
-        self.shared.check_kick.notify_one();
+        self.shared.kick_all();
     }
 
     /// Calls [`Watchdog::renew_now`] on every event of `events` (fred's
@@ -509,8 +516,7 @@ async fn run_topology<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown:
         if renewer.follow_topology().await {
             let Some(shared) = weak.upgrade() else { return };
             shared.stats.topology_changes.fetch_add(1, Ordering::Relaxed);
-            shared.kick.notify_one();
-            shared.check_kick.notify_one();
+            shared.kick_all();
         }
     }
 }

@@ -83,7 +83,7 @@ impl RedisCluster {
     /// # Panics
     /// On the shared cluster, or when `addr` is not a node of this cluster.
     pub fn kill(&mut self, addr: &str) {
-        assert!(!std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)));
+        self.assert_private();
         let (servers, _) = self.owned.as_mut().unwrap_or_else(|| panic!("not started by this process"));
         let server = servers.iter_mut().find(|s| s.addr() == addr).unwrap_or_else(|| panic!("no node {addr}"));
         server.kill();
@@ -123,6 +123,13 @@ impl RedisCluster {
         let first = nodes.next().copied().unwrap_or_default();
         let rest: Vec<String> = nodes.map(|p| format!("node=127.0.0.1:{p}")).collect();
         format!("redis-cluster://127.0.0.1:{first}?{}", rest.join("&"))
+    }
+
+    /// Panics unless this process started this cluster and it is not the shared one:
+    /// only such a cluster may change its topology.
+    fn assert_private(&self) {
+        let shared = SHARED.get().map_or(std::ptr::null(), |s| s);
+        assert!(self.owned.is_some() && !std::ptr::eq(self, shared), "only on a private cluster");
     }
 
     /// `127.0.0.1:PORT` of every node, primaries first (as started).
@@ -213,7 +220,7 @@ impl RedisCluster {
     /// # Panics
     /// On the shared cluster, when the node refuses, or when the link is still up after 5 s.
     pub fn cut_off_replica(&self, replica: &str) {
-        assert!(self.owned.is_some() && !std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)));
+        self.assert_private();
         cut_off_replica(replica);
     }
 
@@ -231,7 +238,7 @@ impl RedisCluster {
     /// # Panics
     /// On the shared cluster, or when the failover does not complete within 20 s.
     pub fn failover(&self, primary: &str) -> String {
-        assert!(self.owned.is_some() && !std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)));
+        self.assert_private();
         let replica = self.replica_of(primary);
         let reply = run(&replica, &["CLUSTER", "FAILOVER"]);
         assert_eq!(reply.as_str(), Some("OK"), "CLUSTER FAILOVER on {replica}: {reply:?}");
@@ -259,7 +266,7 @@ impl RedisCluster {
     /// # Panics
     /// On the shared cluster, or when a node refuses.
     pub fn begin_migration(&self, slot: u16, target: &str) -> SlotMigration {
-        assert!(self.owned.is_some() && !std::ptr::eq(self, SHARED.get().map_or(std::ptr::null(), |s| s)));
+        self.assert_private();
         let source = self
             .slot_ranges()
             .into_iter()
