@@ -54,11 +54,23 @@
 --                another live waiter is first) the ms until that waiter's entry
 --                expires (at least 1)
 -- Errors:
---   WRONGTYPE   KEYS[1] exists and is not a Hash (or, for a waiting call, KEYS[2] is
---               not a List or KEYS[3] not a Hash); nothing was written
+--   WRONGTYPE   KEYS[1] exists and is not a Hash (or, for a waiting call that finds the
+--               lock held or a queue present, KEYS[2] is not a List or KEYS[3] not a
+--               Hash); nothing was written
 local queueing = ARGV[4] ~= '0'
-local free = redis.call('exists', KEYS[1]) == 0
-if free and not queueing then
+-- A single try ignores the queue. A waiting call on a free lock with nobody queued takes
+-- it just as a try does: one EXISTS counts both keys, so an uncontended lock() costs
+-- what try_lock() costs (the queue cannot matter: nobody is ahead).
+local free, unqueued
+if queueing then
+  local present = redis.call('exists', KEYS[1], KEYS[2])
+  unqueued = present == 0
+  free = unqueued or (present == 1 and redis.call('exists', KEYS[1]) == 0)
+else
+  free = redis.call('exists', KEYS[1]) == 0
+  unqueued = true
+end
+if free and unqueued then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, 1}
@@ -119,13 +131,20 @@ if free and (not head or head == ARGV[2]) then
 end
 
 -- Queue up, or refresh the entry (HSET answers 1 only for a new field: a refresh moves
--- the deadline, not the place). The queue's keys live as long as the newest deadline.
+-- the deadline, not the place).
 local keepalive = tonumber(ARGV[4])
 if redis.call('hset', KEYS[3], ARGV[2], string.format('%d %s', now + keepalive, ARGV[1])) == 1 then
   redis.call('rpush', KEYS[2], ARGV[2])
 end
-redis.call('pexpire', KEYS[2], keepalive)
-redis.call('pexpire', KEYS[3], keepalive)
+-- The queue's keys live as long as their longest-lived entry: waiters may have
+-- different keep-alives (clients configured apart), and a call with a shorter one must
+-- never cut the TTL that a longer-lived entry needs. Raised, never lowered (a key
+-- without an expiry, PTTL -1, gets one).
+for _, key in ipairs({KEYS[2], KEYS[3]}) do
+  if redis.call('pttl', key) < keepalive then
+    redis.call('pexpire', key, keepalive)
+  end
+end
 local position = redis.call('lpos', KEYS[2], ARGV[2])
 
 if not free then

@@ -505,3 +505,223 @@ async fn a_fair_lock_keeps_the_lock_guarantees() {
     let err = lock.try_lock_with(Duration::ZERO, Duration::ZERO).await.expect_err("zero lease");
     assert!(err.is_invalid_argument(), "{err}");
 }
+
+/// Issue 17 (b): a wait cancelled (its future dropped, as `tokio::time::timeout` does)
+/// and restarted at once on the same handle keeps its queue entry. The cancelled wait's
+/// background clean-up used to run after the new wait's first call and remove the new
+/// entry: the waiter, second in line, then slept until its next refresh, a third of the
+/// keep-alive (3.3 s) after the waiter ahead of it had released.
+async fn a_wait_restarted_after_a_cancelled_one_keeps_its_place(kind: Kind, name: &'static str) {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let holder = kind.handle(&holder_client, name);
+    let guard = holder.lock_with_lease(Duration::from_secs(30)).await.expect("held");
+    let queue = kind.queue(name);
+    // Two waiters ahead, each releasing as soon as it gets the lock: the restarted
+    // waiter is third, so no hand-over message names it before its turn.
+    let mut ahead = Vec::new();
+    for queued in 1..=2 {
+        let ahead_client = client(&server).await;
+        ahead.push(tokio::spawn(async move {
+            let lock = kind.handle(&ahead_client, name);
+            let got = lock.try_lock_for(Duration::from_secs(20)).await;
+            got.expect("no error").expect("acquired").unlock().await.expect("unlock");
+        }));
+        assert!(wait_until(Duration::from_secs(5), || llen(&server, &queue) == queued).await, "{queued} queued");
+    }
+
+    let waiter_client = client(&server).await;
+    let waiter = kind.handle(&waiter_client, name);
+    let cancelled = tokio::time::timeout(Duration::from_millis(500), waiter.lock()).await;
+    assert!(cancelled.is_err(), "the first wait was cancelled while queued");
+    // Restarted at once: the cancelled wait's clean-up is still pending.
+    let restarted = async {
+        let got = waiter.try_lock_for(Duration::from_secs(20)).await;
+        (got, tokio::time::Instant::now())
+    };
+    let release = async {
+        assert!(wait_until(Duration::from_secs(5), || llen(&server, &queue) == 3).await, "queued again");
+        // Subscribed once the restarted wait registered; the cancelled wait's clean-up
+        // had its turn right after the restarted wait's first call, before that.
+        assert!(
+            wait_until(Duration::from_secs(5), || !waiter_client.subscribed_channels().is_empty()).await,
+            "subscribed"
+        );
+        guard.unlock().await.expect("unlock");
+        tokio::time::Instant::now()
+    };
+    let ((got, acquired_at), released_at) = tokio::join!(restarted, release);
+    let guard = got.expect("no error").expect("acquired");
+    let took = acquired_at.saturating_duration_since(released_at);
+    assert!(took < Duration::from_secs(2), "acquired {took:?} after the release (the refresh is 3.3 s)");
+    for task in ahead {
+        tokio::time::timeout(Duration::from_secs(5), task).await.expect("ended").expect("task");
+    }
+    assert_eq!(llen(&server, &queue), 0);
+    guard.unlock().await.expect("unlock");
+}
+
+// On one thread the restarted wait's first call goes out before the spawned clean-up
+// runs: the order that lost the entry.
+#[tokio::test]
+async fn a_lock_wait_restarted_after_a_cancelled_one_keeps_its_place() {
+    a_wait_restarted_after_a_cancelled_one_keeps_its_place(Kind::Lock, "queue:restart").await;
+}
+
+#[tokio::test]
+async fn a_fair_lock_wait_restarted_after_a_cancelled_one_keeps_its_place() {
+    a_wait_restarted_after_a_cancelled_one_keeps_its_place(Kind::Fair, "fair:restart").await;
+}
+
+/// Issue 17 (c): a refresh whose outcome is unknown (here: every waiter's refresh timed
+/// out in a server stall shorter than the keep-alive) used to trigger the background
+/// undo, which removed the entry while the wait went on: the waiters came back in the
+/// order their retries landed. Now the live wait keeps its entry (its next call sets its
+/// hold count anyway), every waiter retries on its back-off wherever it stands, and the
+/// queue keeps its order.
+async fn a_server_stall_keeps_the_queue_order(kind: Kind, name: &'static str) {
+    const WAITERS: usize = 4;
+    const KEEPALIVE: Duration = Duration::from_secs(6);
+    let mut server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let holder = kind.handle(&holder_client, name);
+    let guard = holder.lock_with_lease(Duration::from_secs(60)).await.expect("held");
+    let queue = kind.queue(name);
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for id in 0..WAITERS {
+        // A refresh every 2 s; each times out after 1 s.
+        let waiter_client = fair_client(&server, KEEPALIVE).await;
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let lock = kind.handle(&waiter_client, name);
+            let got = lock.try_lock_for(Duration::from_secs(40)).await;
+            let guard = got.expect("no error").expect("acquired");
+            order.lock().expect("order").push(id);
+            guard.unlock().await.expect("unlock");
+        }));
+        assert!(wait_until(Duration::from_secs(5), || llen(&server, &queue) == id as i64 + 1).await, "{id} queued");
+    }
+    let before = lrange(&server, &queue);
+
+    // 3 s without answers: every waiter's refresh (one every 2 s) times out at least once.
+    server.pause();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    server.resume();
+    // The retries (back-off from 50 ms) and any clean-up land within the next second.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(lrange(&server, &queue), before, "the stall kept every waiter's place");
+
+    guard.unlock().await.expect("unlock");
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(30), task).await.expect("ended").expect("task");
+    }
+    assert_eq!(*order.lock().expect("order"), (0..WAITERS).collect::<Vec<_>>(), "served in queue order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stall_keeps_the_lock_queue_order() {
+    a_server_stall_keeps_the_queue_order(Kind::Lock, "queue:stall").await;
+}
+
+/// Issue 17 (c), one lost reply: the head waiter's refresh is answered but the reply
+/// never arrives (the proxy drops it and cuts the connection). The wait goes on, so its
+/// entry must stay at the head; it used to be removed by the undo, and the waiter queued
+/// again behind the others.
+async fn a_lost_refresh_reply_keeps_the_head_in_place(kind: Kind, name: &'static str) {
+    const KEEPALIVE: Duration = Duration::from_secs(3);
+    let server = RedisServer::start();
+    let proxy = leasehold_tests::Proxy::start(&server.addr()).await;
+    let holder_client = client(&server).await;
+    let holder = kind.handle(&holder_client, name);
+    let guard = holder.lock_with_lease(Duration::from_secs(60)).await.expect("held");
+    let queue = kind.queue(name);
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for id in 0..3_usize {
+        // The head's client goes through the proxy; a refresh every second.
+        let url = if id == 0 { proxy.url() } else { server.url() };
+        let waiter_client = leasehold::Client::builder()
+            .url(url)
+            .command_timeout(Duration::from_secs(1))
+            .fair_lock_keepalive(KEEPALIVE)
+            .connect()
+            .await
+            .expect("connect");
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let lock = kind.handle(&waiter_client, name);
+            let guard = lock.try_lock_for(Duration::from_secs(30)).await.expect("no error").expect("acquired");
+            order.lock().expect("order").push(id);
+            guard.unlock().await.expect("unlock");
+        }));
+        assert!(wait_until(Duration::from_secs(5), || llen(&server, &queue) == id as i64 + 1).await, "{id} queued");
+    }
+    let before = lrange(&server, &queue);
+    proxy.lose_next_reply();
+    assert!(wait_until(Duration::from_secs(5), || proxy.lost_replies() == 1).await, "a refresh reply was lost");
+    // The reconnect, the waiter's retry and any clean-up land within this window (the
+    // retry's back-off starts at 50 ms; the next refresh is 1 s later).
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(lrange(&server, &queue), before, "the head kept its place");
+    guard.unlock().await.expect("unlock");
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(30), task).await.expect("ended").expect("task");
+    }
+    assert_eq!(*order.lock().expect("order"), [0, 1, 2], "served in queue order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_refresh_reply_keeps_the_lock_queue_head_in_place() {
+    a_lost_refresh_reply_keeps_the_head_in_place(Kind::Lock, "queue:lost").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_refresh_reply_keeps_the_fair_lock_queue_head_in_place() {
+    a_lost_refresh_reply_keeps_the_head_in_place(Kind::Fair, "fair:lost").await;
+}
+
+/// Issue 17 (d): every queueing call used to set the queue keys' TTL to its own
+/// keep-alive, so one call of a client with a 3 s keep-alive expired the whole queue
+/// after 3 s, and a waiter with a 60 s keep-alive (refreshing every 20 s) lost its place
+/// to a newcomer. The keys now live as long as their longest-lived entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_keepalive_never_cuts_the_queue_of_a_longer_one() {
+    let server = RedisServer::start();
+    let name = "queue:keepalive";
+    let queue = Kind::Lock.queue(name);
+    let entries = format!("leasehold_lock_waiters:{{{name}}}");
+    let holder_client = client(&server).await;
+    let guard = holder_client.lock(name).lock_with_lease(Duration::from_secs(60)).await.expect("held");
+    let patient_client = fair_client(&server, Duration::from_secs(60)).await;
+    let patient = tokio::spawn(async move {
+        let got = patient_client.lock(name).try_lock_for(Duration::from_secs(30)).await;
+        got.expect("no error").expect("acquired").unlock().await.expect("unlock");
+    });
+    assert!(wait_until(Duration::from_secs(5), || llen(&server, &queue) == 1).await, "the patient waiter queued");
+    let patient_owner = lrange(&server, &queue).remove(0);
+
+    let hasty = fair_client(&server, Duration::from_secs(3)).await;
+    assert!(hasty.lock(name).try_lock_for(Duration::from_millis(300)).await.expect("wait").is_none());
+    assert_eq!(
+        lrange(&server, &queue),
+        std::slice::from_ref(&patient_owner),
+        "the hasty waiter left, the patient one stays"
+    );
+    for key in [&queue, &entries] {
+        let ttl = pttl(&server, key);
+        assert!(ttl > 50_000, "{key} lives as long as the 60 s entry needs: PTTL {ttl}");
+    }
+    // Past the short keep-alive, the patient waiter still holds its place.
+    let newcomer = client(&server).await;
+    let newcomer_wait = tokio::spawn(async move {
+        let lock = newcomer.lock(name);
+        let got = lock.try_lock_for(Duration::from_secs(30)).await;
+        got.expect("no error").expect("acquired").unlock().await.expect("unlock");
+    });
+    assert!(wait_until(Duration::from_secs(5), || llen(&server, &queue) == 2).await, "the newcomer queued");
+    assert_eq!(lrange(&server, &queue)[0], patient_owner, "behind the patient waiter");
+    guard.unlock().await.expect("unlock");
+    tokio::time::timeout(Duration::from_secs(10), patient).await.expect("patient ended").expect("task");
+    tokio::time::timeout(Duration::from_secs(10), newcomer_wait).await.expect("newcomer ended").expect("task");
+}

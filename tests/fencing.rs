@@ -264,3 +264,56 @@ async fn fenced_writes_accept_the_fence_or_later_and_nothing_else() {
     assert_eq!(raw(&server, &["EXISTS", "fenced:bad"]).as_int(), Some(0), "nothing written");
     assert_eq!(get(&server, "redisson_lock_token:{fenced:bad}").as_deref(), Some("garbage"));
 }
+
+/// Issue 17 (a): with `redisson_waiters(false)`, a release publishes only when a
+/// leasehold waiter flagged its owner. A fenced lock's second local waiter never ran the
+/// script while the first waited, and the first's acquire flags nothing: the first's
+/// release then woke nobody, and the second slept through the first's whole lease. Now
+/// the waiter made first by an acquirer flags the new holder with one call, so the
+/// release wakes it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_local_fenced_waiter_is_woken_without_redisson_waiters() {
+    const LEASE: Duration = Duration::from_secs(8);
+    let server = RedisServer::start();
+    let name = "fenced:flagged";
+    let holder_client = client(&server).await;
+    let holder = holder_client.fenced_lock(name);
+    let guard = holder.lock_with_lease(Duration::from_secs(30)).await.expect("held");
+    let waiters = leasehold::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_secs(2))
+        .redisson_waiters(false)
+        .connect()
+        .await
+        .expect("connect");
+
+    // The first waiter holds for 8 s once it gets in, then unlocks at once.
+    let first = {
+        let client = waiters.clone();
+        tokio::spawn(async move {
+            let lock = client.fenced_lock(name);
+            let guard = lock.try_lock_with(Duration::from_secs(20), LEASE).await.expect("wait").expect("acquired");
+            guard.unlock().await.expect("unlock");
+            tokio::time::Instant::now()
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || waiters.local_waiters(name) == 1).await, "first waits");
+    let second = {
+        let client = waiters.clone();
+        tokio::spawn(async move {
+            let lock = client.fenced_lock(name);
+            let got = lock.try_lock_with(Duration::from_secs(20), LEASE).await.expect("wait");
+            let at = tokio::time::Instant::now();
+            got.expect("acquired").unlock().await.expect("unlock");
+            at
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || waiters.local_waiters(name) == 2).await, "second queues locally");
+
+    guard.unlock().await.expect("unlock");
+    let released = tokio::time::timeout(Duration::from_secs(20), first).await.expect("first ended").expect("task");
+    let acquired = tokio::time::timeout(Duration::from_secs(20), second).await.expect("second ended").expect("task");
+    let took = acquired.saturating_duration_since(released);
+    assert!(took < Duration::from_secs(2), "the second waiter got the lock {took:?} after the first released");
+    assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
+}

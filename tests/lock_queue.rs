@@ -276,3 +276,42 @@ async fn a_lean_release_publishes_only_for_flagged_waiters_and_wakes_every_kind(
         "no lock key left: {keys:?}"
     );
 }
+
+/// Issue 17, item 3: a waiting acquire of a free lock that nobody queues for costs what
+/// a single try costs: the script reads the queue only when it can matter (one EXISTS
+/// counts the lock key and the queue). Counted on the server, commands inside scripts
+/// included: 7 per `lock()` + `unlock()` pair (EVALSHA, EXISTS, HSET, PEXPIRE; EVALSHA,
+/// HDEL, PUBLISH), as for `try_lock()` + `unlock()`; it was 11.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_lock_costs_what_try_lock_costs() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let count = |pair: &str| {
+        let lock = client.lock(format!("queue:lean:{pair}"));
+        let monitor = Monitor::start(&server.addr());
+        (lock, monitor)
+    };
+    let (lock, monitor) = count("lock");
+    lock.lock().await.expect("lock").unlock().await.expect("unlock");
+    monitor.sync(&server.addr());
+    let waiting = monitor.commands();
+    let (lock, monitor) = count("try");
+    lock.try_lock().await.expect("try").expect("free").unlock().await.expect("unlock");
+    monitor.sync(&server.addr());
+    let single = monitor.commands();
+    assert_eq!(waiting.len(), single.len(), "lock(): {waiting:#?}\ntry_lock(): {single:#?}");
+    assert!(waiting.len() <= 8, "{waiting:#?}");
+    // The contended path still queues: a waiter of a held lock is in its queue.
+    let guard = client.lock("queue:lean:held").lock().await.expect("held");
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let got = client.lock("queue:lean:held").try_lock_for(Duration::from_secs(10)).await;
+            got.expect("no error").expect("acquired").unlock().await.expect("unlock");
+        })
+    };
+    let queue = "leasehold_lock_queue:{queue:lean:held}";
+    assert!(wait_until(Duration::from_secs(5), || lrange(&server, queue).len() == 1).await, "queued");
+    guard.unlock().await.expect("unlock");
+    tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("handed over").expect("task");
+}

@@ -1,5 +1,6 @@
 //! The reentrant lock handle and its acquire paths.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,6 +49,13 @@ pub(crate) struct LockShared {
     /// (queue order, queue entries kept alive by the wait loop), and its releases, undos
     /// and wait clean-ups `fair_release.lua`.
     pub(crate) fair: bool,
+    /// The owner's waits that hold a place in a server queue (plain and fair locks), not
+    /// yet ended: counted from before a wait's first call to the start of its clean-up.
+    /// A clean-up (of a wait that ended, was cancelled, or of an acquire whose outcome is
+    /// unknown) that finds, under the owner's turn, another such wait still live sends
+    /// nothing: that wait's next call sets the owner's absolute hold count anyway, and
+    /// its own end cleans up; removing the queue entry would take that wait's place.
+    pub(crate) queued_waits: AtomicUsize,
 }
 
 impl std::fmt::Debug for Lock {
@@ -80,7 +88,8 @@ impl Lock {
         let names = LockNames::new(key).map_err(|e| e.to_string());
         let owner = client.id.next_owner();
         let holds = OwnerHolds::default();
-        Lock { shared: Arc::new(LockShared { client, names, owner, holds, fence_ttl_ms, fair }) }
+        let queued_waits = AtomicUsize::new(0);
+        Lock { shared: Arc::new(LockShared { client, names, owner, holds, fence_ttl_ms, fair, queued_waits }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
@@ -300,6 +309,12 @@ impl LockShared {
         self.fence_ttl_ms.is_none() && !self.fair
     }
 
+    /// Whether a wait of this owner that holds a place in the server's queue is live
+    /// (see [`LockShared::queued_waits`]). Read under the owner's turn.
+    pub(crate) fn has_live_queued_wait(&self) -> bool {
+        self.queued_waits.load(Ordering::Acquire) > 0
+    }
+
     /// The life of a queue entry without a refresh (fair and server-queued waits).
     pub(crate) fn queue_keepalive(&self) -> Duration {
         self.client.fair_keepalive
@@ -501,6 +516,14 @@ pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'s
         let mut retry = ReplaySafeRetry::new();
         loop {
             let turn = lock.holds.turn().await;
+            if lock.has_live_queued_wait() {
+                // A live wait of this owner sets its absolute count with its next call
+                // and cleans up at its own end; leaving the queue now would take its
+                // place (a wait restarted at once after a cancelled one, or a refresh
+                // whose reply was lost while the wait goes on).
+                tracing::debug!(lock = %names.key(), "{done}: left to the owner's live wait");
+                return;
+            }
             retry.sending();
             match lock.reset_holds(&names).await {
                 Ok(result) => {

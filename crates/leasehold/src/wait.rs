@@ -13,6 +13,7 @@
 //!  └── sleep until: a turn (message, became first, lost messages) │ retry_at (first only) │ deadline ──▶ None
 //! ```
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,7 +86,7 @@ pub(crate) async fn acquire_loop(
     // Removes this owner's queue entry unless the wait ends by acquiring (the acquire
     // removed it): inline when the wait ends, in the background when it is cancelled.
     // Declared before the waiter, so that a cancelled wait drops the waiter first.
-    let mut entry = (queued && !zero_wait).then(|| QueueEntry::new(lock, names, &channel));
+    let mut entry = (queued && !zero_wait).then(|| QueueEntry::new(lock, names));
     let mut position: Option<u64> = None;
     let mut first_sent_at = Instant::now();
     // Whether the fast path ran and was answered "held": only then does its send time
@@ -148,16 +149,27 @@ pub(crate) async fn acquire_loop(
         // the back-off timer says when to try again.
         let _ = waiter.take_turn();
     }
+    // A waiter in a local line only (a fenced lock's) that the waiter ahead left by
+    // acquiring has never flagged the new holder, and that holder's acquire flagged
+    // nothing either: with `redisson_waiters(false)` its release would publish nothing
+    // and this waiter would sleep until the holder's lease ran out. One call flags it.
+    let flag_new_holders = !queued && !client.config.redisson_waiters;
+    let mut flag_holder = false;
     loop {
         if let Some(held_until) = waiter.take_held_until() {
             // The waiter ahead just acquired (or a queue message made this waiter the
             // head of a held lock): the lock is held until about then.
             retry_at = Some(held_until);
+            flag_holder = flag_new_holders;
         }
         let now = Instant::now();
         let due = |at: Option<Instant>| at.is_some_and(|at| now >= at);
-        let timer_due = (waiter.is_first() && due(retry_at)) || due(refresh_at);
-        if waiter.take_turn() || timer_due {
+        // After a transient error every waiter retries on its back-off, wherever it is in
+        // line (its place is kept); otherwise only the first keeps the TTL timer.
+        let retrying = last_error.is_some();
+        let timer_due = ((waiter.is_first() || retrying) && due(retry_at)) || due(refresh_at);
+        let flag_now = std::mem::take(&mut flag_holder);
+        if waiter.take_turn() || timer_due || flag_now {
             let attempt = lock.attempt(names, lease, lease_ms, mode, true).await;
             refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
             match attempt {
@@ -193,9 +205,10 @@ pub(crate) async fn acquire_loop(
             drop(waiter);
             return leave(entry.take(), last_error.map_or(Ok(None), Err)).await;
         }
-        // Only the first in line keeps a TTL timer; every queued waiter keeps its
-        // refresh timer. The others wait for their turn.
-        let ttl_timer = if waiter.is_first() { retry_at } else { None };
+        // Only the first in line keeps a TTL timer (and a waiter retrying after an
+        // error, its back-off); every queued waiter keeps its refresh timer. The others
+        // wait for their turn.
+        let ttl_timer = if waiter.is_first() || last_error.is_some() { retry_at } else { None };
         let until = [ttl_timer, refresh_at].into_iter().flatten().fold(deadline, Instant::min);
         waiter.wait_until(until).await;
     }
@@ -204,40 +217,41 @@ pub(crate) async fn acquire_loop(
 /// A waiter's entry in the server's queue (a fair lock's `redisson_lock_queue:{NAME}` and
 /// its deadline in `redisson_lock_timeout:{NAME}`; a plain lock's
 /// `leasehold_lock_queue:{NAME}` and `leasehold_lock_waiters:{NAME}`), removed unless the
-/// wait acquired.
+/// wait acquired. While it exists (until its clean-up starts) the wait counts in
+/// [`LockShared::queued_waits`], so that no clean-up of this owner removes the entry
+/// under a wait that is still going on.
 struct QueueEntry {
     lock: Arc<LockShared>,
     names: LockNames,
-    channel: Arc<str>,
     /// Cleared once nothing is left to clean up (acquired, or removed inline).
     armed: bool,
+    /// Whether this wait still counts in `queued_waits`.
+    counted: bool,
 }
 
 impl QueueEntry {
-    fn new(lock: &Arc<LockShared>, names: &LockNames, channel: &Arc<str>) -> Self {
-        QueueEntry { lock: lock.clone(), names: names.clone(), channel: channel.clone(), armed: true }
+    fn new(lock: &Arc<LockShared>, names: &LockNames) -> Self {
+        lock.queued_waits.fetch_add(1, Ordering::AcqRel);
+        QueueEntry { lock: lock.clone(), names: names.clone(), armed: true, counted: true }
     }
 
-    /// Another wait of the same owner (tasks sharing one `Arc<Lock>` or `Arc<FairLock>`)
-    /// still uses the entry: leave it to that one. Called once this wait's `Waiter` is
-    /// dropped.
-    fn shared_with_another_wait(&self) -> bool {
-        let subscriber = &self.lock.client.subscriber;
-        if self.lock.server_queued() {
-            return subscriber.owner_waiters(&self.channel, self.lock.owner.as_str()) > 0;
+    /// The wait is over (it ends or is being cleaned up): it no longer keeps a place
+    /// that another clean-up must respect.
+    fn uncount(&mut self) {
+        if std::mem::take(&mut self.counted) {
+            self.lock.queued_waits.fetch_sub(1, Ordering::AcqRel);
         }
-        // A fair waiter's channel is its owner's own.
-        subscriber.lock_waiters(&self.channel, self.names.key()) > 0
     }
 }
 
 impl Drop for QueueEntry {
     fn drop(&mut self) {
+        self.uncount();
         // Still armed: the wait was cancelled, or its inline clean-up failed. Clean up in
         // the background, as the undo of an abandoned acquire does (same script, same
-        // turn discipline, retries bounded by the replay window). Synchronous and
-        // non-blocking.
-        if self.armed && !self.shared_with_another_wait() {
+        // turn discipline, retries bounded by the replay window; nothing is sent if by
+        // then another wait of the owner is live). Synchronous and non-blocking.
+        if self.armed {
             crate::lock::spawn_set_holds(self.lock.clone(), self.names.clone(), "cancelled wait cleaned up");
         }
     }
@@ -253,16 +267,19 @@ fn disarm(entry: Option<QueueEntry>, guard: LockGuard) -> LockGuard {
 
 /// The wait ends without the lock (its `Waiter` already dropped): remove the queue entry
 /// now, with one attempt under the owner's turn (so it cannot land after a later acquire
-/// of the same owner and remove that one's entry), then answer `result`. If the attempt
-/// fails, the entry's `Drop` retries in the background.
+/// of the same owner and remove that one's entry), then answer `result`. Another wait of
+/// the same owner still live (tasks sharing one `Arc<Lock>`, or a wait started right
+/// after) keeps the entry, and its own end cleans up. If the attempt fails, the entry's
+/// `Drop` retries in the background.
 async fn leave(entry: Option<QueueEntry>, result: Result<Option<LockGuard>>) -> Result<Option<LockGuard>> {
     let Some(mut entry) = entry else { return result };
-    if entry.shared_with_another_wait() {
+    entry.uncount();
+    let lock = entry.lock.clone();
+    let turn = lock.holds.turn().await;
+    if lock.has_live_queued_wait() {
         entry.armed = false;
         return result;
     }
-    let lock = &entry.lock;
-    let turn = lock.holds.turn().await;
     // The accounted holds: a live hold of this owner stays as it is, an abandoned
     // acquire's hold (if it was taken) is given back, and the queue entry goes.
     match lock.reset_holds(&entry.names).await {
