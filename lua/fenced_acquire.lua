@@ -33,7 +33,7 @@
 -- that lacks it, an expired counter) or behind (a promoted replica that missed the last
 -- tokens), the next token comes from the server's clock, above every earlier token as
 -- long as the clock now reads later than the issuing server's clock did at the last
--- token (docs/architecture.md, "Fencing tokens").
+-- token (docs/architecture/fencing.md).
 
 -- Issues the next token; returns it as a decimal string (Lua numbers print as 1.7e+15).
 local function next_token()

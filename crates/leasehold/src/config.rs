@@ -104,7 +104,7 @@ pub struct ClientConfig {
     /// last release publishes Redisson's unlock message, as Redisson's own unlock does,
     /// so a Redisson waiter wakes at once. `false`: a release publishes only when a
     /// leasehold waiter is waiting for it (leasehold waiters flag the holder they wait
-    /// for, `docs/architecture.md` §2.7), which saves one command per uncontended
+    /// for, `docs/architecture/wait-queue.md`, "The waiter flag"), which saves one command per uncontended
     /// release; a Redisson waiter then sleeps until the TTL it was told runs out.
     /// Exclusion with Redisson holds either way. Default: `true`.
     pub redisson_waiters: bool,

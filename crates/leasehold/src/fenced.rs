@@ -33,8 +33,8 @@ use crate::lock::Lock;
 /// strictly increase while the counter exists, and a server that lost it (a restart
 /// without persistence, a failover to a replica without it or with an older value, an
 /// expired counter) starts again above every earlier token, as long as its clock reads
-/// later than the old server's did when it issued the last one (`docs/architecture.md`,
-/// "Fencing tokens", states the assumption precisely). **A re-entry returns the outer
+/// later than the old server's did when it issued the last one (`docs/architecture/fencing.md`
+/// states the assumption precisely). **A re-entry returns the outer
 /// hold's token** (Redisson's `RFencedLock` issues a new one): every guard of one hold
 /// writes with the same fence: a re-entry (or a replayed acquire) answers the counter's
 /// value, which no other owner can move while this one holds the lock.

@@ -6,8 +6,10 @@
 //! - **Leased and renewed**: `lock()` holds a 30 s lease that a per-client watchdog
 //!   renews every 10 s, in batches, while the guard lives; an explicit lease is never
 //!   renewed.
-//! - **Woken, not polling**: waiters subscribe to the lock's release channel; an unlock
-//!   wakes one local waiter, in FIFO order.
+//! - **Woken, not polling**: a [`Lock`]'s waiters queue on the server and a release
+//!   hands the lock to the first live one, across clients and processes; a
+//!   [`FencedLock`]'s waiters are woken by the release message, in FIFO order among one
+//!   client's waiters.
 //! - **Told when lost**: [`LockGuard::lost`] resolves when a renewal finds the lock gone,
 //!   when the check of every hold after a reconnect or a failover finds it gone (fixed
 //!   leases included), or when the lease runs out.
@@ -20,6 +22,42 @@
 //!   leaves no entry that blocks the others.
 //! - **Replicated, if asked**: [`ClientBuilder::sync_replicas`] makes every acquire wait
 //!   for replica acknowledgements (`WAIT`) and gives it back when too few answered.
+//!
+//! # Quick start
+//!
+//! One [`Client`] per process, kept in the application's state: it is cheap to clone
+//! (an `Arc` inside), so every request handler gets its own copy. Each request makes
+//! its own lock handle, because the handle is the owner (see "Ownership and
+//! reentrancy" below). In axum, `AppState` is what `Router::with_state` takes and what
+//! a handler receives as `State(state): State<AppState>`; here a plain `tokio::spawn`
+//! stands in for the framework. The crate's README shows the same code.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! #[derive(Clone)]
+//! struct AppState { locks: leasehold::Client }  // cloned into every handler
+//!
+//! async fn pay_order(state: AppState, order_id: u64) -> leasehold::Result<&'static str> {
+//!     let lock = state.locks.lock(format!("order:{order_id}"));  // one lock per request
+//!     let Some(guard) = lock.try_lock_for(Duration::from_secs(2)).await? else {
+//!         return Ok("busy");  // another instance held it for 2 s (a 409, say)
+//!     };
+//!     // ... the critical section: held, and renewed, until unlock ...
+//!     guard.unlock().await?;
+//!     Ok("paid")
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> leasehold::Result<()> {
+//!     let state = AppState { locks: leasehold::Client::connect("redis://127.0.0.1:6379").await? };
+//!     let reply = tokio::spawn(pay_order(state.clone(), 1001)).await.expect("handler")?;
+//!     println!("{reply}");
+//!     Ok(())
+//! }
+//! ```
+//!
+//! The other ways to take a lock:
 //!
 //! ```no_run
 //! # async fn demo() -> leasehold::Result<()> {
@@ -94,7 +132,8 @@
 //!   keeps at least what the remaining holds need (the watchdog lease while a watchdog
 //!   guard remains).
 //!
-//! See `docs/architecture.md` for the data layout, the scripts and the state machines.
+//! See `docs/architecture.md` in the repository (an index of topic documents) for the
+//! data layout, the scripts and the state machines.
 
 mod client;
 mod config;
@@ -130,3 +169,37 @@ pub use simple::{SimpleGuard, SimpleLock};
 /// The fred client crate leasehold is built on, for [`Client::from_fred`] and
 /// [`ClientBuilder::fred_config`].
 pub use fred;
+
+#[cfg(test)]
+mod readme_quick_start {
+    /// The rust lines of the first ```` ```no_run ```` example of the crate docs, without
+    /// the `//! ` prefix and without hidden (`# `) lines.
+    fn doc_example(lib: &str) -> Vec<String> {
+        let docs: Vec<&str> =
+            lib.lines().filter_map(|l| l.strip_prefix("//!")).map(|l| l.strip_prefix(' ').unwrap_or(l)).collect();
+        let start = docs.iter().position(|l| *l == "```no_run").expect("a no_run example in the crate docs") + 1;
+        docs[start..]
+            .iter()
+            .take_while(|l| **l != "```")
+            .filter(|l| !l.starts_with("# "))
+            .map(|l| (*l).to_owned())
+            .collect()
+    }
+
+    /// The lines of the README's first ```` ```rust ```` block.
+    fn readme_example(readme: &str) -> Vec<String> {
+        let mut lines = readme.lines().skip_while(|l| *l != "```rust").skip(1);
+        lines.by_ref().take_while(|l| *l != "```").map(str::to_owned).collect()
+    }
+
+    /// The README's quick start is the crate docs' first example, which `cargo test
+    /// --doc` compiles: so the README cannot show code that no longer builds.
+    #[test]
+    fn the_readme_quick_start_is_the_compiled_doc_example() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+        let readme = std::fs::read_to_string(path).expect("the workspace README");
+        let doc = doc_example(include_str!("lib.rs"));
+        assert!(doc.len() > 10, "the doc example was found: {doc:?}");
+        assert_eq!(readme_example(&readme), doc, "README.md's first rust block differs from the lib.rs quick start");
+    }
+}

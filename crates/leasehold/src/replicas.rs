@@ -1,7 +1,7 @@
 //! Replica acknowledgement of acquires: what `attempt()` does with `WAIT`'s answer.
 //!
 //! ```text
-//!  acquire script ─┬─ WAIT n timeout  (pipelined on the same connection, §5.7)
+//!  acquire script ─┬─ WAIT n timeout  (pipelined on the same connection, docs/architecture/replicas.md)
 //!                  ▼
 //!   script: held ─────────────────▶ Held (WAIT's answer is ignored)
 //!   script: acquired, WAIT ≥ n ───▶ Acquired (hold recorded, guard returned)

@@ -1,10 +1,10 @@
 //! The scripts of the top-level `lua/` folder, compiled into the crate.
 //!
-//! Each file's header states its KEYS, ARGV and replies; `docs/architecture.md` walks
+//! Each file's header states its KEYS, ARGV and replies; `docs/architecture/scripts.md` walks
 //! through them. The sources are included with `include_str!` from this crate's
 //! `lua/` folder, a checked-in copy of the workspace's top-level `lua/` (so the packaged
 //! crate carries them); `tests/lua_copies.rs` checks that the two are identical (see
-//! `docs/architecture.md`, "Packaging").
+//! `docs/architecture/crates.md`, "Packaging").
 
 use std::sync::LazyLock;
 

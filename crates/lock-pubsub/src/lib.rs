@@ -35,7 +35,7 @@
 //!   resubscribe is confirmed) wakes every waiter; a message that never comes is covered by
 //!   the waiter's own timer on the holder's TTL.
 //!
-//! See `docs/architecture.md` for the state machine.
+//! See `docs/architecture/waiting.md` for the state machine.
 
 mod channel;
 mod subscriber;
