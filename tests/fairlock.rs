@@ -1,13 +1,17 @@
 //! The fair lock (issue 10, part 2): `FairLock` against real servers and real child
 //! processes: cross-process queue order, dead and departed waiters, Redisson's own
 //! fair-lock scripts on the same name, and the `Lock` guarantees.
+//!
+//! Every test runs on Redis and on Valkey (`NAME::redis`, `NAME::valkey`, see
+//! `both_servers!`).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::fred::clients::SubscriberClient;
 use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
 use leasehold_tests::{
-    client, client_with, hgetall, pttl, pubsub_channels, raw, wait_until, HolderProcess, RedisServer,
+    both_servers, client, client_with, hgetall, pttl, pubsub_channels, raw, wait_until, HolderProcess, RedisServer,
+    ServerKind,
 };
 
 fn llen(server: &RedisServer, key: &str) -> i64 {
@@ -152,8 +156,8 @@ async fn queued_waiter(
 
 /// Three waiters in three processes, queued in a known order while the lock is held,
 /// acquire in that order (each records its id under the lock), and leave no queue.
-async fn waiters_acquire_in_queue_order(kind: Kind, name: &str) {
-    let server = RedisServer::start();
+async fn waiters_acquire_in_queue_order(on: ServerKind, kind: Kind, name: &str) {
+    let server = on.start();
     let client = client(&server).await;
     let queue = kind.queue(name);
     let holder = kind.handle(&client, name);
@@ -184,25 +188,25 @@ async fn waiters_acquire_in_queue_order(kind: Kind, name: &str) {
     assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fair_lock_waiters_in_three_processes_acquire_in_queue_order() {
-    let lock = leasehold_tests::client(&RedisServer::start()).await.fair_lock("fair:order");
+async fn fair_lock_waiters_in_three_processes_acquire_in_queue_order(on: ServerKind) {
+    let lock = leasehold_tests::client(&on.start()).await.fair_lock("fair:order");
     assert_eq!(lock.queue_key().expect("name"), "redisson_lock_queue:{fair:order}");
-    waiters_acquire_in_queue_order(Kind::Fair, "fair:order").await;
+    waiters_acquire_in_queue_order(on, Kind::Fair, "fair:order").await;
 }
+both_servers!(fair_lock_waiters_in_three_processes_acquire_in_queue_order);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lock_waiters_in_three_processes_acquire_in_queue_order() {
-    waiters_acquire_in_queue_order(Kind::Lock, "queue:order").await;
+async fn lock_waiters_in_three_processes_acquire_in_queue_order(on: ServerKind) {
+    waiters_acquire_in_queue_order(on, Kind::Lock, "queue:order").await;
 }
+both_servers!(lock_waiters_in_three_processes_acquire_in_queue_order);
 
 /// A queued waiter killed with SIGKILL stops blocking the waiter behind it within its
 /// keep-alive (plus the live waiter's refresh period), far sooner than its wait. For a
 /// `Lock`, the release hands the lock to the dead head, cut to the life left in its
 /// entry; the live waiter, told it is next, takes the lock when that runs out.
-async fn a_killed_queued_waiter_stops_blocking(kind: Kind, name: &'static str) {
+async fn a_killed_queued_waiter_stops_blocking(on: ServerKind, kind: Kind, name: &'static str) {
     const KEEPALIVE: Duration = Duration::from_millis(2_000);
-    let server = RedisServer::start();
+    let server = on.start();
     let client = fair_client(&server, KEEPALIVE).await;
     let queue = kind.queue(name);
     let holder = kind.handle(&client, name);
@@ -230,20 +234,20 @@ async fn a_killed_queued_waiter_stops_blocking(kind: Kind, name: &'static str) {
     drop(dead);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_queued_fair_lock_waiter_stops_blocking_the_queue_within_its_keepalive() {
-    a_killed_queued_waiter_stops_blocking(Kind::Fair, "fair:dead").await;
+async fn a_killed_queued_fair_lock_waiter_stops_blocking_the_queue_within_its_keepalive(on: ServerKind) {
+    a_killed_queued_waiter_stops_blocking(on, Kind::Fair, "fair:dead").await;
 }
+both_servers!(a_killed_queued_fair_lock_waiter_stops_blocking_the_queue_within_its_keepalive);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepalive() {
-    a_killed_queued_waiter_stops_blocking(Kind::Lock, "queue:dead").await;
+async fn a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepalive(on: ServerKind) {
+    a_killed_queued_waiter_stops_blocking(on, Kind::Lock, "queue:dead").await;
 }
+both_servers!(a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepalive);
 
 /// A wait that times out removes its queue entry and deadline before it returns; a
 /// cancelled one removes them in the background; neither leaves a subscription behind.
-async fn a_departed_wait_leaves_nothing_behind(kind: Kind, name: &'static str) {
-    let server = RedisServer::start();
+async fn a_departed_wait_leaves_nothing_behind(on: ServerKind, kind: Kind, name: &'static str) {
+    let server = on.start();
     let client = client(&server).await;
     let queue = kind.queue(name);
     let holder = kind.handle(&client, name);
@@ -284,19 +288,19 @@ async fn a_departed_wait_leaves_nothing_behind(kind: Kind, name: &'static str) {
     assert_eq!(raw(&server, &["DBSIZE"]).as_int(), Some(0), "no key left behind");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timed_out_or_cancelled_fair_lock_wait_leaves_nothing_behind() {
-    let server = RedisServer::start();
+async fn a_timed_out_or_cancelled_fair_lock_wait_leaves_nothing_behind(on: ServerKind) {
+    let server = on.start();
     let waiter = client(&server).await.fair_lock("fair:gone");
     let channel = waiter.waiter_channel().expect("name");
     assert_eq!(channel, format!("redisson_lock__channel:{{fair:gone}}:{}", waiter.owner()));
-    a_departed_wait_leaves_nothing_behind(Kind::Fair, "fair:gone").await;
+    a_departed_wait_leaves_nothing_behind(on, Kind::Fair, "fair:gone").await;
 }
+both_servers!(a_timed_out_or_cancelled_fair_lock_wait_leaves_nothing_behind);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind() {
-    a_departed_wait_leaves_nothing_behind(Kind::Lock, "queue:gone").await;
+async fn a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind(on: ServerKind) {
+    a_departed_wait_leaves_nothing_behind(on, Kind::Lock, "queue:gone").await;
 }
+both_servers!(a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind);
 
 // Redisson's RFairLock scripts, transcribed by hand from RedissonFairLock.java
 // (tryLockInnerAsync with RedisCommands.EVAL_LONG, and unlockInnerAsync). KEYS and ARGV as
@@ -393,9 +397,8 @@ fn wall_ms() -> String {
 /// A hand-written Redisson `RFairLock` peer (its scripts, its owner field, its per-waiter
 /// channel) and a leasehold `FairLock` on one name exclude each other and wake each other
 /// through the queue, both ways.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways() {
-    let server = RedisServer::start();
+async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     let name = "fair:mixed";
     let keys = [name, "redisson_lock_queue:{fair:mixed}", "redisson_lock_timeout:{fair:mixed}"];
@@ -466,12 +469,12 @@ async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways() {
     assert_eq!((llen(&server, keys[1]), zcard(&server, keys[2])), (0, 0));
     let _ = subscriber.quit().await;
 }
+both_servers!(a_redisson_fair_lock_peer_excludes_and_wakes_both_ways);
 
 /// The `Lock` guarantees hold for a `FairLock`: reentrancy counts in the Redisson field,
 /// watchdog renewal, and `lost()` after a force-unlock.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fair_lock_keeps_the_lock_guarantees() {
-    let server = RedisServer::start();
+async fn a_fair_lock_keeps_the_lock_guarantees(on: ServerKind) {
+    let server = on.start();
     let client = client_with(&server.url(), Duration::from_millis(600)).await;
     let lock = client.fair_lock("fair:basic");
     let outer = lock.lock().await.expect("outer");
@@ -505,3 +508,4 @@ async fn a_fair_lock_keeps_the_lock_guarantees() {
     let err = lock.try_lock_with(Duration::ZERO, Duration::ZERO).await.expect_err("zero lease");
     assert!(err.is_invalid_argument(), "{err}");
 }
+both_servers!(a_fair_lock_keeps_the_lock_guarantees);
