@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Runs every test against real redis-servers the tests start themselves.
+# Runs every test against real redis-servers (and valkey-servers) the tests start
+# themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-redis.sh
 source scripts/ensure-redis6.sh
+# The standalone suites' `::valkey` tests: the same bodies on a valkey-server.
+source scripts/ensure-valkey.sh
 # Doc examples first, so the run ends on the main suite's summary.
 cargo test --workspace --doc
 if cargo nextest --version >/dev/null 2>&1; then

@@ -1,13 +1,17 @@
 //! The fair lock (issue 10, part 2): `FairLock` against real servers and real child
 //! processes: cross-process queue order, dead and departed waiters, Redisson's own
 //! fair-lock scripts on the same name, and the `Lock` guarantees.
+//!
+//! Every test runs on Redis and on Valkey (`NAME::redis`, `NAME::valkey`, see
+//! `both_servers!`).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::fred::clients::SubscriberClient;
 use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
 use leasehold_tests::{
-    client, client_with, hgetall, pttl, pubsub_channels, raw, wait_until, HolderProcess, RedisServer,
+    both_servers, client, client_with, hgetall, pttl, pubsub_channels, raw, wait_until, HolderProcess, RedisServer,
+    ServerKind,
 };
 
 fn llen(server: &RedisServer, key: &str) -> i64 {
@@ -152,8 +156,8 @@ async fn queued_waiter(
 
 /// Three waiters in three processes, queued in a known order while the lock is held,
 /// acquire in that order (each records its id under the lock), and leave no queue.
-async fn waiters_acquire_in_queue_order(kind: Kind, name: &str) {
-    let server = RedisServer::start();
+async fn waiters_acquire_in_queue_order(on: ServerKind, kind: Kind, name: &str) {
+    let server = on.start();
     let client = client(&server).await;
     let queue = kind.queue(name);
     let holder = kind.handle(&client, name);
@@ -184,25 +188,25 @@ async fn waiters_acquire_in_queue_order(kind: Kind, name: &str) {
     assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fair_lock_waiters_in_three_processes_acquire_in_queue_order() {
-    let lock = leasehold_tests::client(&RedisServer::start()).await.fair_lock("fair:order");
+async fn fair_lock_waiters_in_three_processes_acquire_in_queue_order(on: ServerKind) {
+    let lock = leasehold_tests::client(&on.start()).await.fair_lock("fair:order");
     assert_eq!(lock.queue_key().expect("name"), "redisson_lock_queue:{fair:order}");
-    waiters_acquire_in_queue_order(Kind::Fair, "fair:order").await;
+    waiters_acquire_in_queue_order(on, Kind::Fair, "fair:order").await;
 }
+both_servers!(fair_lock_waiters_in_three_processes_acquire_in_queue_order);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lock_waiters_in_three_processes_acquire_in_queue_order() {
-    waiters_acquire_in_queue_order(Kind::Lock, "queue:order").await;
+async fn lock_waiters_in_three_processes_acquire_in_queue_order(on: ServerKind) {
+    waiters_acquire_in_queue_order(on, Kind::Lock, "queue:order").await;
 }
+both_servers!(lock_waiters_in_three_processes_acquire_in_queue_order);
 
 /// A queued waiter killed with SIGKILL stops blocking the waiter behind it within its
 /// keep-alive (plus the live waiter's refresh period), far sooner than its wait. For a
 /// `Lock`, the release hands the lock to the dead head, cut to the life left in its
 /// entry; the live waiter, told it is next, takes the lock when that runs out.
-async fn a_killed_queued_waiter_stops_blocking(kind: Kind, name: &'static str) {
+async fn a_killed_queued_waiter_stops_blocking(on: ServerKind, kind: Kind, name: &'static str) {
     const KEEPALIVE: Duration = Duration::from_millis(2_000);
-    let server = RedisServer::start();
+    let server = on.start();
     let client = fair_client(&server, KEEPALIVE).await;
     let queue = kind.queue(name);
     let holder = kind.handle(&client, name);
@@ -230,20 +234,20 @@ async fn a_killed_queued_waiter_stops_blocking(kind: Kind, name: &'static str) {
     drop(dead);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_queued_fair_lock_waiter_stops_blocking_the_queue_within_its_keepalive() {
-    a_killed_queued_waiter_stops_blocking(Kind::Fair, "fair:dead").await;
+async fn a_killed_queued_fair_lock_waiter_stops_blocking_the_queue_within_its_keepalive(on: ServerKind) {
+    a_killed_queued_waiter_stops_blocking(on, Kind::Fair, "fair:dead").await;
 }
+both_servers!(a_killed_queued_fair_lock_waiter_stops_blocking_the_queue_within_its_keepalive);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepalive() {
-    a_killed_queued_waiter_stops_blocking(Kind::Lock, "queue:dead").await;
+async fn a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepalive(on: ServerKind) {
+    a_killed_queued_waiter_stops_blocking(on, Kind::Lock, "queue:dead").await;
 }
+both_servers!(a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepalive);
 
 /// A wait that times out removes its queue entry and deadline before it returns; a
 /// cancelled one removes them in the background; neither leaves a subscription behind.
-async fn a_departed_wait_leaves_nothing_behind(kind: Kind, name: &'static str) {
-    let server = RedisServer::start();
+async fn a_departed_wait_leaves_nothing_behind(on: ServerKind, kind: Kind, name: &'static str) {
+    let server = on.start();
     let client = client(&server).await;
     let queue = kind.queue(name);
     let holder = kind.handle(&client, name);
@@ -284,19 +288,19 @@ async fn a_departed_wait_leaves_nothing_behind(kind: Kind, name: &'static str) {
     assert_eq!(raw(&server, &["DBSIZE"]).as_int(), Some(0), "no key left behind");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timed_out_or_cancelled_fair_lock_wait_leaves_nothing_behind() {
-    let server = RedisServer::start();
+async fn a_timed_out_or_cancelled_fair_lock_wait_leaves_nothing_behind(on: ServerKind) {
+    let server = on.start();
     let waiter = client(&server).await.fair_lock("fair:gone");
     let channel = waiter.waiter_channel().expect("name");
     assert_eq!(channel, format!("redisson_lock__channel:{{fair:gone}}:{}", waiter.owner()));
-    a_departed_wait_leaves_nothing_behind(Kind::Fair, "fair:gone").await;
+    a_departed_wait_leaves_nothing_behind(on, Kind::Fair, "fair:gone").await;
 }
+both_servers!(a_timed_out_or_cancelled_fair_lock_wait_leaves_nothing_behind);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind() {
-    a_departed_wait_leaves_nothing_behind(Kind::Lock, "queue:gone").await;
+async fn a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind(on: ServerKind) {
+    a_departed_wait_leaves_nothing_behind(on, Kind::Lock, "queue:gone").await;
 }
+both_servers!(a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind);
 
 // Redisson's RFairLock scripts, transcribed by hand from RedissonFairLock.java
 // (tryLockInnerAsync with RedisCommands.EVAL_LONG, and unlockInnerAsync). KEYS and ARGV as
@@ -393,9 +397,8 @@ fn wall_ms() -> String {
 /// A hand-written Redisson `RFairLock` peer (its scripts, its owner field, its per-waiter
 /// channel) and a leasehold `FairLock` on one name exclude each other and wake each other
 /// through the queue, both ways.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways() {
-    let server = RedisServer::start();
+async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     let name = "fair:mixed";
     let keys = [name, "redisson_lock_queue:{fair:mixed}", "redisson_lock_timeout:{fair:mixed}"];
@@ -466,12 +469,12 @@ async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways() {
     assert_eq!((llen(&server, keys[1]), zcard(&server, keys[2])), (0, 0));
     let _ = subscriber.quit().await;
 }
+both_servers!(a_redisson_fair_lock_peer_excludes_and_wakes_both_ways);
 
 /// The `Lock` guarantees hold for a `FairLock`: reentrancy counts in the Redisson field,
 /// watchdog renewal, and `lost()` after a force-unlock.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fair_lock_keeps_the_lock_guarantees() {
-    let server = RedisServer::start();
+async fn a_fair_lock_keeps_the_lock_guarantees(on: ServerKind) {
+    let server = on.start();
     let client = client_with(&server.url(), Duration::from_millis(600)).await;
     let lock = client.fair_lock("fair:basic");
     let outer = lock.lock().await.expect("outer");
@@ -505,14 +508,15 @@ async fn a_fair_lock_keeps_the_lock_guarantees() {
     let err = lock.try_lock_with(Duration::ZERO, Duration::ZERO).await.expect_err("zero lease");
     assert!(err.is_invalid_argument(), "{err}");
 }
+both_servers!(a_fair_lock_keeps_the_lock_guarantees);
 
 /// Issue 17 (b): a wait cancelled (its future dropped, as `tokio::time::timeout` does)
 /// and restarted at once on the same handle keeps its queue entry. The cancelled wait's
 /// background clean-up used to run after the new wait's first call and remove the new
 /// entry: the waiter, second in line, then slept until its next refresh, a third of the
 /// keep-alive (3.3 s) after the waiter ahead of it had released.
-async fn a_wait_restarted_after_a_cancelled_one_keeps_its_place(kind: Kind, name: &'static str) {
-    let server = RedisServer::start();
+async fn a_wait_restarted_after_a_cancelled_one_keeps_its_place(on: ServerKind, kind: Kind, name: &'static str) {
+    let server = on.start();
     let holder_client = client(&server).await;
     let holder = kind.handle(&holder_client, name);
     let guard = holder.lock_with_lease(Duration::from_secs(30)).await.expect("held");
@@ -561,17 +565,17 @@ async fn a_wait_restarted_after_a_cancelled_one_keeps_its_place(kind: Kind, name
     guard.unlock().await.expect("unlock");
 }
 
+async fn a_lock_wait_restarted_after_a_cancelled_one_keeps_its_place(on: ServerKind) {
+    a_wait_restarted_after_a_cancelled_one_keeps_its_place(on, Kind::Lock, "queue:restart").await;
+}
 // On one thread the restarted wait's first call goes out before the spawned clean-up
 // runs: the order that lost the entry.
-#[tokio::test]
-async fn a_lock_wait_restarted_after_a_cancelled_one_keeps_its_place() {
-    a_wait_restarted_after_a_cancelled_one_keeps_its_place(Kind::Lock, "queue:restart").await;
-}
+both_servers!(a_lock_wait_restarted_after_a_cancelled_one_keeps_its_place, current_thread);
 
-#[tokio::test]
-async fn a_fair_lock_wait_restarted_after_a_cancelled_one_keeps_its_place() {
-    a_wait_restarted_after_a_cancelled_one_keeps_its_place(Kind::Fair, "fair:restart").await;
+async fn a_fair_lock_wait_restarted_after_a_cancelled_one_keeps_its_place(on: ServerKind) {
+    a_wait_restarted_after_a_cancelled_one_keeps_its_place(on, Kind::Fair, "fair:restart").await;
 }
+both_servers!(a_fair_lock_wait_restarted_after_a_cancelled_one_keeps_its_place, current_thread);
 
 /// Issue 17 (c): a refresh whose outcome is unknown (here: every waiter's refresh timed
 /// out in a server stall shorter than the keep-alive) used to trigger the background
@@ -579,10 +583,10 @@ async fn a_fair_lock_wait_restarted_after_a_cancelled_one_keeps_its_place() {
 /// order their retries landed. Now the live wait keeps its entry (its next call sets its
 /// hold count anyway), every waiter retries on its back-off wherever it stands, and the
 /// queue keeps its order.
-async fn a_server_stall_keeps_the_queue_order(kind: Kind, name: &'static str) {
+async fn a_server_stall_keeps_the_queue_order(on: ServerKind, kind: Kind, name: &'static str) {
     const WAITERS: usize = 4;
     const KEEPALIVE: Duration = Duration::from_secs(6);
-    let mut server = RedisServer::start();
+    let mut server = on.start();
     let holder_client = client(&server).await;
     let holder = kind.handle(&holder_client, name);
     let guard = holder.lock_with_lease(Duration::from_secs(60)).await.expect("held");
@@ -619,18 +623,18 @@ async fn a_server_stall_keeps_the_queue_order(kind: Kind, name: &'static str) {
     assert_eq!(*order.lock().expect("order"), (0..WAITERS).collect::<Vec<_>>(), "served in queue order");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_stall_keeps_the_lock_queue_order() {
-    a_server_stall_keeps_the_queue_order(Kind::Lock, "queue:stall").await;
+async fn a_server_stall_keeps_the_lock_queue_order(on: ServerKind) {
+    a_server_stall_keeps_the_queue_order(on, Kind::Lock, "queue:stall").await;
 }
+both_servers!(a_server_stall_keeps_the_lock_queue_order);
 
 /// Issue 17 (c), one lost reply: the head waiter's refresh is answered but the reply
 /// never arrives (the proxy drops it and cuts the connection). The wait goes on, so its
 /// entry must stay at the head; it used to be removed by the undo, and the waiter queued
 /// again behind the others.
-async fn a_lost_refresh_reply_keeps_the_head_in_place(kind: Kind, name: &'static str) {
+async fn a_lost_refresh_reply_keeps_the_head_in_place(on: ServerKind, kind: Kind, name: &'static str) {
     const KEEPALIVE: Duration = Duration::from_secs(3);
-    let server = RedisServer::start();
+    let server = on.start();
     let proxy = leasehold_tests::Proxy::start(&server.addr()).await;
     let holder_client = client(&server).await;
     let holder = kind.handle(&holder_client, name);
@@ -671,23 +675,22 @@ async fn a_lost_refresh_reply_keeps_the_head_in_place(kind: Kind, name: &'static
     assert_eq!(*order.lock().expect("order"), [0, 1, 2], "served in queue order");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_refresh_reply_keeps_the_lock_queue_head_in_place() {
-    a_lost_refresh_reply_keeps_the_head_in_place(Kind::Lock, "queue:lost").await;
+async fn a_lost_refresh_reply_keeps_the_lock_queue_head_in_place(on: ServerKind) {
+    a_lost_refresh_reply_keeps_the_head_in_place(on, Kind::Lock, "queue:lost").await;
 }
+both_servers!(a_lost_refresh_reply_keeps_the_lock_queue_head_in_place);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_refresh_reply_keeps_the_fair_lock_queue_head_in_place() {
-    a_lost_refresh_reply_keeps_the_head_in_place(Kind::Fair, "fair:lost").await;
+async fn a_lost_refresh_reply_keeps_the_fair_lock_queue_head_in_place(on: ServerKind) {
+    a_lost_refresh_reply_keeps_the_head_in_place(on, Kind::Fair, "fair:lost").await;
 }
+both_servers!(a_lost_refresh_reply_keeps_the_fair_lock_queue_head_in_place);
 
 /// Issue 17 (d): every queueing call used to set the queue keys' TTL to its own
 /// keep-alive, so one call of a client with a 3 s keep-alive expired the whole queue
 /// after 3 s, and a waiter with a 60 s keep-alive (refreshing every 20 s) lost its place
 /// to a newcomer. The keys now live as long as their longest-lived entry.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_short_keepalive_never_cuts_the_queue_of_a_longer_one() {
-    let server = RedisServer::start();
+async fn a_short_keepalive_never_cuts_the_queue_of_a_longer_one(on: ServerKind) {
+    let server = on.start();
     let name = "queue:keepalive";
     let queue = Kind::Lock.queue(name);
     let entries = format!("leasehold_lock_waiters:{{{name}}}");
@@ -725,3 +728,4 @@ async fn a_short_keepalive_never_cuts_the_queue_of_a_longer_one() {
     tokio::time::timeout(Duration::from_secs(10), patient).await.expect("patient ended").expect("task");
     tokio::time::timeout(Duration::from_secs(10), newcomer_wait).await.expect("newcomer ended").expect("task");
 }
+both_servers!(a_short_keepalive_never_cuts_the_queue_of_a_longer_one);

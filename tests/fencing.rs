@@ -1,11 +1,16 @@
 //! Fencing tokens (issue 11): `FencedLock` and the resource side, against real servers,
 //! with real pauses (`SIGSTOP`) and restarts.
+//!
+//! Every test runs on Redis and on Valkey (`NAME::redis`, `NAME::valkey`, see
+//! `both_servers!`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::fence::{fence_key, fence_of, fenced_set, FencedWrite};
-use leasehold_tests::{client, hgetall, pttl, raw, wait_until, HolderProcess, RedisServer, RespValue};
+use leasehold_tests::{
+    both_servers, client, hgetall, pttl, raw, wait_until, HolderProcess, RedisServer, RespValue, ServerKind,
+};
 
 const LEASE: Duration = Duration::from_secs(10);
 
@@ -16,9 +21,8 @@ fn get(server: &RedisServer, key: &str) -> Option<String> {
 /// A fresh hold gets a token above the last; a re-entry answers the outer hold's token;
 /// the token sits in the Hash only while held (the last release deletes the whole key),
 /// and the counter is Redisson's `redisson_lock_token:{NAME}` with a TTL.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_re_entry_keeps_the_outer_token_and_a_new_hold_gets_a_larger_one() {
-    let server = RedisServer::start();
+async fn a_re_entry_keeps_the_outer_token_and_a_new_hold_gets_a_larger_one(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     let lock = client.fenced_lock("fenced:basic");
     assert_eq!(lock.token_key().expect("name"), "redisson_lock_token:{fenced:basic}");
@@ -51,12 +55,12 @@ async fn a_re_entry_keeps_the_outer_token_and_a_new_hold_gets_a_larger_one() {
     assert!(next.token() > now_us - 60_000_000 && next.token() <= now_us + 2_000_000, "{} ~ {now_us}", next.token());
     next.unlock().await.expect("unlock");
 }
+both_servers!(a_re_entry_keeps_the_outer_token_and_a_new_hold_gets_a_larger_one);
 
 /// Four clients with four tasks each contend for one fenced lock: in the order the holds
 /// happened, tokens strictly increase (each token is recorded while its hold is held).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn tokens_strictly_increase_across_contending_clients() {
-    let server = RedisServer::start();
+async fn tokens_strictly_increase_across_contending_clients(on: ServerKind) {
+    let server = on.start();
     let seen = Arc::new(parking_lot_free::Log::default());
     let mut tasks = Vec::new();
     for c in 0..4 {
@@ -97,6 +101,7 @@ async fn tokens_strictly_increase_across_contending_clients() {
     let clients: std::collections::HashSet<_> = log.iter().map(|(_, c)| *c).collect();
     assert_eq!(clients.len(), 4, "every client held the lock");
 }
+both_servers!(tokens_strictly_increase_across_contending_clients, worker_threads = 4);
 
 /// A tiny append-only log (a std `Mutex`: the tests crate has no `parking_lot`).
 mod parking_lot_free {
@@ -115,9 +120,8 @@ mod parking_lot_free {
 /// Scenario 3 with tokens: a holder process is `SIGSTOP`ped past its lease; the next
 /// holder gets a larger token and writes; the resumed holder's fenced write is rejected,
 /// it is told it lost the lock, and its unlock leaves the new holder untouched.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_holders_late_write_is_rejected_by_the_fence() {
-    let server = RedisServer::start();
+async fn a_paused_holders_late_write_is_rejected_by_the_fence(on: ServerKind) {
+    let server = on.start();
     let (mut holder, _owner, old_token) = HolderProcess::start_fenced(
         env!("CARGO_BIN_EXE_holder"),
         &server.url(),
@@ -168,13 +172,13 @@ async fn a_paused_holders_late_write_is_rejected_by_the_fence() {
     assert!(!guard.is_lost());
     guard.unlock().await.expect("unlock");
 }
+both_servers!(a_paused_holders_late_write_is_rejected_by_the_fence);
 
 /// Scenario 5 with tokens: a restart without persistence loses the counter, and the next
 /// token is still larger than every earlier one (the counter restarts from the server's
 /// clock). The same holds when the counter expired (a short `fence_token_ttl`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokens_stay_above_earlier_ones_after_a_restart_and_after_the_counter_expired() {
-    let mut server = RedisServer::start();
+async fn tokens_stay_above_earlier_ones_after_a_restart_and_after_the_counter_expired(on: ServerKind) {
+    let mut server = on.start();
     let mut issued = Vec::new();
     {
         let client = client(&server).await;
@@ -226,13 +230,13 @@ async fn tokens_stay_above_earlier_ones_after_a_restart_and_after_the_counter_ex
     assert!(guard.token() > before_expiry, "{} > {before_expiry}", guard.token());
     guard.unlock().await.expect("unlock");
 }
+both_servers!(tokens_stay_above_earlier_ones_after_a_restart_and_after_the_counter_expired);
 
 /// The resource side: an equal token writes again, a smaller one is rejected and writes
 /// nothing, bad input is refused before anything is sent, a wrong-type resource is a
 /// `WrongType` error that changes nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fenced_writes_accept_the_fence_or_later_and_nothing_else() {
-    let server = RedisServer::start();
+async fn fenced_writes_accept_the_fence_or_later_and_nothing_else(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     assert_eq!(fence_key("res"), "leasehold_fence:{res}");
     assert_eq!(fence_of(&client, "res").await.expect("fence"), None);
@@ -264,6 +268,7 @@ async fn fenced_writes_accept_the_fence_or_later_and_nothing_else() {
     assert_eq!(raw(&server, &["EXISTS", "fenced:bad"]).as_int(), Some(0), "nothing written");
     assert_eq!(get(&server, "redisson_lock_token:{fenced:bad}").as_deref(), Some("garbage"));
 }
+both_servers!(fenced_writes_accept_the_fence_or_later_and_nothing_else);
 
 /// Issue 17 (a): with `redisson_waiters(false)`, a release publishes only when a
 /// leasehold waiter flagged its owner. A fenced lock's second local waiter never ran the
@@ -271,10 +276,9 @@ async fn fenced_writes_accept_the_fence_or_later_and_nothing_else() {
 /// release then woke nobody, and the second slept through the first's whole lease. Now
 /// the waiter made first by an acquirer flags the new holder with one call, so the
 /// release wakes it at once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_local_fenced_waiter_is_woken_without_redisson_waiters() {
+async fn a_second_local_fenced_waiter_is_woken_without_redisson_waiters(on: ServerKind) {
     const LEASE: Duration = Duration::from_secs(8);
-    let server = RedisServer::start();
+    let server = on.start();
     let name = "fenced:flagged";
     let holder_client = client(&server).await;
     let holder = holder_client.fenced_lock(name);
@@ -317,3 +321,4 @@ async fn a_second_local_fenced_waiter_is_woken_without_redisson_waiters() {
     assert!(took < Duration::from_secs(2), "the second waiter got the lock {took:?} after the first released");
     assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
 }
+both_servers!(a_second_local_fenced_waiter_is_woken_without_redisson_waiters);

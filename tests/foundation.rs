@@ -1,14 +1,16 @@
 //! The reentrant lock on a real redis-server: layout, reentrancy, leases, ownership,
 //! interop with Redisson's layout, and bad input rejected before anything is sent.
 //!
-//! Every test that can runs twice (`NAME::standalone`, `NAME::cluster`, see
-//! `both_topologies!`): on a private server and on the shared cluster, where every
-//! name has the test's prefix and assertions look at the test's own names only.
+//! Every test that can runs three times (`NAME::standalone`, `NAME::valkey`,
+//! `NAME::cluster`, see `both_topologies!`): on a private Redis server, on a private
+//! Valkey server, and on the shared cluster, where every name has the test's prefix and
+//! assertions look at the test's own names only. Standalone-only tests run on Redis and
+//! on Valkey (`NAME::redis`, `NAME::valkey`, see `both_servers!`).
 
 use std::time::Duration;
 
 use leasehold::ErrorKind;
-use leasehold_tests::{both_topologies, client, wait_until, Monitor, RedisServer, RespValue, Topology};
+use leasehold_tests::{both_servers, both_topologies, client, wait_until, Monitor, RespValue, ServerKind, Topology};
 
 const LEASE: Duration = Duration::from_secs(10);
 
@@ -285,9 +287,8 @@ both_topologies!(redisson_layout_interop_both_ways);
 /// only: it asserts that no command at all reached the server, which the shared
 /// cluster's other tests make impossible to see (and the empty name leaves nothing to
 /// filter on).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_is_rejected_before_anything_is_sent() {
-    let server = RedisServer::start();
+async fn bad_input_is_rejected_before_anything_is_sent(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     let monitor = Monitor::start(&server.addr());
     let empty = client.lock("");
@@ -315,6 +316,7 @@ async fn bad_input_is_rejected_before_anything_is_sent() {
     monitor.sync(&server.addr());
     assert_eq!(monitor.commands(), Vec::<String>::new(), "no command reached Redis");
 }
+both_servers!(bad_input_is_rejected_before_anything_is_sent);
 
 /// A name holding another type: `WrongType` naming the key; the value is untouched.
 async fn wrong_type_is_reported_and_the_value_untouched(t: &Topology) {

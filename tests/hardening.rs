@@ -1,12 +1,17 @@
 //! Regression tests for the reliability audit (issue "Hardening"): each failed before
 //! its fix. Real servers and real faults only.
+//!
+//! Every test with a server runs on Redis and on Valkey (`NAME::redis`, `NAME::valkey`,
+//! see `both_servers!`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
-use leasehold_tests::{client, client_with, hgetall, pttl, raw, wait_until, Proxy, RedisServer, RespValue};
+use leasehold_tests::{
+    both_servers, client, client_with, hgetall, pttl, raw, wait_until, Proxy, RedisServer, RespValue, ServerKind,
+};
 
 const LEASE: Duration = Duration::from_secs(10);
 
@@ -36,9 +41,8 @@ fn connections(server: &RedisServer, kind: &str) -> usize {
 /// Four tasks acquire and release 50 times each through one shared handle (one
 /// owner, so they re-enter each other's holds): every unlock is `Ok`, no guard is told
 /// its lock was lost, and the key is gone at the end (no phantom hold).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn one_owner_shared_by_four_tasks_keeps_its_books_straight() {
-    let server = RedisServer::start();
+async fn one_owner_shared_by_four_tasks_keeps_its_books_straight(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     let lock = Arc::new(client.lock("shared-owner"));
     let mut tasks = Vec::new();
@@ -63,14 +67,14 @@ async fn one_owner_shared_by_four_tasks_keeps_its_books_straight() {
     assert_eq!(raw(&server, &["EXISTS", "shared-owner"]).as_int(), Some(0), "{:?}", hgetall(&server, "shared-owner"));
     assert_eq!(client.watchdog_stats().registered, 0);
 }
+both_servers!(one_owner_shared_by_four_tasks_keeps_its_books_straight, worker_threads = 4);
 
 // 3. The local deadline is never later than the server's expiry.
 
 /// A partial unlock whose reply is lost is retried: the deadline it extends counts from
 /// the *first* attempt's send (when the TTL may have been set), not the retry's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_partial_unlock_answered_from_its_latch_counts_from_the_first_send() {
-    let server = RedisServer::start();
+async fn a_partial_unlock_answered_from_its_latch_counts_from_the_first_send(on: ServerKind) {
+    let server = on.start();
     let proxy = Proxy::start(&server.addr()).await;
     let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
     let lock = client.lock("latched-partial");
@@ -91,13 +95,13 @@ async fn a_partial_unlock_answered_from_its_latch_counts_from_the_first_send() {
     );
     outer.unlock().await.expect("unlock");
 }
+both_servers!(a_partial_unlock_answered_from_its_latch_counts_from_the_first_send);
 
 /// A re-entry with a shorter lease never cuts the outer hold short: the key keeps the
 /// outer lease, so another owner stays excluded after the short lease has passed, and
 /// the outer guard's deadline stays within the server's expiry.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shorter_nested_lease_never_shortens_the_outer_hold() {
-    let server = RedisServer::start();
+async fn a_shorter_nested_lease_never_shortens_the_outer_hold(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     let lock = client.lock("nested");
     let other = client.lock("nested");
@@ -119,14 +123,14 @@ async fn a_shorter_nested_lease_never_shortens_the_outer_hold() {
     outer.unlock().await.expect("outer unlock");
     assert_eq!(pttl(&server, "nested"), -2);
 }
+both_servers!(a_shorter_nested_lease_never_shortens_the_outer_hold);
 
 // 4. Nested leases and the watchdog.
 
 /// A fixed-lease re-entry inside a watchdog hold: its release keeps the watchdog lease
 /// on the key, the watchdog keeps renewing, and `is_renewed()` says so.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn releasing_a_short_re_entry_keeps_the_watchdog_lease() {
-    let server = RedisServer::start();
+async fn releasing_a_short_re_entry_keeps_the_watchdog_lease(on: ServerKind) {
+    let server = on.start();
     let client = client_with(&server.url(), Duration::from_secs(3)).await;
     let lock = client.lock("wd-nested");
     let other = client.lock("wd-nested");
@@ -142,15 +146,15 @@ async fn releasing_a_short_re_entry_keeps_the_watchdog_lease() {
     assert!(outer.is_renewed() && !outer.is_lost());
     outer.unlock().await.expect("outer unlock");
 }
+both_servers!(releasing_a_short_re_entry_keeps_the_watchdog_lease);
 
 // 6. Waits survive transient errors.
 
 /// The server stalls while a waiter waits, so its attempts time out: an unbounded
 /// `lock()` keeps retrying and acquires once the server answers again, where it used to
 /// fail at the first timeout.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unbounded_wait_survives_a_stalled_server() {
-    let mut server = RedisServer::start();
+async fn an_unbounded_wait_survives_a_stalled_server(on: ServerKind) {
+    let mut server = on.start();
     let holder = client(&server).await;
     let waiter_client = client_with(&server.url(), Duration::from_secs(3)).await;
     let held = holder.lock("stall-wait").lock_with_lease(Duration::from_millis(400)).await.expect("holder");
@@ -169,12 +173,12 @@ async fn an_unbounded_wait_survives_a_stalled_server() {
     assert!(!lost);
     drop(held);
 }
+both_servers!(an_unbounded_wait_survives_a_stalled_server);
 
 /// A bounded wait retries until its deadline, then returns the last transient error
 /// (each attempt times out after 400 ms; the wait lasts 1.5 s).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bounded_wait_returns_the_last_error_at_its_deadline() {
-    let mut server = RedisServer::start();
+async fn a_bounded_wait_returns_the_last_error_at_its_deadline(on: ServerKind) {
+    let mut server = on.start();
     let client = leasehold::Client::builder()
         .url(server.url())
         .command_timeout(Duration::from_millis(400))
@@ -189,6 +193,7 @@ async fn a_bounded_wait_returns_the_last_error_at_its_deadline() {
     assert!(err.is_timeout(), "{err}");
     assert!(started.elapsed() >= Duration::from_millis(1_500), "retried until the deadline");
 }
+both_servers!(a_bounded_wait_returns_the_last_error_at_its_deadline);
 
 // 7. No overflow, no impossible config.
 
@@ -216,9 +221,8 @@ async fn impossible_settings_are_rejected_before_connecting() {
 
 /// A hostile holder that gives the key an absurd TTL cannot panic a waiter: the
 /// bounded wait ends at its deadline.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hostile_pttl_never_panics_a_waiter() {
-    let server = RedisServer::start();
+async fn a_hostile_pttl_never_panics_a_waiter(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     raw(&server, &["HSET", "hostile", "someone:1", "1"]);
     raw(&server, &["PEXPIRE", "hostile", "9000000000000000000"]);
@@ -227,14 +231,14 @@ async fn a_hostile_pttl_never_panics_a_waiter() {
     assert!(lock.try_lock_for(Duration::from_millis(300)).await.expect("no error").is_none());
     assert!(lock.try_lock().await.expect("no error").is_none());
 }
+both_servers!(a_hostile_pttl_never_panics_a_waiter);
 
 // 8. Lost within a reconnect.
 
 /// A restart without persistence loses every lock: with a 30 s watchdog, the holder is
 /// told within a reconnect and a round trip, not at the next 10 s period.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_is_reported_lost_within_a_reconnect() {
-    let mut server = RedisServer::start();
+async fn a_restart_is_reported_lost_within_a_reconnect(on: ServerKind) {
+    let mut server = on.start();
     let client = client_with(&server.url(), Duration::from_secs(30)).await;
     let guard = client.lock("restarted").lock().await.expect("lock");
     let restarted = Instant::now();
@@ -244,13 +248,13 @@ async fn a_restart_is_reported_lost_within_a_reconnect() {
     assert!(guard.is_lost());
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
 }
+both_servers!(a_restart_is_reported_lost_within_a_reconnect);
 
 /// The same for fixed-lease holders (`lock_with_lease`, `try_lock_with`), which nothing
 /// renews: after the reconnect the client checks every hold it has, so they are told
 /// within a reconnect too, not when their 30 s lease runs out.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_is_reported_lost_to_fixed_lease_holders_within_a_reconnect() {
-    let mut server = RedisServer::start();
+async fn a_restart_is_reported_lost_to_fixed_lease_holders_within_a_reconnect(on: ServerKind) {
+    let mut server = on.start();
     let client = client_with(&server.url(), Duration::from_secs(30)).await;
     let waited = client.lock("restarted:fixed:a").lock_with_lease(Duration::from_secs(30)).await.expect("lock");
     let tried = client
@@ -271,13 +275,13 @@ async fn a_restart_is_reported_lost_to_fixed_lease_holders_within_a_reconnect() 
     assert!(waited.unlock().await.expect_err("lost").is_lock_lost());
     assert!(tried.unlock().await.expect_err("lost").is_lock_lost());
 }
+both_servers!(a_restart_is_reported_lost_to_fixed_lease_holders_within_a_reconnect);
 
 /// The check after a reconnect only reads: a fixed lease that survived the reconnect (its
 /// connection was killed, the server kept its data) is not extended by it, and is not
 /// reported lost.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_check_after_a_reconnect_never_extends_a_fixed_lease() {
-    let server = RedisServer::start();
+async fn the_check_after_a_reconnect_never_extends_a_fixed_lease(on: ServerKind) {
+    let server = on.start();
     let client = client_with(&server.url(), Duration::from_secs(30)).await;
     let lease = Duration::from_secs(20);
     let guard = client.lock("reconnected:fixed").lock_with_lease(lease).await.expect("lock");
@@ -305,15 +309,15 @@ async fn the_check_after_a_reconnect_never_extends_a_fixed_lease() {
     assert!(guard.lease_deadline() <= acquired + lease, "the local deadline was not moved either");
     guard.unlock().await.expect("unlock");
 }
+both_servers!(the_check_after_a_reconnect_never_extends_a_fixed_lease);
 
 // 10 and 13. Hostile names, waited on.
 
 /// Names whose braces defeat Redisson's naming: each is waited on and woken by the
 /// release message (the lease is far longer than the wait), and every key the lock
 /// leaves behind is in the lock key's hash slot.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_names_are_waited_on_and_keep_every_key_in_their_slot() {
-    let server = RedisServer::start();
+async fn hostile_names_are_waited_on_and_keep_every_key_in_their_slot(on: ServerKind) {
+    let server = on.start();
     let holder_client = client(&server).await;
     let waiter_client = client(&server).await;
     let long = "n".repeat(64 * 1024);
@@ -352,13 +356,13 @@ async fn hostile_names_are_waited_on_and_keep_every_key_in_their_slot() {
     }
     assert!(wait_until(Duration::from_secs(5), || leasehold_tests::pubsub_channels(&server).is_empty()).await);
 }
+both_servers!(hostile_names_are_waited_on_and_keep_every_key_in_their_slot);
 
 // 11. `from_fred` and error paths close only what leasehold made.
 
 /// The caller's fred client survives the leasehold client made from it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn from_fred_never_closes_the_callers_client() {
-    let server = RedisServer::start();
+async fn from_fred_never_closes_the_callers_client(on: ServerKind) {
+    let server = on.start();
     let mut builder = Builder::from_config(Config::from_url(&server.url()).expect("url"));
     builder.set_policy(ReconnectPolicy::new_constant(0, 50));
     let fred = builder.build().expect("fred client");
@@ -372,12 +376,12 @@ async fn from_fred_never_closes_the_callers_client() {
     let pong: String = fred.ping(None).await.expect("the caller's client still works");
     assert_eq!(pong, "PONG");
 }
+both_servers!(from_fred_never_closes_the_callers_client);
 
 /// A user that may not run scripts: `from_fred` and `connect` fail with a clear
 /// error, the caller's client keeps working, and no connection leasehold made is left.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failed_setups_close_what_leasehold_opened() {
-    let server = RedisServer::start();
+async fn failed_setups_close_what_leasehold_opened(on: ServerKind) {
+    let server = on.start();
     let acl = raw(&server, &["ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-@scripting"]);
     assert_eq!(acl.as_str(), Some("OK"));
     let url = format!("redis://noscript:pw@{}", server.addr());
@@ -409,14 +413,14 @@ async fn failed_setups_close_what_leasehold_opened() {
         raw(&server, &["CLIENT", "LIST"])
     );
 }
+both_servers!(failed_setups_close_what_leasehold_opened);
 
 // 12. Small, bounded Debug.
 
 /// With 200 other locks held, a guard prints a few hundred bytes, and a huge name is
 /// cut.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn debug_output_is_small_and_bounded() {
-    let server = RedisServer::start();
+async fn debug_output_is_small_and_bounded(on: ServerKind) {
+    let server = on.start();
     let client = client(&server).await;
     let mut guards = Vec::new();
     for i in 0..200 {
@@ -429,15 +433,15 @@ async fn debug_output_is_small_and_bounded() {
     }
     guard.unlock().await.expect("unlock");
 }
+both_servers!(debug_output_is_small_and_bounded);
 
 // 13. The stall test, with a waiter that must not get in before the holder knows.
 
 /// The server stalls (SIGSTOP) longer than the watchdog lease while another client
 /// waits: the holder's `lost()` fires before the waiter acquires, so the two holds
 /// never overlap.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalled_server_tells_the_holder_before_a_waiter_gets_in() {
-    let mut server = RedisServer::start();
+async fn a_stalled_server_tells_the_holder_before_a_waiter_gets_in(on: ServerKind) {
+    let mut server = on.start();
     let holder = client_with(&server.url(), Duration::from_millis(600)).await;
     let waiter_client = leasehold::Client::builder()
         .url(server.url())
@@ -474,6 +478,7 @@ async fn a_stalled_server_tells_the_holder_before_a_waiter_gets_in() {
     );
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
 }
+both_servers!(a_stalled_server_tells_the_holder_before_a_waiter_gets_in);
 
 /// A bad URL is reported without the password in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,10 +1,11 @@
 //! Waiting by pub/sub: mutual exclusion under contention, wake-ups, lost messages,
 //! cancellation, and no leaked subscriptions.
 //!
-//! Every test that can runs twice (`NAME::standalone`, `NAME::cluster`, see
-//! `both_topologies!`): on a private server and on a cluster (sharded pub/sub: a lock's
-//! channels are shard channels on its slot's primary), where every name has the test's
-//! prefix and the subscription checks look at the test's own channels only.
+//! Every test runs three times (`NAME::standalone`, `NAME::valkey`, `NAME::cluster`,
+//! see `both_topologies!`): on a private Redis server, on a private Valkey server, and
+//! on a cluster (sharded pub/sub: a lock's channels are shard channels on its slot's
+//! primary), where every name has the test's prefix and the subscription checks look at
+//! the test's own channels only.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -1,15 +1,17 @@
 //! Watchdog mode: leases renewed while held, never after; the holder told when lost.
 //!
-//! Every test that can runs twice (`NAME::standalone`, `NAME::cluster`, see
-//! `both_topologies!`): on a private server and on the shared cluster, where every
-//! name has the test's prefix. The tests that restart the server or put a proxy in
-//! front of it run on the standalone server only.
+//! Every test that can runs three times (`NAME::standalone`, `NAME::valkey`,
+//! `NAME::cluster`, see `both_topologies!`): on a private Redis server, on a private
+//! Valkey server, and on the shared cluster, where every name has the test's prefix.
+//! The tests that restart the server or put a proxy in front of it run on standalone
+//! servers only, Redis and Valkey (`NAME::redis`, `NAME::valkey`, see `both_servers!`).
 
 use std::time::{Duration, Instant};
 
 use leasehold::ErrorKind;
 use leasehold_tests::{
-    both_topologies, client_with, pttl, wait_until, HolderProcess, Monitor, Proxy, RedisServer, RespValue, Topology,
+    both_servers, both_topologies, client_with, pttl, wait_until, HolderProcess, Monitor, Proxy, RespValue, ServerKind,
+    Topology,
 };
 
 const WATCHDOG: Duration = Duration::from_millis(300);
@@ -93,9 +95,8 @@ both_topologies!(force_unlock_by_another_client_is_reported_lost);
 /// Redis restarts without persistence while the lock is held: `lost()` fires and
 /// others can acquire. Standalone only (a restart on the shared cluster would take
 /// every other test's locks).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_restart_is_reported_lost() {
-    let mut server = RedisServer::start();
+async fn server_restart_is_reported_lost(on: ServerKind) {
+    let mut server = on.start();
     let client = client_with(&server.url(), Duration::from_millis(600)).await;
     let guard = client.lock("restart").lock().await.expect("lock");
     server.restart();
@@ -106,6 +107,7 @@ async fn server_restart_is_reported_lost() {
     assert!(other.lock("restart").is_locked().await.expect("locked"), "new holder untouched");
     newer.unlock().await.expect("unlock");
 }
+both_servers!(server_restart_is_reported_lost);
 
 /// A holder process killed with SIGKILL: the lock frees within the lease plus slack.
 async fn killed_holder_frees_the_lock_within_its_lease(t: &Topology) {
@@ -176,9 +178,8 @@ both_topologies!(lock_cancelled_mid_wait_leaves_nothing);
 /// took on the server is given back; no renewal entry remains. Standalone only: the
 /// proxy stands in front of one server, and a cluster client would go around it to the
 /// addresses `CLUSTER SLOTS` names.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lock_cancelled_while_acquiring_gives_the_hold_back() {
-    let server = RedisServer::start();
+async fn lock_cancelled_while_acquiring_gives_the_hold_back(on: ServerKind) {
+    let server = on.start();
     let proxy = Proxy::start(&server.addr()).await;
     let client = client_with(&proxy.url(), WATCHDOG).await;
     // Load the scripts first so the in-flight call is the acquire itself.
@@ -201,6 +202,7 @@ async fn lock_cancelled_while_acquiring_gives_the_hold_back() {
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "inflight") == -2).await, "the hold was given back");
     assert_eq!(client.watchdog_stats().registered, 0);
 }
+both_servers!(lock_cancelled_while_acquiring_gives_the_hold_back);
 
 /// Reentrant holds share one renewal: lock, lock, unlock → still renewed; unlock →
 /// renewal stops.
@@ -236,9 +238,8 @@ both_topologies!(explicit_lease_is_never_renewed);
 
 /// An `unlock()` cancelled mid-flight (slowed by a proxy) stops the renewal at once;
 /// the release already sent still applies. Standalone only (the proxy, as above).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelled_unlock_leaves_no_renewal() {
-    let server = RedisServer::start();
+async fn cancelled_unlock_leaves_no_renewal(on: ServerKind) {
+    let server = on.start();
     let proxy = Proxy::start(&server.addr()).await;
     let client = client_with(&proxy.url(), WATCHDOG).await;
     let lock = client.lock("cancel-unlock");
@@ -251,3 +252,4 @@ async fn cancelled_unlock_leaves_no_renewal() {
     assert_eq!(client.watchdog_stats().registered, 0, "renewal stopped before the release was answered");
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "cancel-unlock") == -2).await);
 }
+both_servers!(cancelled_unlock_leaves_no_renewal);

@@ -1,6 +1,12 @@
 //! Helpers shared by the integration tests: a server, a client with short timeouts,
-//! raw commands that bypass the client under test, and [`Topology`] with
-//! [`both_topologies!`] for the suites that run on a standalone server and on a cluster.
+//! raw commands that bypass the client under test, [`Topology`] with
+//! [`both_topologies!`] for the suites that run on a standalone server, on Valkey and on
+//! a cluster, and [`ServerKind`] with [`both_servers!`] for the standalone-only tests
+//! that run on Redis and on Valkey.
+
+mod server_kind;
+
+pub use server_kind::{ServerKind, VALKEY_SERVER_VAR};
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -163,11 +169,12 @@ impl HolderProcess {
     }
 }
 
-/// Where a parameterised test runs: a private standalone server, or a Redis Cluster with
-/// a prefix that makes the test's names its own (other test processes use the shared
-/// cluster at the same time). Write the test once as `async fn name(t: &Topology)`, get
-/// every lock name and raw key from [`Topology::name`], and reach the server only
-/// through these methods; [`both_topologies!`] makes the two `#[tokio::test]`s.
+/// Where a parameterised test runs: a private standalone server (Redis, or Valkey), or
+/// a Redis Cluster with a prefix that makes the test's names its own (other test
+/// processes use the shared cluster at the same time). Write the test once as
+/// `async fn name(t: &Topology)`, get every lock name and raw key from
+/// [`Topology::name`], and reach the server only through these methods;
+/// [`both_topologies!`] makes the three `#[tokio::test]`s.
 #[derive(Debug)]
 pub struct Topology {
     kind: Kind,
@@ -179,6 +186,7 @@ pub struct Topology {
 
 #[derive(Debug)]
 enum Kind {
+    /// A private server: Redis, or Valkey ([`Topology::valkey`]).
     Standalone(RedisServer),
     /// [`RedisCluster::shared`]: never change its topology, assert only on own names.
     SharedCluster(&'static RedisCluster),
@@ -202,6 +210,16 @@ impl Topology {
     /// When `redis-server` cannot start.
     pub fn standalone() -> Topology {
         Topology { kind: Kind::Standalone(RedisServer::start()), prefix: String::new() }
+    }
+
+    /// A private standalone Valkey server ([`ServerKind::Valkey`]). Everything else is as
+    /// on [`Topology::standalone`]: a Valkey test is the same body on another server.
+    ///
+    /// # Panics
+    /// When the Valkey binary is not set ([`ServerKind::available`] first) or cannot
+    /// start.
+    pub fn valkey() -> Topology {
+        Topology { kind: Kind::Standalone(ServerKind::Valkey.start()), prefix: String::new() }
     }
 
     /// The shared cluster ([`RedisCluster::shared`]) with a prefix unique to this test.
@@ -386,11 +404,12 @@ fn pairs(reply: RespValue, key: &str) -> Vec<(String, String)> {
     pairs
 }
 
-/// Two `#[tokio::test]`s (multi-thread, 2 workers) for the test body
-/// `async fn NAME(t: &Topology)`: `NAME::standalone` on [`Topology::standalone`] and
-/// `NAME::cluster` on [`Topology::shared_cluster`] (or on the constructor named after
-/// the comma, e.g. `both_topologies!(NAME, private_cluster)`). `both_topologies!(sync
-/// NAME)` does the same with `#[test]` for `fn NAME(t: &Topology)`.
+/// Three `#[tokio::test]`s (multi-thread, 2 workers) for the test body
+/// `async fn NAME(t: &Topology)`: `NAME::standalone` on [`Topology::standalone`],
+/// `NAME::valkey` on [`Topology::valkey`] (run only when [`ServerKind::available`] says
+/// so) and `NAME::cluster` on [`Topology::shared_cluster`] (or on the constructor named
+/// after the comma, e.g. `both_topologies!(NAME, private_cluster)`).
+/// `both_topologies!(sync NAME)` does the same with `#[test]` for `fn NAME(t: &Topology)`.
 #[macro_export]
 macro_rules! both_topologies {
     ($name:ident) => {
@@ -404,6 +423,13 @@ macro_rules! both_topologies {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn valkey() {
+                if $crate::ServerKind::Valkey.available() {
+                    super::$name(&$crate::Topology::valkey()).await;
+                }
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn cluster() {
                 super::$name(&$crate::Topology::$cluster()).await;
             }
@@ -414,6 +440,13 @@ macro_rules! both_topologies {
             #[test]
             fn standalone() {
                 super::$name(&$crate::Topology::standalone());
+            }
+
+            #[test]
+            fn valkey() {
+                if $crate::ServerKind::Valkey.available() {
+                    super::$name(&$crate::Topology::valkey());
+                }
             }
 
             #[test]

@@ -24,6 +24,8 @@ pub struct ServerOptions {
     pub tls: Option<TlsFiles>,
     /// The `redis-server` to run. Default: `None` (`redis-server` on `PATH`). A server
     /// before 7.0 is started without the options it lacks (`--enable-debug-command`).
+    /// A `valkey-server` works too (its `--version` reads `Valkey server v=9.1.2 …`, and
+    /// it takes every option Redis 7 takes).
     pub binary: Option<PathBuf>,
 }
 
@@ -127,7 +129,8 @@ impl RedisServer {
                 Err(error) => last_error = error,
             }
         }
-        panic!("could not start redis-server: {last_error}");
+        let binary = options.binary.as_deref().unwrap_or(Path::new("redis-server"));
+        panic!("could not start {}: {last_error}", binary.display());
     }
 
     /// One attempt to start a server in `dir` on `options.port` (which must be set),
