@@ -393,15 +393,16 @@ impl LockStore {
     /// hold, in order.
     async fn run_hold_batch(
         &self,
-        script: &LuaScript,
+        script: &'static LuaScript,
         holds: &[(&str, &str)],
         leading: Option<String>,
     ) -> Result<Vec<bool>> {
         let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
-        let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
-        let args: Vec<String> = leading.into_iter().chain(holds.iter().map(|(_, owner)| (*owner).to_owned())).collect();
         let budget = self.write_budget(first_key).await?;
-        let reply: Vec<i64> = script.run(&self.client, first_key, budget, keys, args).await?;
+        // Not `script.run`: a hold batch follows a slot migration's ASK (and splits a
+        // batch that straddles one) instead of waiting for the migration to end, which
+        // could outlast the leases (`ask.rs`).
+        let reply = crate::ask::run_hold_batch(&self.client, script, leading.as_deref(), holds, budget).await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 ErrorKind::Redis,
