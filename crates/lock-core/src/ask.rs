@@ -11,8 +11,10 @@
 //! the lease would let the lock expire under its holder. So a hold batch that meets a
 //! redirect asks the node fred's slot map names for the slot (`CLUSTER NODES`, its own
 //! line) where the slot is migrating to, and sends `ASKING` and the script (as `EVAL`) in
-//! one pipeline to that node: fred writes a pipeline's commands back to back on one
-//! connection, so `ASKING` flags exactly the script. A batch refused with `TRYAGAIN`
+//! one pipeline to that node (routed by a slot it serves in fred's map): fred writes a
+//! pipeline's commands back to back on one connection, so `ASKING` flags exactly the
+//! script. fred itself never sees an `ASK` it could follow: the source's answer reaches
+//! it only as the "Too many redirections" it gives when told to follow none. A batch refused with `TRYAGAIN`
 //! (straddling: some keys moved, some not) is split into one call per hold: each runs on
 //! the source if its key is still there, or follows `ASK` to the target if it moved.
 //!
@@ -82,7 +84,7 @@ struct Batch {
 impl Batch {
     /// Sends `holds` until answered, refused for good, or out of time. `target`: where the
     /// slot was last seen migrating to (a split passes its lookup on to its parts).
-    async fn run(&self, holds: Vec<(String, String)>, mut target: Option<Server>) -> Result<Vec<i64>> {
+    async fn run(&self, holds: Vec<(String, String)>, mut target: Option<Target>) -> Result<Vec<i64>> {
         let Some(first_key) = holds.first().map(|(key, _)| key.clone()) else { return Ok(Vec::new()) };
         let slot = fred::util::redis_keyslot(first_key.as_bytes());
         let keys: Vec<String> = holds.iter().map(|(key, _)| key.clone()).collect();
@@ -102,7 +104,7 @@ impl Batch {
                     None => self.bounded(&first_key, migration_target(&self.client, slot)).await?,
                 };
                 if let Some(to) = known {
-                    tracing::debug!(key = %first_key, target = %to, "following ASK with ASKING");
+                    tracing::debug!(key = %first_key, target = %to.server, "following ASK with ASKING");
                     let asked = asking_eval(&self.client, &to, self.script, &keys, &args);
                     match self.bounded(&first_key, asked).await? {
                         Ok(reply) => return Ok(reply),
@@ -133,7 +135,7 @@ impl Batch {
     /// One call per hold, all at once (fred pipelines them), answers in order. The first
     /// failure fails the batch: the watchdog then retries every hold of it, which only
     /// renews again those that were renewed.
-    async fn split(&self, holds: Vec<(String, String)>, target: Option<Server>) -> Result<Vec<i64>> {
+    async fn split(&self, holds: Vec<(String, String)>, target: Option<Target>) -> Result<Vec<i64>> {
         let count = holds.len();
         let mut calls = JoinSet::new();
         for (index, hold) in holds.into_iter().enumerate() {
@@ -159,7 +161,7 @@ impl Batch {
     fn part(
         &self,
         hold: (String, String),
-        target: Option<Server>,
+        target: Option<Target>,
     ) -> Pin<Box<dyn Future<Output = Result<Vec<i64>>> + Send>> {
         let part = self.clone();
         Box::pin(async move { part.run(vec![hold], target).await })
@@ -190,18 +192,34 @@ async fn evalsha(
     }
 }
 
+/// A slot's migration target, as fred knows it: the primary, and a slot fred's map gives
+/// it, to route commands to its connection by.
+#[derive(Clone, Debug)]
+struct Target {
+    server: Server,
+    slot: u16,
+}
+
+/// Commands routed like a key of `slot` (fred's cached map). Not fred's `cluster_node`:
+/// for a node fred has no connection to at the moment, that fails with "Failed to route
+/// command" *and* makes fred reconnect every connection; routed by slot, such a command
+/// goes to another node instead, which refuses it (`MOVED`, or `ASK` from the source)
+/// without running it.
+fn routed_by(slot: u16) -> Options {
+    Options { cluster_hash: Some(ClusterHash::Custom(slot)), ..Options::default() }
+}
+
 /// `ASKING` then `EVAL` of the script, in one pipeline on `target`'s connection. `EVAL`
 /// rather than `EVALSHA`: this path is rare, and a `NOSCRIPT` there would need the pair
 /// sent again.
 async fn asking_eval(
     client: &Client,
-    target: &Server,
+    target: &Target,
     script: &LuaScript,
     keys: &[String],
     args: &[String],
 ) -> Result<Vec<i64>, fred::error::Error> {
-    let options = Options { cluster_node: Some(target.clone()), ..Options::default() };
-    let pipeline = client.pipeline().with_options(&options);
+    let pipeline = client.pipeline().with_options(&routed_by(target.slot));
     let no_args: Vec<Value> = Vec::new();
     let _: () = pipeline.custom(CustomCommand::new_static("ASKING", ClusterHash::Random, false), no_args).await?;
     let mut eval: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len());
@@ -218,24 +236,25 @@ async fn asking_eval(
 }
 
 /// Where `slot` is being migrated to, as the node fred's slot map names for it says
-/// (`CLUSTER NODES`: `[slot->-id]` on its own line), as one of fred's primaries. `None`
-/// when the slot is not migrating (the redirect was a `MOVED`, or the migration ended),
-/// when the lookup fails, or when the target is not a primary fred is connected to
-/// (fred would answer "Failed to route" and reconnect everything).
-async fn migration_target(client: &Client, slot: u16) -> Option<Server> {
+/// (`CLUSTER NODES`: `[slot->-id]` on its own line), as one of the primaries in fred's
+/// map. `None` when the slot is not migrating (the redirect was a `MOVED`, or the
+/// migration ended), when the lookup fails, or when the target is not a primary fred
+/// knows (a new node without slots: fred has no connection to it).
+async fn migration_target(client: &Client, slot: u16) -> Option<Target> {
     let map = client.cached_cluster_state()?;
-    let source = map.get_server(slot)?.clone();
-    let nodes: String = match client.with_cluster_node(&source).cluster_nodes().await {
+    let nodes: String = match client.with_options(&routed_by(slot)).cluster_nodes().await {
         Ok(nodes) => nodes,
         Err(error) => {
-            tracing::debug!(%error, %source, "CLUSTER NODES failed");
+            tracing::debug!(%error, slot, "CLUSTER NODES failed");
             return None;
         }
     };
     let (host, port, hostname) = migrating_to(&nodes, slot)?;
-    map.unique_primary_nodes()
-        .into_iter()
-        .find(|server| server.port == port && (*server.host == *host || hostname.as_deref() == Some(&*server.host)))
+    map.slots().iter().find_map(|range| {
+        let server = &range.primary;
+        let same = server.port == port && (*server.host == *host || hostname.as_deref() == Some(&*server.host));
+        same.then(|| Target { server: server.clone(), slot: range.start })
+    })
 }
 
 /// The `(ip, port, hostname)` of the node `slot` is migrating to, read from a node's
