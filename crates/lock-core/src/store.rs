@@ -358,7 +358,9 @@ impl LockStore {
     /// hold in order, `true` if it was extended and `false` if its owner field is gone.
     ///
     /// In a cluster every key of one call must be in one hash slot; the watchdog groups
-    /// them.
+    /// them. While that slot migrates, an `ASK` is followed (`ASKING` + the script on the
+    /// target) and a batch whose keys straddle the move is split into one call per hold
+    /// (`docs/cluster.md` §2), all within the command timeout.
     ///
     /// # Errors
     /// Timeouts and connection errors; then nothing is known about any hold of the batch.
@@ -375,7 +377,7 @@ impl LockStore {
     /// TTL is touched, so checking a fixed-lease hold never extends it.
     ///
     /// In a cluster every key of one call must be in one hash slot; the watchdog groups
-    /// them.
+    /// them. A slot migration is followed as by [`LockStore::renew_batch`].
     ///
     /// # Errors
     /// Timeouts and connection errors; then nothing is known about any hold of the batch.
