@@ -408,6 +408,170 @@ async fn locks_keep_working_while_their_slot_migrates() {
     assert_eq!(cluster.on(&target, &["EXISTS", held]).as_int(), Some(0));
 }
 
+/// Issue 17 item 4: a held watchdog lock survives a slot migration whose window outlasts
+/// its lease. A 1 s watchdog lock's key is `MIGRATE`d to the target at once, and the
+/// slot is handed over (`CLUSTER SETSLOT … NODE`) only 5 s later. Meanwhile the source
+/// answers `ASK` to every renewal; the watchdog follows it (`ASKING` + the script on
+/// the target). The guard is never told lost, and at the end of the window the key is on
+/// the target with the holder as owner and a running lease. Without following `ASK` the
+/// renewals were sent again to the source until the lease ran out (lost ~1 s after the
+/// key moved).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchdog_lock_survives_a_migration_window_longer_than_its_lease() {
+    const LEASE: Duration = Duration::from_secs(1);
+    const WINDOW: Duration = Duration::from_secs(5);
+    let cluster = RedisCluster::start();
+    let client = client_with(&cluster.url(), LEASE).await;
+    let lock = client.lock("{longmig}:held");
+    let (key, owner) = (lock.key().to_owned(), lock.owner().to_owned());
+    let slot = cluster.slot(&key);
+    let source = cluster.primary_for(&key);
+    let target = cluster.primaries().into_iter().find(|p| *p != source).expect("another primary");
+    let guard = lock.lock().await.expect("lock");
+    for addr in [&source, &target] {
+        assert_eq!(cluster.on(addr, &["CONFIG", "RESETSTAT"]).as_str(), Some("OK"));
+    }
+
+    let migration = cluster.begin_migration(slot, &target);
+    migration.migrate_key(&key);
+    let moved = Instant::now();
+    let lost = tokio::time::timeout(WINDOW, guard.lost()).await;
+    assert!(lost.is_err(), "the hold was lost {:?} after its key moved", moved.elapsed());
+    // The key is on the target only, held by the holder, with a lease running.
+    assert_eq!(cluster.on(&source, &["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]).as_int(), Some(0));
+    assert_eq!(migration.on_target_asking(&["HGET", &key, &owner]).as_str(), Some("1"));
+    let ttl = migration.on_target_asking(&["PTTL", &key]).as_int().expect("PTTL");
+    assert!(ttl > 0 && ttl <= 1000, "the lease runs on the target: PTTL {ttl}");
+    // The renewals were refused by the source and followed to the target.
+    let (asks, askings) = (cluster.error_count(&source, "ASK"), cluster.command_count(&target, "asking"));
+    eprintln!("during the window: {asks} ASK replies on the source, {askings} ASKING on the target");
+    assert!(asks >= 5 && askings >= 5, "renewals followed ASK: {asks} ASK, {askings} ASKING");
+    let stats = client.watchdog_stats();
+    assert_eq!(stats.lost, 0, "{stats:?}");
+
+    migration.finish();
+    assert_eq!(cluster.primary_for(&key), target);
+    assert_eq!(holds(&cluster, &key), vec![(owner.clone(), "1".to_owned())]);
+    // Renewed on the target after the hand-over too (MOVED once, then straight there).
+    assert!(tokio::time::timeout(LEASE * 2, guard.lost()).await.is_err(), "lost after the hand-over");
+    assert!(pttl(&cluster, &key) > 0, "still held on the target");
+    guard.unlock().await.expect("unlock after the migration");
+    assert_eq!(cluster.on(&target, &["EXISTS", &key]).as_int(), Some(0));
+}
+
+/// Issue 17 item 4, a renewal batch that straddles a migration: two 1 s watchdog locks
+/// in one slot (so one renewal call for both), and only one key moved. The source
+/// refuses the two-key call (`TRYAGAIN`, or `ASK`), and the target would refuse it too
+/// (`TRYAGAIN`: one key is not there): the batch is split, the key left on the source
+/// renewed there and the moved one via `ASKING` on the target. Both stay held through a
+/// 3 s window, then through the rest of the migration and the hand-over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_batch_that_straddles_a_migration_is_split() {
+    const LEASE: Duration = Duration::from_secs(1);
+    const WINDOW: Duration = Duration::from_secs(3);
+    let cluster = RedisCluster::start();
+    let client = client_with(&cluster.url(), LEASE).await;
+    let (moving, staying) = (client.lock("{straddle}:moving"), client.lock("{straddle}:staying"));
+    let slot = cluster.slot(moving.key());
+    assert_eq!(cluster.slot(staying.key()), slot, "precondition: one slot, one renewal batch");
+    let source = cluster.primary_for(moving.key());
+    let target = cluster.primaries().into_iter().find(|p| *p != source).expect("another primary");
+    let moving_guard = moving.lock().await.expect("lock");
+    let staying_guard = staying.lock().await.expect("lock");
+    for addr in [&source, &target] {
+        assert_eq!(cluster.on(addr, &["CONFIG", "RESETSTAT"]).as_str(), Some("OK"));
+    }
+
+    let migration = cluster.begin_migration(slot, &target);
+    migration.migrate_key(moving.key());
+    let moved = Instant::now();
+    let lost = tokio::time::timeout(WINDOW, async {
+        tokio::select! {
+            () = moving_guard.lost() => "the moved key's",
+            () = staying_guard.lost() => "the key left on the source's",
+        }
+    })
+    .await;
+    assert!(lost.is_err(), "{} hold was lost {:?} after one key moved", lost.unwrap_or_default(), moved.elapsed());
+    assert_eq!(migration.on_target_asking(&["HGET", moving.key(), moving.owner()]).as_str(), Some("1"));
+    assert_eq!(cluster.on(&source, &["HGET", staying.key(), staying.owner()]).as_str(), Some("1"));
+    for (addr, key) in [(&target, moving.key()), (&source, staying.key())] {
+        let ttl = if addr == &target {
+            migration.on_target_asking(&["PTTL", key]).as_int()
+        } else {
+            cluster.on(addr, &["PTTL", key]).as_int()
+        };
+        assert!(ttl.is_some_and(|ttl| ttl > 0 && ttl <= 1000), "{key}: PTTL {ttl:?}");
+    }
+    // The two-key call was refused on the source; the moved key's renewals went to the
+    // target with ASKING.
+    let (tryagains, asks) = (cluster.error_count(&source, "TRYAGAIN"), cluster.error_count(&source, "ASK"));
+    let askings = cluster.command_count(&target, "asking");
+    eprintln!("during the window: {tryagains} TRYAGAIN and {asks} ASK on the source, {askings} ASKING on the target");
+    assert!(tryagains + asks >= 1 && askings >= 3, "{tryagains} TRYAGAIN, {asks} ASK, {askings} ASKING");
+
+    migration.migrate_key(staying.key());
+    migration.finish();
+    assert_eq!(cluster.primary_for(staying.key()), target);
+    let lost = tokio::time::timeout(LEASE * 2, async {
+        tokio::select! {
+            () = moving_guard.lost() => (),
+            () = staying_guard.lost() => (),
+        }
+    })
+    .await;
+    assert!(lost.is_err(), "a hold was lost after the hand-over");
+    for (lock, guard) in [(&moving, moving_guard), (&staying, staying_guard)] {
+        assert_eq!(holds(&cluster, lock.key()), vec![(lock.owner().to_owned(), "1".to_owned())]);
+        guard.unlock().await.expect("unlock");
+    }
+    assert_eq!(client.watchdog_stats().lost, 0);
+}
+
+/// Issue 17 item 4, the check after a reconnect: two fixed-lease holds in one slot whose
+/// keys have both moved to the migration's target, one of them deleted there meanwhile
+/// (a hold lost). A killed connection makes the client check every hold
+/// (`verify_batch.lua`); the source answers `ASK`, the check follows it, the target
+/// refuses the two-key call (`TRYAGAIN`: one key is missing), and the split calls find
+/// one hold and not the other. The lost one is told within 5 s of the reconnect, no
+/// check failed, and the other is held to the end. Without following `ASK` the check was
+/// refused until the migration ended (the lost holder not told within 5 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_check_after_a_reconnect_reaches_holds_whose_keys_moved() {
+    let cluster = RedisCluster::start();
+    let client = client_with(&cluster.url(), WATCHDOG).await;
+    let (kept, gone) = (client.lock("{chk}:kept"), client.lock("{chk}:gone"));
+    let slot = cluster.slot(kept.key());
+    assert_eq!(cluster.slot(gone.key()), slot, "precondition: one slot, one check batch");
+    let source = cluster.primary_for(kept.key());
+    let target = cluster.primaries().into_iter().find(|p| *p != source).expect("another primary");
+    let kept_guard = kept.lock_with_lease(Duration::from_secs(60)).await.expect("lock_with_lease");
+    let gone_guard = gone.lock_with_lease(Duration::from_secs(60)).await.expect("lock_with_lease");
+
+    let migration = cluster.begin_migration(slot, &target);
+    migration.migrate_key(kept.key());
+    migration.migrate_key(gone.key());
+    assert_eq!(migration.on_target_asking(&["DEL", gone.key()]).as_int(), Some(1));
+    let before = client.watchdog_stats();
+    let killed = cluster.on(&source, &["CLIENT", "KILL", "TYPE", "normal"]).as_int().expect("CLIENT KILL");
+    assert!(killed >= 1, "the client's connection to the source was killed");
+    let reconnected = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), gone_guard.lost())
+        .await
+        .expect("the holder whose key was deleted on the target was not told within 5 s of the reconnect");
+    eprintln!("the lost hold was told {:?} after the reconnect", reconnected.elapsed());
+    let after = client.watchdog_stats();
+    assert!(after.checks > before.checks && after.failed_checks == before.failed_checks, "{before:?} → {after:?}");
+    assert_eq!(after.lost, before.lost + 1, "{after:?}");
+    assert!(!kept_guard.is_lost(), "the hold whose key moved intact is still held");
+    assert_eq!(migration.on_target_asking(&["HGET", kept.key(), kept.owner()]).as_str(), Some("1"));
+
+    migration.finish();
+    kept_guard.unlock().await.expect("unlock after the migration");
+    assert_eq!(cluster.on(&target, &["EXISTS", kept.key()]).as_int(), Some(0));
+    assert!(gone_guard.unlock().await.expect_err("lost").is_lock_lost());
+}
+
 /// fred 10.1.0, plain GETs, fred's default config (3 attempts, 5 redirections): after
 /// an ASK the command goes back to the old node (fred does not pin it to the ASK
 /// target), ASK again, until `ASKING` runs out of attempts ("Max attempts reached");

@@ -16,6 +16,7 @@
 //! Users depend on the `leasehold` crate; this crate is its building block.
 
 pub mod args;
+mod ask;
 pub mod error;
 pub mod fence;
 pub mod gate;

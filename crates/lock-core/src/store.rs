@@ -358,7 +358,9 @@ impl LockStore {
     /// hold in order, `true` if it was extended and `false` if its owner field is gone.
     ///
     /// In a cluster every key of one call must be in one hash slot; the watchdog groups
-    /// them.
+    /// them. While that slot migrates, an `ASK` is followed (`ASKING` + the script on the
+    /// target) and a batch whose keys straddle the move is split into one call per hold
+    /// (`docs/cluster.md` §2), all within the command timeout.
     ///
     /// # Errors
     /// Timeouts and connection errors; then nothing is known about any hold of the batch.
@@ -375,7 +377,7 @@ impl LockStore {
     /// TTL is touched, so checking a fixed-lease hold never extends it.
     ///
     /// In a cluster every key of one call must be in one hash slot; the watchdog groups
-    /// them.
+    /// them. A slot migration is followed as by [`LockStore::renew_batch`].
     ///
     /// # Errors
     /// Timeouts and connection errors; then nothing is known about any hold of the batch.
@@ -393,15 +395,16 @@ impl LockStore {
     /// hold, in order.
     async fn run_hold_batch(
         &self,
-        script: &LuaScript,
+        script: &'static LuaScript,
         holds: &[(&str, &str)],
         leading: Option<String>,
     ) -> Result<Vec<bool>> {
         let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
-        let keys: Vec<String> = holds.iter().map(|(key, _)| (*key).to_owned()).collect();
-        let args: Vec<String> = leading.into_iter().chain(holds.iter().map(|(_, owner)| (*owner).to_owned())).collect();
         let budget = self.write_budget(first_key).await?;
-        let reply: Vec<i64> = script.run(&self.client, first_key, budget, keys, args).await?;
+        // Not `script.run`: a hold batch follows a slot migration's ASK (and splits a
+        // batch that straddles one) instead of waiting for the migration to end, which
+        // could outlast the leases (`ask.rs`).
+        let reply = crate::ask::run_hold_batch(&self.client, script, leading.as_deref(), holds, budget).await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 ErrorKind::Redis,

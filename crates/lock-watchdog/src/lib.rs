@@ -20,6 +20,10 @@
 //!   tracked the scheduler asks [`Renewer::follow_topology`] every interval whether a
 //!   slot's primary changed, which fred hears of by itself only at the next command on
 //!   that shard; a change renews and checks every hold, as a reconnect does.
+//! - In a cluster, a batch whose slot is migrating is still answered: [`LockStore`](lock_core::LockStore)
+//!   follows the source's `ASK` to the target and splits a batch whose keys straddle
+//!   the move, so a hand-over longer than the lease does not lose the holds (the
+//!   scheduler just sees the answer).
 //! - The scheduler task holds only a `Weak` reference and ends when the `Watchdog` is
 //!   dropped (bb8's reaper pattern).
 

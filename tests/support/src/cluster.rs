@@ -316,6 +316,35 @@ impl RedisCluster {
             .unwrap_or_else(|| panic!("no cluster node answers"))
     }
 
+    /// How many times `addr` was sent `command` (lowercase, as `INFO commandstats`
+    /// names it) since its last `CONFIG RESETSTAT`: its `calls` plus its
+    /// `rejected_calls` (a command refused with a redirect or `TRYAGAIN` is rejected,
+    /// not run).
+    ///
+    /// # Panics
+    /// When the node cannot be reached.
+    pub fn command_count(&self, addr: &str, command: &str) -> u64 {
+        let info = run(addr, &["INFO", "commandstats"]);
+        let prefix = format!("cmdstat_{command}:");
+        let line = info.as_str().and_then(|t| t.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_owned));
+        line.unwrap_or_default()
+            .split(',')
+            .filter_map(|f| f.split_once('=').filter(|(k, _)| *k == "calls" || *k == "rejected_calls"))
+            .filter_map(|(_, v)| v.parse::<u64>().ok())
+            .sum()
+    }
+
+    /// How many replies `addr` gave with the error `prefix` (`ASK`, `TRYAGAIN`, as
+    /// `INFO errorstats` names them) since its last `CONFIG RESETSTAT`.
+    ///
+    /// # Panics
+    /// When the node cannot be reached.
+    pub fn error_count(&self, addr: &str, prefix: &str) -> u64 {
+        let info = run(addr, &["INFO", "errorstats"]);
+        let head = format!("errorstat_{prefix}:count=");
+        info.as_str().and_then(|t| t.lines().find_map(|l| l.strip_prefix(&head)?.trim().parse().ok())).unwrap_or(0)
+    }
+
     /// The directory of the cluster's files (node logs under `node-PORT/`), when this
     /// process started it.
     pub fn dir(&self) -> Option<PathBuf> {
@@ -352,6 +381,20 @@ impl SlotMigration {
         let (host, port) = self.target.rsplit_once(':').unwrap_or(("127.0.0.1", ""));
         let reply = run(&self.source, &["MIGRATE", host, port, key, "0", "5000"]);
         assert!(matches!(reply.as_str(), Some("OK" | "NOKEY")), "MIGRATE {key}: {reply:?}");
+    }
+
+    /// Runs one command on the target as a client following an `ASK` does: `ASKING`, then
+    /// the command, on one new connection. (Without `ASKING` the target answers `MOVED`
+    /// for the slot's keys until the slot is handed over.)
+    ///
+    /// # Panics
+    /// When the target cannot be reached or refuses `ASKING`.
+    pub fn on_target_asking(&self, args: &[&str]) -> RespValue {
+        let command: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let mut replies = crate::raw::raw_commands(&self.target, &[&[b"ASKING"], &command]).into_iter();
+        let asking = replies.next();
+        assert_eq!(asking.as_ref().and_then(RespValue::as_str), Some("OK"), "ASKING on {}", self.target);
+        replies.next().unwrap_or_else(|| panic!("no reply to {args:?} on {}", self.target))
     }
 
     /// Gives the slot to the target on both nodes (`CLUSTER SETSLOT slot NODE target`;
