@@ -32,7 +32,7 @@ async fn fair_client(server: &RedisServer, keepalive: Duration) -> leasehold::Cl
     leasehold::Client::builder()
         .url(server.url())
         .command_timeout(Duration::from_secs(1))
-        .fair_lock_keepalive(keepalive)
+        .queue_keepalive(keepalive)
         .connect()
         .await
         .expect("connect")
