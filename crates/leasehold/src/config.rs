@@ -512,10 +512,10 @@ mod tests {
     }
 
     #[test]
-    fn a_fair_lock_keepalive_must_outlast_a_refresh() {
+    fn a_queue_keepalive_must_outlast_a_refresh() {
         let keepalive = |command_ms, keepalive_ms| ClientConfig {
             command_timeout: Duration::from_millis(command_ms),
-            fair_lock_keepalive: Some(Duration::from_millis(keepalive_ms)),
+            queue_keepalive: Some(Duration::from_millis(keepalive_ms)),
             ..ClientConfig::default()
         };
         assert!(keepalive(2_000, 3_001).validate().is_ok());
@@ -524,8 +524,63 @@ mod tests {
             assert!(err.is_invalid_argument() && err.to_string().contains("keep-alive"), "{err}");
         }
         // The default follows a long command timeout, so it never fails on its own.
-        assert_eq!(config(30_000, 9_999, 10_000).fair_lock_keepalive(), Duration::from_millis(19_998));
-        assert_eq!(ClientConfig::default().fair_lock_keepalive(), DEFAULT_FAIR_LOCK_KEEPALIVE);
+        assert_eq!(config(30_000, 9_999, 10_000).queue_keepalive(), Duration::from_millis(19_998));
+        assert_eq!(ClientConfig::default().queue_keepalive(), DEFAULT_QUEUE_KEEPALIVE);
+    }
+
+    /// The old names still work for one release: the deprecated field is read when the
+    /// new one is unset, the deprecated builder setter sets the new field, and two
+    /// different values are refused rather than one silently winning.
+    #[test]
+    #[allow(deprecated)]
+    fn the_deprecated_keepalive_names_still_work() {
+        let mut old = ClientConfig::default();
+        old.fair_lock_keepalive = Some(Duration::from_secs(20));
+        assert!(old.validate().is_ok());
+        assert_eq!(old.queue_keepalive(), Duration::from_secs(20));
+        assert_eq!(old.fair_lock_keepalive(), Duration::from_secs(20));
+        let mut both = old.clone();
+        both.queue_keepalive = Some(Duration::from_secs(20));
+        assert!(both.validate().is_ok(), "the same value under both names");
+        both.queue_keepalive = Some(Duration::from_secs(30));
+        let err = both.validate().expect_err("two values");
+        assert!(err.is_invalid_argument() && err.to_string().contains("disagree"), "{err}");
+        let builder = ClientBuilder::default().fair_lock_keepalive(Duration::from_secs(40));
+        assert_eq!(builder.config.queue_keepalive, Some(Duration::from_secs(40)));
+        assert_eq!(DEFAULT_FAIR_LOCK_KEEPALIVE, DEFAULT_QUEUE_KEEPALIVE);
+    }
+
+    /// A shortened watchdog timeout with the command timeout left at its default derives
+    /// one that fits (half a renewal period); an explicit pair that does not fit is still
+    /// refused, whether set through the builder (even at the default value) or written
+    /// into the field.
+    #[test]
+    fn a_shortened_watchdog_derives_the_command_timeout_unless_one_was_set() {
+        let watchdog = |ms| ClientConfig { watchdog_timeout: Duration::from_millis(ms), ..ClientConfig::default() };
+        for (watchdog_ms, derived_ms) in [(3_000, 500), (15_000, 2_500), (300, 50), (6, 1)] {
+            let config = watchdog(watchdog_ms);
+            assert!(config.validate().is_ok(), "{watchdog_ms} ms watchdog");
+            let resolved = config.resolved().expect("derived");
+            assert_eq!(resolved.command_timeout, Duration::from_millis(derived_ms), "{watchdog_ms} ms watchdog");
+            assert!(resolved.command_timeout < resolved.watchdog_timeout / 3);
+        }
+        // Room for the default: it stays.
+        assert_eq!(watchdog(15_001).resolved().expect("fits").command_timeout, DEFAULT_COMMAND_TIMEOUT);
+        assert_eq!(ClientConfig::default().resolved().expect("default").command_timeout, DEFAULT_COMMAND_TIMEOUT);
+        // Explicit through the builder, even at the default value: refused.
+        for command in [DEFAULT_COMMAND_TIMEOUT, Duration::from_secs(2)] {
+            let builder = ClientBuilder::default().watchdog_timeout(Duration::from_secs(3)).command_timeout(command);
+            let err = builder.config.resolved().expect_err("explicit");
+            assert!(err.is_invalid_argument() && err.to_string().contains("renewal period"), "{err}");
+        }
+        // A value other than the default written into the field is explicit too.
+        let err = config(3_000, 2_000, 10_000).validate().expect_err("explicit pair");
+        assert!(err.to_string().contains("renewal period"), "{err}");
+        // The other rules still hold against the derived timeout: a replica sync timeout
+        // must stay shorter than it.
+        let sync = ClientConfig { sync_replicas: 1, ..watchdog(3_000) };
+        let err = sync.validate().expect_err("sync timeout 1 s >= derived 500 ms");
+        assert!(err.to_string().contains("sync timeout"), "{err}");
     }
 
     #[test]

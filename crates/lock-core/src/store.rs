@@ -470,9 +470,9 @@ impl LockStore {
     /// only its answer is lost.
     pub async fn simple_release(&self, key: &str, owner: &OwnerId) -> Result<bool> {
         let budget = self.write_budget(key).await?;
-        let reply: i64 = scripts::SIMPLE_RELEASE
-            .run(&self.client, key, budget, vec![key.to_owned()], vec![owner.as_str().to_owned()])
-            .await?;
+        // The owner as its shared byte string (no copy); the key copied once per send.
+        let build = || (vec![Key::from(key)], vec![Value::Bytes(owner.arg())]);
+        let reply: i64 = scripts::SIMPLE_RELEASE.run_with(&self.client, key, budget, build).await?;
         Ok(reply == 1)
     }
 
