@@ -534,12 +534,11 @@ mod tests {
     #[test]
     #[allow(deprecated)]
     fn the_deprecated_keepalive_names_still_work() {
-        let mut old = ClientConfig::default();
-        old.fair_lock_keepalive = Some(Duration::from_secs(20));
+        let old = ClientConfig { fair_lock_keepalive: Some(Duration::from_secs(20)), ..ClientConfig::default() };
         assert!(old.validate().is_ok());
         assert_eq!(old.queue_keepalive(), Duration::from_secs(20));
         assert_eq!(old.fair_lock_keepalive(), Duration::from_secs(20));
-        let mut both = old.clone();
+        let mut both = old;
         both.queue_keepalive = Some(Duration::from_secs(20));
         assert!(both.validate().is_ok(), "the same value under both names");
         both.queue_keepalive = Some(Duration::from_secs(30));
