@@ -565,8 +565,17 @@ async fn shutdown_releases_what_is_held_and_stops_the_background_tasks() {
     });
     assert!(wait_until(Duration::from_secs(5), || other.local_waiters(keys[0]) == 1).await, "the waiter waits");
 
+    // A wait of the holder's own, on a lock another client holds: it ends at shutdown.
+    let busy = other.lock("sd:busy").lock_with_lease(LEASE).await.expect("busy");
+    let own_waiter = holder.lock("sd:busy");
+    let own_wait = tokio::spawn(async move { own_waiter.lock().await.map(drop) });
+    assert!(wait_until(Duration::from_secs(5), || holder.local_waiters("sd:busy") == 1).await, "it waits");
+
     let started = std::time::Instant::now();
     holder.shutdown().await.expect("shutdown");
+    let ended = tokio::time::timeout(Duration::from_secs(5), own_wait).await.expect("the wait ended").expect("task");
+    assert!(ended.expect_err("no lock after shutdown").is_shutdown());
+    busy.unlock().await.expect("busy unlocks");
     assert!(holder.is_shut_down());
     // The waiter may have taken the plain lock already: the holder's field is gone.
     let held = leasehold_tests::raw(&server, &["HEXISTS", keys[0], plain.owner()]);

@@ -400,7 +400,10 @@ impl Client {
     /// anything, and dropping them sends nothing. A lock whose release failed or did not
     /// answer in time is no longer renewed and expires with its lease. Waits in progress
     /// end with `ErrorKind::Shutdown` at their next call to the server (woken at once
-    /// when they wait for a release message). An acquire racing with the shutdown may
+    /// when they wait for a release message); their queue entries cannot be removed any
+    /// more and expire with their keep-alive (a release meanwhile may hand the lock to
+    /// such an entry, which then holds it up for what is left of the keep-alive, as for
+    /// a waiter that died). An acquire racing with the shutdown may
     /// take a lock after step 1: it is not renewed and expires with its lease. Calling it
     /// again, from any clone, waits for the first call to finish and answers `Ok`.
     ///
