@@ -235,7 +235,7 @@ async fn no_refresh_client(cluster: &RedisCluster) -> leasehold::Client {
     leasehold::Client::builder()
         .url(cluster.url())
         .command_timeout(Duration::from_secs(2))
-        .fair_lock_keepalive(Duration::from_secs(60))
+        .queue_keepalive(Duration::from_secs(60))
         .connect()
         .await
         .expect("connect")

@@ -36,7 +36,7 @@ async fn fair_client(server: &RedisServer, keepalive: Duration) -> leasehold::Cl
     leasehold::Client::builder()
         .url(server.url())
         .command_timeout(Duration::from_secs(1))
-        .fair_lock_keepalive(keepalive)
+        .queue_keepalive(keepalive)
         .connect()
         .await
         .expect("connect")
@@ -648,7 +648,7 @@ async fn a_lost_refresh_reply_keeps_the_head_in_place(on: ServerKind, kind: Kind
         let waiter_client = leasehold::Client::builder()
             .url(url)
             .command_timeout(Duration::from_secs(1))
-            .fair_lock_keepalive(KEEPALIVE)
+            .queue_keepalive(KEEPALIVE)
             .connect()
             .await
             .expect("connect");

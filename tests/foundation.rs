@@ -332,6 +332,7 @@ async fn wrong_type_is_reported_and_the_value_untouched(t: &Topology) {
         assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
         assert_eq!(err.key(), Some(name.as_str()));
         assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+        assert_eq!(err.server_code(), Some("WRONGTYPE"), "the server's own code: {err:?}");
     }
     assert_eq!(t.on_key(&name, &["GET", &name]).as_str(), Some("a string"));
     assert_eq!(t.pttl(&name), -1, "no expiry was set");
@@ -418,7 +419,7 @@ async fn simple_lock_is_the_minimal_variant(t: &Topology) {
     assert!(a.try_lock(LEASE).await.expect("again").is_none(), "not reentrant");
     assert!(b.try_lock(LEASE).await.expect("b").is_none());
     let start = std::time::Instant::now();
-    let b_guard = b.try_lock_for(Duration::from_secs(3), LEASE).await.expect("b waits").expect("after expiry");
+    let b_guard = b.try_lock_with(Duration::from_secs(3), LEASE).await.expect("b waits").expect("after expiry");
     assert!(start.elapsed() < Duration::from_secs(1), "retried on the holder's TTL");
     let err = guard.unlock().await.expect_err("expired");
     assert!(err.is_not_owner());
@@ -427,6 +428,77 @@ async fn simple_lock_is_the_minimal_variant(t: &Topology) {
     assert!(!t.exists(&name));
 }
 both_topologies!(simple_lock_is_the_minimal_variant);
+
+/// The commands `monitor` saw that name `key` (as a command's or a script's argument).
+fn on_key(monitor: &Monitor, key: &str) -> Vec<String> {
+    let quoted = format!("\"{key}\"");
+    monitor.commands().into_iter().filter(|l| l.contains(&quoted)).collect()
+}
+
+/// The command name of a `MONITOR` line, lower case (`set`, `evalsha`, `get` in a script).
+fn command_of(line: &str) -> String {
+    line.split("] \"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or("").to_lowercase()
+}
+
+/// The simple lock's acquire is one `SET NX PX` (no script), its release one `EVALSHA`
+/// running `GET` + `DEL`: 4 server calls per uncontended pair, as rslock. A try on a held
+/// key is one `SET` too; a wait on a held key reads the holder's `PTTL` and tries again
+/// when it runs out.
+async fn simple_lock_acquires_with_one_set_and_waits_on_the_pttl(t: &Topology) {
+    let client = t.client().await;
+    let name = t.name("simple-set");
+    let node = t.node_for(&name);
+    let a = client.simple_lock(&name);
+    let b = client.simple_lock(&name);
+
+    let monitor = Monitor::start(&node);
+    let guard = a.try_lock(LEASE).await.expect("a").expect("free: acquired");
+    monitor.sync(&node);
+    let acquire = on_key(&monitor, &name);
+    assert_eq!(acquire.iter().map(|l| command_of(l)).collect::<Vec<_>>(), ["set"], "one SET: {acquire:?}");
+    assert!(acquire[0].contains(&format!("\"{}\"", a.owner())), "{acquire:?}");
+    for word in ["\"NX\"", "\"PX\"", "\"10000\""] {
+        assert!(acquire[0].to_uppercase().contains(word), "{word} in {acquire:?}");
+    }
+    drop(monitor);
+
+    let monitor = Monitor::start(&node);
+    assert!(b.try_lock(LEASE).await.expect("b").is_none(), "held");
+    monitor.sync(&node);
+    let held = on_key(&monitor, &name);
+    assert_eq!(held.iter().map(|l| command_of(l)).collect::<Vec<_>>(), ["set"], "a try is one SET: {held:?}");
+    drop(monitor);
+
+    let monitor = Monitor::start(&node);
+    guard.unlock().await.expect("unlock");
+    monitor.sync(&node);
+    let release = on_key(&monitor, &name);
+    assert_eq!(
+        release.iter().map(|l| command_of(l)).collect::<Vec<_>>(),
+        ["evalsha", "get", "del"],
+        "compare-and-delete: {release:?}"
+    );
+    drop(monitor);
+
+    // A held key reports its PTTL to the wait, which tries again when it runs out.
+    let short = a.try_lock(Duration::from_millis(300)).await.expect("a").expect("acquired");
+    let monitor = Monitor::start(&node);
+    let start = std::time::Instant::now();
+    let waited = b.try_lock_with(Duration::from_secs(3), LEASE).await.expect("b waits").expect("after expiry");
+    let elapsed = start.elapsed();
+    monitor.sync(&node);
+    assert!(elapsed >= Duration::from_millis(200) && elapsed < Duration::from_secs(1), "slept on the TTL: {elapsed:?}");
+    let wait = on_key(&monitor, &name);
+    let commands: Vec<String> = wait.iter().map(|l| command_of(l)).collect();
+    assert_eq!(commands.first().map(String::as_str), Some("set"), "{wait:?}");
+    assert_eq!(commands.get(1).map(String::as_str), Some("pttl"), "the held key's TTL is read: {wait:?}");
+    assert_eq!(commands.last().map(String::as_str), Some("set"), "{wait:?}");
+    assert!(commands.len() <= 6, "no polling: {wait:?}");
+    assert!(short.unlock().await.expect_err("expired").is_not_owner());
+    waited.unlock().await.expect("unlock b");
+    assert!(!t.exists(&name));
+}
+both_topologies!(simple_lock_acquires_with_one_set_and_waits_on_the_pttl);
 
 /// Read-only queries.
 async fn queries_report_the_server_state(t: &Topology) {
@@ -461,3 +533,83 @@ async fn unreachable_server_is_a_typed_error() {
     assert!(err.is_connection() || err.is_timeout(), "{err}");
     assert!(start.elapsed() < Duration::from_secs(3), "bounded by the command timeout");
 }
+
+/// `Client::shutdown` gives back every lock held through the client's handles (each
+/// kind, a forgotten guard included), so a waiter on another client gets the lock at
+/// once; stops the background tasks (the runtime's live tasks drop back to what they
+/// were before the client connected, while the `Client` itself is still alive); and
+/// refuses everything afterwards, sending nothing. Standalone: it counts the runtime's
+/// tasks and watches every command.
+async fn shutdown_releases_what_is_held_and_stops_the_background_tasks(on: ServerKind) {
+    let server = on.start();
+    let other = client(&server).await;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks_before = metrics.num_alive_tasks();
+    let holder = client(&server).await;
+    let keys = ["sd:plain", "sd:fair", "sd:fenced", "sd:simple", "sd:forgotten"];
+    let (plain, fair, fenced) = (holder.lock(keys[0]), holder.fair_lock(keys[1]), holder.fenced_lock(keys[2]));
+    let (simple, forgotten) = (holder.simple_lock(keys[3]), holder.lock(keys[4]));
+    let plain_guard = plain.lock().await.expect("plain");
+    let fair_guard = fair.lock_with_lease(LEASE).await.expect("fair");
+    let fenced_guard = fenced.lock().await.expect("fenced");
+    let simple_guard = simple.try_lock(LEASE).await.expect("simple").expect("free");
+    std::mem::forget(forgotten.lock().await.expect("forgotten"));
+    assert!(holder.watchdog_stats().registered >= 3);
+    for key in keys {
+        assert_eq!(leasehold_tests::raw(&server, &["EXISTS", key]), RespValue::Integer(1), "{key} held");
+    }
+
+    let waiter = other.lock(keys[0]);
+    let waiting = tokio::spawn(async move {
+        let guard = waiter.lock().await;
+        (std::time::Instant::now(), guard)
+    });
+    assert!(wait_until(Duration::from_secs(5), || other.local_waiters(keys[0]) == 1).await, "the waiter waits");
+
+    // A wait of the holder's own, on a lock another client holds: it ends at shutdown.
+    let busy = other.lock("sd:busy").lock_with_lease(LEASE).await.expect("busy");
+    let own_waiter = holder.lock("sd:busy");
+    let own_wait = tokio::spawn(async move { own_waiter.lock().await.map(drop) });
+    assert!(wait_until(Duration::from_secs(5), || holder.local_waiters("sd:busy") == 1).await, "it waits");
+
+    let started = std::time::Instant::now();
+    holder.shutdown().await.expect("shutdown");
+    let ended = tokio::time::timeout(Duration::from_secs(5), own_wait).await.expect("the wait ended").expect("task");
+    assert!(ended.expect_err("no lock after shutdown").is_shutdown());
+    busy.unlock().await.expect("busy unlocks");
+    assert!(holder.is_shut_down());
+    // The waiter may have taken the plain lock already: the holder's field is gone.
+    let held = leasehold_tests::raw(&server, &["HEXISTS", keys[0], plain.owner()]);
+    assert_eq!(held, RespValue::Integer(0), "{} released", keys[0]);
+    for key in &keys[1..] {
+        assert_eq!(leasehold_tests::raw(&server, &["EXISTS", key]), RespValue::Integer(0), "{key} released");
+    }
+    let (got_at, got) = waiting.await.expect("waiter task");
+    got.expect("the waiter got the lock").unlock().await.expect("waiter unlocks");
+    let waited = got_at.duration_since(started);
+    assert!(waited < Duration::from_secs(1), "woken by the release, not the 30 s lease: {waited:?}");
+
+    // Afterwards: nothing is sent for the old guards, nothing new goes out.
+    let monitor = Monitor::start(&server.addr());
+    assert!(plain_guard.is_lost() && fair_guard.is_lost() && fenced_guard.is_lost());
+    assert!(plain_guard.unlock().await.expect_err("shut down").is_shutdown());
+    assert!(fenced_guard.unlock().await.expect_err("shut down").is_shutdown());
+    assert!(simple_guard.unlock().await.expect_err("shut down").is_shutdown());
+    drop(fair_guard);
+    let after = holder.lock("sd:after").try_lock().await.expect_err("refused");
+    assert!(after.is_shutdown() && after.is_not_sent(), "{after:?}");
+    assert!(holder.simple_lock("sd:after").try_lock(LEASE).await.expect_err("refused").is_shutdown());
+    holder.shutdown().await.expect("a second shutdown answers Ok");
+    monitor.sync(&server.addr());
+    let sent: Vec<String> = monitor.commands().into_iter().filter(|l| l.contains("\"sd:")).collect();
+    assert!(sent.is_empty(), "sent after shutdown: {sent:?}");
+    drop(monitor);
+
+    // The watchdog, the subscriber and fred's connection tasks have ended, though the
+    // `Client` (and a forgotten guard holding it) is still alive.
+    let ended = wait_until(Duration::from_secs(5), || metrics.num_alive_tasks() <= tasks_before).await;
+    assert!(ended, "background tasks left: {} alive, {tasks_before} before", metrics.num_alive_tasks());
+    assert_eq!(holder.watchdog_stats().registered, 0, "nothing renewed");
+    drop(holder);
+}
+both_servers!(shutdown_releases_what_is_held_and_stops_the_background_tasks);

@@ -253,3 +253,47 @@ async fn cancelled_unlock_leaves_no_renewal(on: ServerKind) {
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "cancel-unlock") == -2).await);
 }
 both_servers!(cancelled_unlock_leaves_no_renewal);
+
+/// `detach` deregisters the hold from the watchdog at once and sends nothing: the TTL
+/// runs down and the key expires with its lease, and no renewal (nor release) touches
+/// it after the detach. A detached fenced guard behaves the same.
+async fn a_detached_guard_is_not_renewed_and_expires_with_its_lease(t: &Topology) {
+    let client = t.client_with(WATCHDOG).await;
+    for fenced in [false, true] {
+        let name = t.name(if fenced { "detached-fenced" } else { "detached" });
+        let node = t.node_for(&name);
+        let calls = client.watchdog_stats().calls;
+        let (lock, fenced_lock) = (client.lock(&name), client.fenced_lock(&name));
+        let guard = if fenced { None } else { Some(lock.lock().await.expect("lock")) };
+        let fenced_guard = if fenced { Some(fenced_lock.lock().await.expect("fenced lock")) } else { None };
+        // Renewed while attached: the key outlives its first lease.
+        assert!(
+            wait_until(Duration::from_secs(5), || client.watchdog_stats().calls >= calls + 2).await,
+            "renewed while attached: {:?}",
+            client.watchdog_stats()
+        );
+        let monitor = Monitor::start(&node);
+        let detached_at = Instant::now();
+        match (guard, fenced_guard) {
+            (Some(guard), _) => guard.detach(),
+            (_, Some(guard)) => guard.detach(),
+            _ => unreachable!(),
+        }
+        assert_eq!(client.watchdog_stats().registered, 0, "deregistered synchronously");
+        let pttl = || match leasehold_tests::raw_command(&node, &[b"PTTL", name.as_bytes()]) {
+            RespValue::Integer(ms) => ms,
+            other => panic!("PTTL answered {other:?}"),
+        };
+        let first = pttl();
+        assert!(first > 0 && first <= WATCHDOG.as_millis() as i64, "still held after detach: {first}");
+        assert!(wait_until(Duration::from_secs(2), || pttl() == -2).await, "the key expires with its lease");
+        let expired_after = detached_at.elapsed();
+        assert!(expired_after <= WATCHDOG + Duration::from_millis(100), "not renewed: gone after {expired_after:?}");
+        monitor.sync(&node);
+        let quoted = format!("\"{name}\"");
+        let touched: Vec<String> =
+            monitor.commands().into_iter().filter(|l| l.contains(&quoted) && !l.contains("\"PTTL\"")).collect();
+        assert!(touched.is_empty(), "something was sent for the key after detach: {touched:?}");
+    }
+}
+both_topologies!(a_detached_guard_is_not_renewed_and_expires_with_its_lease);

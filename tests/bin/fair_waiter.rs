@@ -34,7 +34,7 @@ async fn main() {
     let client = leasehold::Client::builder()
         .url(url.as_str())
         .command_timeout(Duration::from_secs(1))
-        .fair_lock_keepalive(millis(keepalive_ms))
+        .queue_keepalive(millis(keepalive_ms))
         .connect()
         .await
         .expect("connect");

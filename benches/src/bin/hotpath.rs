@@ -15,7 +15,10 @@
 //!    script-based pair can cost;
 //! 7. `scripts`: leasehold's own `acquire.lua` and `release.lua`, with the arguments a
 //!    fixed-lease `try_lock_with` + `unlock` sends, through plain fred (`EVALSHA`, string
-//!    arguments): the same server work as `leasehold-lease` without leasehold's client.
+//!    arguments): the same server work as `leasehold-lease` without leasehold's client;
+//! 8. `simple`: leasehold's `SimpleLock`, `simple_lock(key).try_lock(10 s)` (one
+//!    `SET NX PX`) + `guard.unlock()` (one `EVALSHA` compare-and-delete): rslock's
+//!    algorithm through leasehold's client.
 //!
 //! Every pair uses a fresh key, `lock:order:<contender>:<task>:<n>` (the contender tag
 //! keeps contenders apart on a server that is not flushed), so nothing contends.
@@ -44,7 +47,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, KeysInterface, LuaInterface, ReconnectPolicy};
 use fred::types::{ClusterHash, CustomCommand, Expiration, InfoKind, SetOptions};
-use leasehold::{Client, LockGuard};
+use leasehold::{Client, LockGuard, SimpleGuard};
 use leasehold_benches::{
     check_flags, dbsize, flag, info, info_field, micros, ms, percentile, print_machine, print_table, rerun_command,
     BoxError, CommandStats, Target,
@@ -73,10 +76,11 @@ enum Contender {
     SetNx,
     Floor,
     Scripts,
+    Simple,
 }
 
 impl Contender {
-    const ALL: [Contender; 7] = [
+    const ALL: [Contender; 8] = [
         Contender::LeaseholdWatchdog,
         Contender::LeaseholdLease,
         Contender::LeaseholdLean,
@@ -84,6 +88,7 @@ impl Contender {
         Contender::SetNx,
         Contender::Floor,
         Contender::Scripts,
+        Contender::Simple,
     ];
 
     fn name(self) -> &'static str {
@@ -95,6 +100,7 @@ impl Contender {
             Contender::SetNx => "setnx",
             Contender::Floor => "floor",
             Contender::Scripts => "scripts",
+            Contender::Simple => "simple",
         }
     }
 
@@ -108,6 +114,7 @@ impl Contender {
             Contender::SetNx => "fred SET key owner NX PX 10000 + EVALSHA compare-and-delete",
             Contender::Floor => "fred EVALSHA `return 1` twice (no key)",
             Contender::Scripts => "fred EVALSHA of leasehold's acquire.lua + release.lua (no leasehold client)",
+            Contender::Simple => "leasehold SimpleLock::try_lock(10 s) + unlock() (SET NX PX + compare-and-delete)",
         }
     }
 
@@ -121,6 +128,7 @@ impl Contender {
             Contender::SetNx => "nx",
             Contender::Floor => "fl",
             Contender::Scripts => "sc",
+            Contender::Simple => "sp",
         }
     }
 
@@ -188,6 +196,7 @@ struct Ctx {
 /// One acquired lock, whichever contender took it.
 enum Held {
     Leasehold(LockGuard),
+    Simple(SimpleGuard),
     Rslock(rslock::Lock),
     Plain { key: String, owner: String },
     Script { key: String, owner: String },
@@ -207,6 +216,10 @@ async fn acquire(ctx: &Ctx, contender: Contender, key: String) -> Result<Held, B
         Contender::LeaseholdLean => {
             let guard = ctx.leasehold_lean.lock(&key).try_lock_with(Duration::ZERO, LEASE).await?;
             Ok(Held::Leasehold(guard.ok_or_else(|| format!("try_lock_with() did not acquire the distinct key {key}"))?))
+        }
+        Contender::Simple => {
+            let guard = ctx.leasehold.simple_lock(&key).try_lock(LEASE).await?;
+            Ok(Held::Simple(guard.ok_or_else(|| format!("simple try_lock() did not acquire the distinct key {key}"))?))
         }
         Contender::Rslock => match ctx.rslock.lock(key.as_str(), LEASE).await {
             Ok(lock) => Ok(Held::Rslock(lock)),
@@ -248,6 +261,7 @@ async fn acquire(ctx: &Ctx, contender: Contender, key: String) -> Result<Held, B
 async fn release(ctx: &Ctx, held: Held) -> Result<(), BoxError> {
     match held {
         Held::Leasehold(guard) => Ok(guard.unlock().await?),
+        Held::Simple(guard) => Ok(guard.unlock().await?),
         // rslock's unlock answers nothing (best effort); the held-lock count after each
         // phase checks that it released.
         Held::Rslock(lock) => {
@@ -802,5 +816,16 @@ fn print_ratios(outcomes: &[(Contender, Outcome)], settings: &Settings) {
                 lh.pairs_per_sec() / scripts.pairs_per_sec().max(f64::MIN_POSITIVE)
             );
         }
+    }
+    // Issue 17 item 2: the simple lock against rslock, pair for pair the same algorithm.
+    if let (Some(simple), Some(rslock)) = (find(Contender::Simple), rslock) {
+        println!(
+            "  simple pairs/s / rslock's = {:.0} / {:.0} = {:.2} (target >= 0.95); server calls per pair {:.2} / {:.2} (target 4)",
+            simple.pairs_per_sec(),
+            rslock.pairs_per_sec(),
+            simple.pairs_per_sec() / rslock.pairs_per_sec().max(f64::MIN_POSITIVE),
+            simple.per_pair(simple.commands.total_calls()),
+            rslock.per_pair(rslock.commands.total_calls())
+        );
     }
 }

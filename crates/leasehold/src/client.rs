@@ -47,10 +47,14 @@ pub(crate) struct ClientShared {
     pub(crate) sync: Option<ReplicaSync>,
     /// The fencing counters' TTL in whole milliseconds (validated at build time).
     pub(crate) fence_token_ttl_ms: u64,
-    /// The fair-lock keep-alive (validated at build time).
+    /// The queue keep-alive (validated at build time).
     pub(crate) fair_keepalive: Duration,
     /// `true` when leasehold made the fred client and so may close it.
     owns_connection: bool,
+    /// Every guard alive of this client's handles ([`Client::shutdown`] releases them).
+    pub(crate) live: crate::live::LiveGuards,
+    /// `true` once a [`Client::shutdown`] started; the sender tells later calls it ended.
+    shutdown: parking_lot::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
     /// Through Sentinel: the watch that reconnects at a switch of primary.
     _sentinel: Option<crate::sentinel::SentinelWatch>,
     runtime: tokio::runtime::Handle,
@@ -122,7 +126,7 @@ impl Client {
     /// # Cancel safety
     /// Dropping the future drops the half-made subscriber connection.
     pub async fn from_fred(client: FredClient, config: ClientConfig) -> Result<Client> {
-        config.validate()?;
+        let config = config.resolved()?;
         if !client.has_reconnect_policy() {
             // fred's default: after a dropped connection every command fails (leasehold
             // bounds each call, so nothing hangs, but nothing recovers either).
@@ -238,7 +242,7 @@ impl Client {
         let sync = config.replica_sync().ok().flatten();
         let fence_token_ttl_ms = lock_core::args::lease_millis(config.fence_token_ttl, "fence token TTL")
             .unwrap_or(crate::config::DEFAULT_FENCE_TOKEN_TTL.as_secs() * 1000);
-        let fair_keepalive = config.fair_lock_keepalive();
+        let fair_keepalive = config.queue_keepalive();
         Client {
             inner: Arc::new(ClientShared {
                 id: ClientId::new_random(),
@@ -251,6 +255,8 @@ impl Client {
                 fence_token_ttl_ms,
                 fair_keepalive,
                 owns_connection: owns,
+                live: crate::live::LiveGuards::default(),
+                shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,
                 runtime: tokio::runtime::Handle::current(),
             }),
@@ -371,6 +377,101 @@ impl Client {
     /// found lost.
     pub fn watchdog_stats(&self) -> WatchdogStats {
         self.inner.watchdog.stats()
+    }
+
+    /// A graceful exit, for every clone of this client at once:
+    ///
+    /// 1. gives back every lock held through this client's handles (every live guard of a
+    ///    [`Lock`], [`FencedLock`], [`FairLock`] or [`SimpleLock`], forgotten ones
+    ///    included; not those [detached](crate::LockGuard::detach)): each owner's holds
+    ///    set to 0 or each simple lock compare-and-deleted, concurrently and best effort,
+    ///    all within one command timeout, so the keys are gone and waiters elsewhere are
+    ///    woken by the usual unlock message;
+    /// 2. refuses every later call of the client with
+    ///    [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown), nothing sent;
+    /// 3. stops the background tasks: the watchdog (no renewal or check is sent
+    ///    afterwards), the subscriber (its waiters are woken once), the Sentinel watch;
+    /// 4. quits the connections (`QUIT`, within one command timeout): the subscriber
+    ///    connection, and the command connection if leasehold made it (a fred client
+    ///    given to [`Client::from_fred`] is left open, as it always is).
+    ///
+    /// Guards still alive afterwards hold nothing: [`LockGuard::is_lost`](crate::LockGuard::is_lost)
+    /// is `true`, their `unlock` fails with `ErrorKind::Shutdown` without sending
+    /// anything, and dropping them sends nothing. A lock whose release failed or did not
+    /// answer in time is no longer renewed and expires with its lease. Waits in progress
+    /// end with `ErrorKind::Shutdown` at their next call to the server (woken at once
+    /// when they wait for a release message); their queue entries cannot be removed any
+    /// more and expire with their keep-alive (a release meanwhile may hand the lock to
+    /// such an entry, which then holds it up for what is left of the keep-alive, as for
+    /// a waiter that died). An acquire racing with the shutdown may
+    /// take a lock after step 1: it is not renewed and expires with its lease. Calling it
+    /// again, from any clone, waits for the first call to finish and answers `Ok`.
+    ///
+    /// # Errors
+    /// The first release that failed, or [`ErrorKind::Timeout`](crate::ErrorKind::Timeout)
+    /// when the releases did not all answer within the command timeout. The client is
+    /// shut down either way.
+    ///
+    /// # Cancel safety
+    /// The shutdown runs in a task of its own on the current runtime: dropping the
+    /// future does not stop it (it completes in the background), and a later call
+    /// waits for it.
+    pub async fn shutdown(&self) -> Result<()> {
+        let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+        let earlier = {
+            let mut state = self.inner.shutdown.lock();
+            match state.as_ref() {
+                Some(earlier) => Some(earlier.clone()),
+                None => {
+                    *state = Some(done_rx);
+                    None
+                }
+            }
+        };
+        if let Some(mut earlier) = earlier {
+            // The first call's task ends by sending `true`; a dropped sender (its task
+            // cancelled by a runtime shutting down) ends the wait too.
+            let _ = earlier.wait_for(|done| *done).await;
+            return Ok(());
+        }
+        let inner = self.inner.clone();
+        let task = tokio::spawn(async move {
+            let result = inner.shut_down().await;
+            done_tx.send_replace(true);
+            result
+        });
+        task.await.unwrap_or_else(|_| Err(Error::new(ErrorKind::Shutdown, "the shutdown task was cancelled")))
+    }
+
+    /// Whether [`Client::shutdown`] was called (on any clone).
+    pub fn is_shut_down(&self) -> bool {
+        self.inner.shutdown.lock().is_some()
+    }
+}
+
+impl ClientShared {
+    /// The steps of [`Client::shutdown`], in order.
+    async fn shut_down(&self) -> Result<()> {
+        let timeout = self.config.command_timeout;
+        let released = self.live.release_all(timeout).await;
+        self.store.close();
+        self.watchdog.stop();
+        self.subscriber.stop();
+        if let Some(watch) = &self._sentinel {
+            watch.stop();
+        }
+        let command = self.owns_connection.then(|| self.store.client().clone());
+        let subscriber = self.subscriber.client().clone();
+        let quits = async move {
+            if let Some(command) = command {
+                let _ = command.quit().await;
+            }
+            let _ = subscriber.quit().await;
+        };
+        if tokio::time::timeout(timeout, quits).await.is_err() {
+            tracing::debug!("shutdown: QUIT did not answer within {timeout:?}");
+        }
+        released
     }
 }
 

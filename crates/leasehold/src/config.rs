@@ -26,14 +26,20 @@ pub const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(1);
 /// server clock stepped back, and 7 days is far longer than any clock correction.
 pub const DEFAULT_FENCE_TOKEN_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Default keep-alive of a [`FairLock`](crate::FairLock) waiter's queue entry: 10 s. A
-/// live waiter refreshes its entry at least every third of it; a waiter that died (a
-/// killed process, a lost connection) stops blocking the queue once its entry is that
-/// old. It must exceed 1.5 × the command timeout, so that a refresh sent a third of the
-/// keep-alive after the last one lands in time even when it takes the whole command
-/// timeout: 10 s is the round value that fits the default 5 s command timeout (5 s would
-/// not). Redisson's `RFairLock` keeps a queued entry 5 minutes.
-pub const DEFAULT_FAIR_LOCK_KEEPALIVE: Duration = Duration::from_secs(10);
+/// Default keep-alive of a waiter's queue entry (a [`FairLock`](crate::FairLock)'s, and
+/// a waiting [`Lock`](crate::Lock)'s): 10 s. A live waiter refreshes its entry at least
+/// every third of it; a waiter that died (a killed process, a lost connection) stops
+/// blocking the queue once its entry is that old. It must exceed 1.5 × the command
+/// timeout, so that a refresh sent a third of the keep-alive after the last one lands in
+/// time even when it takes the whole command timeout: 10 s is the round value that fits
+/// the default 5 s command timeout (5 s would not). Redisson's `RFairLock` keeps a
+/// queued entry 5 minutes.
+pub const DEFAULT_QUEUE_KEEPALIVE: Duration = Duration::from_secs(10);
+
+/// The old name of [`DEFAULT_QUEUE_KEEPALIVE`]: the keep-alive governs every lock's wait
+/// queue, not only the fair lock's.
+#[deprecated(since = "0.2.0", note = "renamed `DEFAULT_QUEUE_KEEPALIVE`; removed in the next release")]
+pub const DEFAULT_FAIR_LOCK_KEEPALIVE: Duration = DEFAULT_QUEUE_KEEPALIVE;
 
 /// Whether waiters use sharded pub/sub in a cluster (Redisson's
 /// `shardedSubscriptionMode`; `docs/cluster.md` §5). On a standalone or
@@ -66,7 +72,11 @@ pub struct ClientConfig {
     pub watchdog_timeout: Duration,
     /// Bound on each Redis call (fred ignores per-command timeouts on scripts, so
     /// leasehold applies its own). Must be shorter than `watchdog_timeout / 3`.
-    /// Default: 5 s.
+    /// Default: 5 s, or, when a shortened `watchdog_timeout` leaves no room for 5 s,
+    /// derived from it ([`ClientConfig::resolved`]): `watchdog_timeout / 6` (half a
+    /// renewal period). A value set with [`ClientBuilder::command_timeout`], or any
+    /// value other than 5 s written here, is explicit and is never changed: an invalid
+    /// pair is refused.
     pub command_timeout: Duration,
     /// How long after its first send an unlock (or the undo of an abandoned acquire)
     /// whose outcome is unknown may still be retried. Releases are idempotent (each
@@ -93,9 +103,14 @@ pub struct ClientConfig {
     /// every third of this): a [`FairLock`](crate::FairLock)'s, and a waiting
     /// [`Lock`](crate::Lock)'s (whose hand-over to a waiter that died is also cut to
     /// what is left of it). More than 1.5 × the command
-    /// timeout, at most 1 year. Default (`None`): 10 s ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]),
+    /// timeout, at most 1 year. Default (`None`): 10 s ([`DEFAULT_QUEUE_KEEPALIVE`]),
     /// or twice the command timeout when that is longer
-    /// ([`ClientConfig::fair_lock_keepalive`]).
+    /// ([`ClientConfig::queue_keepalive`]).
+    pub queue_keepalive: Option<Duration>,
+    /// The old name of [`ClientConfig::queue_keepalive`], still read for one release:
+    /// the keep-alive in effect is `queue_keepalive` if set, else this. Setting both to
+    /// different values is refused by [`ClientConfig::validate`].
+    #[deprecated(since = "0.2.0", note = "renamed `queue_keepalive`; removed in the next release")]
     pub fair_lock_keepalive: Option<Duration>,
     /// Whether waiters use sharded pub/sub in a cluster. Default:
     /// [`ShardedSubscriptionMode::Auto`].
@@ -108,9 +123,14 @@ pub struct ClientConfig {
     /// release; a Redisson waiter then sleeps until the TTL it was told runs out.
     /// Exclusion with Redisson holds either way. Default: `true`.
     pub redisson_waiters: bool,
+    /// Set by [`ClientBuilder::command_timeout`]: the command timeout is explicit even
+    /// when it is the default value, so it is never derived.
+    explicit_command_timeout: bool,
 }
 
 impl Default for ClientConfig {
+    // The deprecated field must still be initialised.
+    #[allow(deprecated)]
     fn default() -> Self {
         ClientConfig {
             key_prefix: None,
@@ -121,9 +141,11 @@ impl Default for ClientConfig {
             sync_replicas: 0,
             sync_timeout: DEFAULT_SYNC_TIMEOUT,
             fence_token_ttl: DEFAULT_FENCE_TOKEN_TTL,
+            queue_keepalive: None,
             fair_lock_keepalive: None,
             sharded_subscription_mode: ShardedSubscriptionMode::Auto,
             redisson_waiters: true,
+            explicit_command_timeout: false,
         }
     }
 }
@@ -143,9 +165,38 @@ impl ClientConfig {
     /// batch size is at least 1; with `sync_replicas > 0` the sync timeout is at least
     /// 1 ms and shorter than the command timeout (the acquire script and its `WAIT` are
     /// bounded together by the command timeout); the fence token TTL is 1 ms to 1 year;
-    /// the fair-lock keep-alive is more than 1.5 × the command timeout, so a waiter's
-    /// refresh lands before its queue entry expires.
+    /// the queue keep-alive is more than 1.5 × the command timeout, so a waiter's
+    /// refresh lands before its queue entry expires (and `queue_keepalive` and the
+    /// deprecated `fair_lock_keepalive` are not set to two different values).
+    ///
+    /// The rules apply to the settings in effect ([`ClientConfig::resolved`]): a
+    /// default command timeout that a shortened watchdog timeout leaves no room for is
+    /// derived, not refused.
     pub fn validate(&self) -> Result<()> {
+        self.clone().resolved().map(drop)
+    }
+
+    /// The settings in effect, validated: the command timeout, when it was not set
+    /// explicitly (it is still the default 5 s and was not set through
+    /// [`ClientBuilder::command_timeout`]) and does not fit a renewal period, becomes
+    /// `watchdog_timeout / 6` (half a renewal period, at least 1 ms); everything else is
+    /// as given. [`Client::config`](crate::Client::config) shows the result.
+    ///
+    /// # Errors
+    /// As [`ClientConfig::validate`].
+    pub fn resolved(mut self) -> Result<Self> {
+        if !self.explicit_command_timeout
+            && self.command_timeout == DEFAULT_COMMAND_TIMEOUT
+            && self.command_timeout >= self.watchdog_timeout / 3
+        {
+            self.command_timeout = (self.watchdog_timeout / 6).max(Duration::from_millis(1));
+        }
+        self.check()?;
+        Ok(self)
+    }
+
+    /// The rules of [`ClientConfig::validate`], on the settings exactly as they are.
+    fn check(&self) -> Result<()> {
         args::lease_millis(self.watchdog_timeout, "watchdog timeout")?;
         if self.watchdog_timeout < Duration::from_millis(3) {
             return Err(Error::invalid_argument("watchdog timeout must be at least 3 ms"));
@@ -178,13 +229,21 @@ impl ClientConfig {
             }
         }
         args::lease_millis(self.fence_token_ttl, "fence token TTL")?;
-        let keepalive = self.fair_lock_keepalive();
-        args::lease_millis(keepalive, "fair lock keep-alive")?;
+        #[allow(deprecated)] // The old name is still read for one release.
+        if let (Some(new), Some(old)) = (self.queue_keepalive, self.fair_lock_keepalive) {
+            if new != old {
+                return Err(Error::invalid_argument(format!(
+                    "queue keep-alive ({new:?}) and its deprecated name fair_lock_keepalive ({old:?}) disagree: set one"
+                )));
+            }
+        }
+        let keepalive = self.queue_keepalive();
+        args::lease_millis(keepalive, "queue keep-alive")?;
         // A refresh goes out a third of the keep-alive after the last one and may take
         // the whole command timeout: it must still land before the entry expires.
         if self.command_timeout.saturating_mul(3) >= keepalive.saturating_mul(2) {
             return Err(Error::invalid_argument(format!(
-                "fair lock keep-alive ({keepalive:?}) must be more than 1.5 x the command timeout ({:?})",
+                "queue keep-alive ({keepalive:?}) must be more than 1.5 x the command timeout ({:?})",
                 self.command_timeout
             )));
         }
@@ -192,11 +251,21 @@ impl ClientConfig {
         Ok(())
     }
 
-    /// The fair-lock keep-alive in effect: the configured one, else 10 s
-    /// ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]) or twice the command timeout, whichever is longer.
+    /// The queue keep-alive in effect: `queue_keepalive`, else the deprecated
+    /// `fair_lock_keepalive`, else 10 s ([`DEFAULT_QUEUE_KEEPALIVE`]) or twice the
+    /// command timeout, whichever is longer.
+    pub fn queue_keepalive(&self) -> Duration {
+        #[allow(deprecated)] // The old name is still read for one release.
+        let old = self.fair_lock_keepalive;
+        self.queue_keepalive
+            .or(old)
+            .unwrap_or_else(|| DEFAULT_QUEUE_KEEPALIVE.max(self.command_timeout.saturating_mul(2)))
+    }
+
+    /// The old name of [`ClientConfig::queue_keepalive`].
+    #[deprecated(since = "0.2.0", note = "renamed `queue_keepalive()`; removed in the next release")]
     pub fn fair_lock_keepalive(&self) -> Duration {
-        self.fair_lock_keepalive
-            .unwrap_or_else(|| DEFAULT_FAIR_LOCK_KEEPALIVE.max(self.command_timeout.saturating_mul(2)))
+        self.queue_keepalive()
     }
 
     /// The replica acknowledgement every acquire asks for, `None` when `sync_replicas`
@@ -292,9 +361,13 @@ impl ClientBuilder {
         self
     }
 
-    /// Bound on each Redis call; shorter than `watchdog_timeout / 3`. Default: 5 s.
+    /// Bound on each Redis call; shorter than `watchdog_timeout / 3`. Default: 5 s, or
+    /// `watchdog_timeout / 6` when a shortened watchdog timeout leaves no room for 5 s
+    /// ([`ClientConfig::resolved`]). A timeout set here is never derived: one that does
+    /// not fit the watchdog timeout is refused by [`ClientBuilder::connect`].
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.config.command_timeout = timeout;
+        self.config.explicit_command_timeout = true;
         self
     }
 
@@ -340,10 +413,16 @@ impl ClientBuilder {
     /// [`Lock`](crate::Lock)) lives without a refresh: a waiter that died stops blocking
     /// the queue after this. Live waiters
     /// refresh every third of it. More than 1.5 × the command timeout (checked by
-    /// [`ClientBuilder::connect`]). Default: 10 s ([`DEFAULT_FAIR_LOCK_KEEPALIVE`]).
-    pub fn fair_lock_keepalive(mut self, keepalive: Duration) -> Self {
-        self.config.fair_lock_keepalive = Some(keepalive);
+    /// [`ClientBuilder::connect`]). Default: 10 s ([`DEFAULT_QUEUE_KEEPALIVE`]).
+    pub fn queue_keepalive(mut self, keepalive: Duration) -> Self {
+        self.config.queue_keepalive = Some(keepalive);
         self
+    }
+
+    /// The old name of [`ClientBuilder::queue_keepalive`] (it sets the same setting).
+    #[deprecated(since = "0.2.0", note = "renamed `queue_keepalive`; removed in the next release")]
+    pub fn fair_lock_keepalive(self, keepalive: Duration) -> Self {
+        self.queue_keepalive(keepalive)
     }
 
     /// Whether waiters use sharded pub/sub (`SSUBSCRIBE`, and the scripts `SPUBLISH`)
@@ -375,7 +454,7 @@ impl ClientBuilder {
     /// # Cancel safety
     /// Dropping the future drops the half-made connections.
     pub async fn connect(self) -> Result<Client> {
-        self.config.validate()?;
+        let config = self.config.resolved()?;
         if let (None, Some(url)) = (&self.fred_config, &self.url) {
             crate::tls::require_tls_support(url, crate::tls::TLS_COMPILED)?;
         }
@@ -389,7 +468,7 @@ impl ClientBuilder {
             (None, None) => Config::default(),
         };
         let policy = self.reconnect.unwrap_or_else(default_reconnect_policy);
-        Client::connect_with(fred_config, policy, self.config).await
+        Client::connect_with(fred_config, policy, config).await
     }
 }
 
@@ -433,10 +512,10 @@ mod tests {
     }
 
     #[test]
-    fn a_fair_lock_keepalive_must_outlast_a_refresh() {
+    fn a_queue_keepalive_must_outlast_a_refresh() {
         let keepalive = |command_ms, keepalive_ms| ClientConfig {
             command_timeout: Duration::from_millis(command_ms),
-            fair_lock_keepalive: Some(Duration::from_millis(keepalive_ms)),
+            queue_keepalive: Some(Duration::from_millis(keepalive_ms)),
             ..ClientConfig::default()
         };
         assert!(keepalive(2_000, 3_001).validate().is_ok());
@@ -445,8 +524,62 @@ mod tests {
             assert!(err.is_invalid_argument() && err.to_string().contains("keep-alive"), "{err}");
         }
         // The default follows a long command timeout, so it never fails on its own.
-        assert_eq!(config(30_000, 9_999, 10_000).fair_lock_keepalive(), Duration::from_millis(19_998));
-        assert_eq!(ClientConfig::default().fair_lock_keepalive(), DEFAULT_FAIR_LOCK_KEEPALIVE);
+        assert_eq!(config(30_000, 9_999, 10_000).queue_keepalive(), Duration::from_millis(19_998));
+        assert_eq!(ClientConfig::default().queue_keepalive(), DEFAULT_QUEUE_KEEPALIVE);
+    }
+
+    /// The old names still work for one release: the deprecated field is read when the
+    /// new one is unset, the deprecated builder setter sets the new field, and two
+    /// different values are refused rather than one silently winning.
+    #[test]
+    #[allow(deprecated)]
+    fn the_deprecated_keepalive_names_still_work() {
+        let old = ClientConfig { fair_lock_keepalive: Some(Duration::from_secs(20)), ..ClientConfig::default() };
+        assert!(old.validate().is_ok());
+        assert_eq!(old.queue_keepalive(), Duration::from_secs(20));
+        assert_eq!(old.fair_lock_keepalive(), Duration::from_secs(20));
+        let mut both = old;
+        both.queue_keepalive = Some(Duration::from_secs(20));
+        assert!(both.validate().is_ok(), "the same value under both names");
+        both.queue_keepalive = Some(Duration::from_secs(30));
+        let err = both.validate().expect_err("two values");
+        assert!(err.is_invalid_argument() && err.to_string().contains("disagree"), "{err}");
+        let builder = ClientBuilder::default().fair_lock_keepalive(Duration::from_secs(40));
+        assert_eq!(builder.config.queue_keepalive, Some(Duration::from_secs(40)));
+        assert_eq!(DEFAULT_FAIR_LOCK_KEEPALIVE, DEFAULT_QUEUE_KEEPALIVE);
+    }
+
+    /// A shortened watchdog timeout with the command timeout left at its default derives
+    /// one that fits (half a renewal period); an explicit pair that does not fit is still
+    /// refused, whether set through the builder (even at the default value) or written
+    /// into the field.
+    #[test]
+    fn a_shortened_watchdog_derives_the_command_timeout_unless_one_was_set() {
+        let watchdog = |ms| ClientConfig { watchdog_timeout: Duration::from_millis(ms), ..ClientConfig::default() };
+        for (watchdog_ms, derived_ms) in [(3_000, 500), (15_000, 2_500), (300, 50), (6, 1)] {
+            let config = watchdog(watchdog_ms);
+            assert!(config.validate().is_ok(), "{watchdog_ms} ms watchdog");
+            let resolved = config.resolved().expect("derived");
+            assert_eq!(resolved.command_timeout, Duration::from_millis(derived_ms), "{watchdog_ms} ms watchdog");
+            assert!(resolved.command_timeout < resolved.watchdog_timeout / 3);
+        }
+        // Room for the default: it stays.
+        assert_eq!(watchdog(15_001).resolved().expect("fits").command_timeout, DEFAULT_COMMAND_TIMEOUT);
+        assert_eq!(ClientConfig::default().resolved().expect("default").command_timeout, DEFAULT_COMMAND_TIMEOUT);
+        // Explicit through the builder, even at the default value: refused.
+        for command in [DEFAULT_COMMAND_TIMEOUT, Duration::from_secs(2)] {
+            let builder = ClientBuilder::default().watchdog_timeout(Duration::from_secs(3)).command_timeout(command);
+            let err = builder.config.resolved().expect_err("explicit");
+            assert!(err.is_invalid_argument() && err.to_string().contains("renewal period"), "{err}");
+        }
+        // A value other than the default written into the field is explicit too.
+        let err = config(3_000, 2_000, 10_000).validate().expect_err("explicit pair");
+        assert!(err.to_string().contains("renewal period"), "{err}");
+        // The other rules still hold against the derived timeout: a replica sync timeout
+        // must stay shorter than it.
+        let sync = ClientConfig { sync_replicas: 1, ..watchdog(3_000) };
+        let err = sync.validate().expect_err("sync timeout 1 s >= derived 500 ms");
+        assert!(err.to_string().contains("sync timeout"), "{err}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::lock::Lock;
 ///
 /// **Dead and departed waiters never block the queue.** A queue entry's deadline is the
 /// server's clock (`TIME`) plus the client's keep-alive
-/// ([`ClientBuilder::fair_lock_keepalive`](crate::ClientBuilder::fair_lock_keepalive),
+/// ([`ClientBuilder::queue_keepalive`](crate::ClientBuilder::queue_keepalive),
 /// default 10 s); a live waiter refreshes it at least every third of that, and every
 /// script purges the heads whose deadline passed. So a waiter whose process died stops
 /// holding up the queue within one keep-alive. A wait that times out removes its entry

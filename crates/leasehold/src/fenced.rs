@@ -167,6 +167,7 @@ impl FencedLock {
 /// One hold of a [`FencedLock`], with its fencing token. Everything but the token is
 /// [`LockGuard`]'s, including `Drop` (a background release).
 #[must_use = "dropping the guard releases the lock (in the background)"]
+#[clippy::has_significant_drop]
 pub struct FencedGuard {
     guard: LockGuard,
     token: u64,
@@ -245,6 +246,13 @@ impl FencedGuard {
     /// As [`LockGuard::is_renewed`].
     pub fn is_renewed(&self) -> bool {
         self.guard.is_renewed()
+    }
+
+    /// As [`LockGuard::detach`]: stops the renewal, sends nothing, and leaves the key to
+    /// expire with its lease. The token stays valid at the resource until a later
+    /// holder's token is used there.
+    pub fn detach(self) {
+        self.guard.detach();
     }
 
     /// As [`LockGuard::unlock`]. The last release deletes the lock's Hash; the counter

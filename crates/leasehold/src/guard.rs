@@ -20,7 +20,18 @@ use crate::retry::ReplaySafeRetry;
 /// [`LockGuard::lost`]. Work that must not outlive the lock should `select!` on
 /// `lost()`. No client-side signal can stop a process that is paused past its lease;
 /// only a check at the guarded resource (a fencing token) closes that gap.
+///
+/// To keep the lock past the guard without renewing it, use [`LockGuard::detach`]: it
+/// stops the renewal and sends nothing, and the key expires with its lease.
+/// `std::mem::forget(guard)` is not the same: `Drop` never runs, so a watchdog-mode
+/// hold stays registered and **is renewed until the process exits** or
+/// [`Client::shutdown`](crate::Client::shutdown) releases it (the forgotten guard keeps
+/// its handle and the client alive, so dropping every `Client` clone does not stop the
+/// renewal); a fixed-lease hold expires with its lease, as after `detach`. Either way
+/// the forgotten guard still counts as a hold of its owner, so a later acquire through
+/// the same handle re-enters instead of taking the lock fresh.
 #[must_use = "dropping the guard releases the lock (in the background)"]
+#[clippy::has_significant_drop]
 pub struct LockGuard {
     lock: Arc<LockShared>,
     hold: Arc<Hold>,
@@ -28,7 +39,9 @@ pub struct LockGuard {
     runtime: Option<tokio::runtime::Handle>,
     /// The hold's fencing token (acquired through a [`FencedLock`](crate::FencedLock)).
     token: Option<u64>,
-    /// Set once the guard was detached (unlocked); `Drop` then does nothing.
+    /// This guard's entry in the client's live guards (for `Client::shutdown`).
+    live: u64,
+    /// Set once the guard was unlocked or detached; `Drop` then does nothing.
     done: bool,
 }
 
@@ -52,7 +65,8 @@ impl std::fmt::Debug for LockGuard {
 impl LockGuard {
     pub(crate) fn new(lock: Arc<LockShared>, hold: Arc<Hold>, mode: LeaseMode) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        LockGuard { lock, hold, mode, runtime, token: None, done: false }
+        let live = lock.client.live.insert(crate::live::Live::Lock(Arc::downgrade(&lock)));
+        LockGuard { lock, hold, mode, runtime, token: None, live, done: false }
     }
 
     /// The guard with the fencing token its acquire answered.
@@ -129,6 +143,9 @@ impl LockGuard {
     /// - Timeouts and connection errors, after retrying (releases are idempotent) within
     ///   the replay window; the hold is then no longer renewed and expires with its
     ///   lease. A retry that finds the owner gone after a lost reply counts as released.
+    /// - [`ErrorKind::Shutdown`] after [`Client::shutdown`](crate::Client::shutdown),
+    ///   which already released the hold (or, if it could not, left it to expire with its
+    ///   lease); nothing is sent.
     ///
     /// # Cancel safety
     /// The guard is consumed: renewal for it stops before anything is sent, so dropping
@@ -137,6 +154,7 @@ impl LockGuard {
     pub async fn unlock(mut self) -> Result<()> {
         self.done = true;
         let lock = self.lock.clone();
+        lock.client.live.remove(self.live);
         let names = lock.names()?;
         let lost = self.hold.lease.is_marked_lost();
         let current = lock.holds.is_current(&self.hold);
@@ -144,6 +162,10 @@ impl LockGuard {
         // has already stopped for this guard.
         lock.holds.detach(&self.hold, self.mode, current);
         let counted = current.then(|| Releasing { lock: lock.clone(), hold: self.hold.clone() });
+        if lock.client.store.is_closed() {
+            return Err(Error::new(ErrorKind::Shutdown, "the client was shut down: the shutdown released this hold")
+                .with_key(names.key()));
+        }
         if lost {
             return Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(names.key()));
         }
@@ -156,6 +178,26 @@ impl LockGuard {
             }
             Release::Released | Release::StillHeld { .. } => Ok(()),
         }
+    }
+}
+
+impl LockGuard {
+    /// Lets go of the guard without releasing the lock: its renewal stops at once
+    /// (synchronously: no later watchdog round renews it), nothing is sent, and the key
+    /// keeps the TTL it has and expires with it. For a hold that must outlive the
+    /// guard's scope, e.g. a job handed to another process that checks the lock's TTL.
+    ///
+    /// Other guards of the same hold (re-entries through the same handle) are not
+    /// affected: while a watchdog guard of it is alive the hold is still renewed, and
+    /// their last unlock deletes the key, this guard's hold included (it is no longer
+    /// counted). A detached hold is not released by
+    /// [`Client::shutdown`](crate::Client::shutdown). Unlike `std::mem::forget(guard)`
+    /// (see [`LockGuard`]), it stops the renewal.
+    pub fn detach(mut self) {
+        self.done = true;
+        self.lock.client.live.remove(self.live);
+        // `false`: no release will be sent, so the hold stops counting this guard now.
+        self.lock.holds.detach(&self.hold, self.mode, false);
     }
 }
 
@@ -229,6 +271,7 @@ impl Drop for LockGuard {
         if self.done {
             return;
         }
+        self.lock.client.live.remove(self.live);
         let names = self.lock.names().ok().cloned();
         let sends = self.lock.holds.is_current(&self.hold) && self.runtime.is_some() && names.is_some();
         // Stop renewing at once, whatever happens to the release below.

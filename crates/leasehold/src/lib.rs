@@ -143,6 +143,7 @@ pub mod fence;
 mod fenced;
 mod guard;
 mod hold;
+mod live;
 mod lock;
 mod replicas;
 mod retry;
@@ -152,9 +153,11 @@ mod tls;
 mod wait;
 
 pub use client::Client;
+#[allow(deprecated)] // The old name stays exported for one release.
+pub use config::DEFAULT_FAIR_LOCK_KEEPALIVE;
 pub use config::{
-    ClientBuilder, ClientConfig, ShardedSubscriptionMode, DEFAULT_COMMAND_TIMEOUT, DEFAULT_FAIR_LOCK_KEEPALIVE,
-    DEFAULT_FENCE_TOKEN_TTL, DEFAULT_RENEW_BATCH, DEFAULT_REPLAY_WINDOW, DEFAULT_SYNC_TIMEOUT,
+    ClientBuilder, ClientConfig, ShardedSubscriptionMode, DEFAULT_COMMAND_TIMEOUT, DEFAULT_FENCE_TOKEN_TTL,
+    DEFAULT_QUEUE_KEEPALIVE, DEFAULT_RENEW_BATCH, DEFAULT_REPLAY_WINDOW, DEFAULT_SYNC_TIMEOUT,
     DEFAULT_WATCHDOG_TIMEOUT,
 };
 pub use fair::FairLock;

@@ -112,7 +112,7 @@ impl Lock {
     /// layout), and a release hands the lock straight to the first live waiter, which
     /// its release message wakes to claim it (one more round trip). A waiter whose
     /// process died is skipped once its queue entry's keep-alive
-    /// ([`ClientBuilder::fair_lock_keepalive`](crate::ClientBuilder::fair_lock_keepalive),
+    /// ([`ClientBuilder::queue_keepalive`](crate::ClientBuilder::queue_keepalive),
     /// default 10 s) runs out. [`Lock::try_lock`] never queues.
     ///
     /// Transient errors (timeouts, connection errors, a server that is loading or

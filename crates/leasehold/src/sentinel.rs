@@ -53,6 +53,11 @@ impl SentinelWatch {
     pub(crate) fn gate(&self) -> &WriteGate {
         &self.gate
     }
+
+    /// Stops the watch task (at its next await), as dropping the watch does.
+    pub(crate) fn stop(&self) {
+        self.task.abort();
+    }
 }
 
 impl Drop for SentinelWatch {

@@ -28,10 +28,10 @@ pub struct SimpleLock {
 }
 
 /// What a simple lock handle and its guards share.
-struct SimpleShared {
-    client: Arc<ClientShared>,
-    key: String,
-    owner: OwnerId,
+pub(crate) struct SimpleShared {
+    pub(crate) client: Arc<ClientShared>,
+    pub(crate) key: String,
+    pub(crate) owner: OwnerId,
 }
 
 impl std::fmt::Debug for SimpleLock {
@@ -45,12 +45,16 @@ impl std::fmt::Debug for SimpleLock {
 
 /// The guard of a [`SimpleLock`]. Dropping it without [`SimpleGuard::unlock`] releases it
 /// in the background on the runtime that acquired it (never blocking); if that runtime
-/// is gone, the lease expires.
+/// is gone, or the client was shut down ([`Client::shutdown`](crate::Client::shutdown),
+/// which released it), nothing is sent.
 #[must_use = "dropping the guard releases the lock (in the background)"]
+#[clippy::has_significant_drop]
 pub struct SimpleGuard {
     lock: Arc<SimpleShared>,
     deadline: Instant,
     runtime: Option<tokio::runtime::Handle>,
+    /// This guard's entry in the client's live guards (for `Client::shutdown`).
+    live: u64,
     done: bool,
 }
 
@@ -77,7 +81,11 @@ impl SimpleLock {
         Ok(())
     }
 
-    /// One `SET NX PX`: `None` when the key is taken (by anyone, this owner included).
+    /// One `SET key owner NX PX lease` (one server call): `None` when the key is taken
+    /// (by anyone, this owner included).
+    ///
+    /// It takes a lease, unlike [`Lock::try_lock`](crate::Lock::try_lock) (watchdog
+    /// mode): a simple lock is never renewed, so it has no lease to default to.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`] for an empty name or a lease under 1 ms or over a
@@ -86,43 +94,59 @@ impl SimpleLock {
     /// # Cancel safety
     /// If dropped while in flight, the lock may be taken and then expires with its lease.
     pub async fn try_lock(&self, lease: Duration) -> Result<Option<SimpleGuard>> {
-        self.check_name()?;
-        let lease_ms = args::lease_millis(lease, "lease")?;
-        let sent_at = Instant::now();
-        match self.shared.client.store.simple_acquire(&self.shared.key, &self.shared.owner, lease_ms).await? {
-            None => Ok(Some(SimpleGuard::new(self.shared.clone(), args::instant_after(sent_at, lease)))),
-            Some(_) => Ok(None),
-        }
+        self.try_lock_with(Duration::ZERO, lease).await
     }
 
-    /// Tries until acquired or `wait` has passed, sleeping for the holder's remaining
-    /// TTL between tries (no fixed-interval polling, but no wake-up on release either).
+    /// Tries until acquired or `wait` has passed, then holds the lock for `lease`: what
+    /// [`Lock::try_lock_with(wait, lease)`](crate::Lock::try_lock_with) means. Each try
+    /// is one `SET NX PX`; when the key is held and time is left, one `PTTL` reads the
+    /// holder's remaining TTL, and the next try comes when it runs out (no
+    /// fixed-interval polling, but no wake-up on release either).
     ///
     /// # Errors
     /// As [`SimpleLock::try_lock`]; an overflowing wait is [`ErrorKind::InvalidArgument`].
     ///
     /// # Cancel safety
     /// As [`SimpleLock::try_lock`].
-    pub async fn try_lock_for(&self, wait: Duration, lease: Duration) -> Result<Option<SimpleGuard>> {
+    pub async fn try_lock_with(&self, wait: Duration, lease: Duration) -> Result<Option<SimpleGuard>> {
         self.check_name()?;
         let lease_ms = args::lease_millis(lease, "lease")?;
         let deadline = args::wait_deadline(Instant::now(), wait)?;
+        let store = &self.shared.client.store;
         loop {
             let sent_at = Instant::now();
-            match self.shared.client.store.simple_acquire(&self.shared.key, &self.shared.owner, lease_ms).await? {
-                None => return Ok(Some(SimpleGuard::new(self.shared.clone(), args::instant_after(sent_at, lease)))),
+            if store.simple_acquire(&self.shared.key, &self.shared.owner, lease_ms).await? {
+                return Ok(Some(SimpleGuard::new(self.shared.clone(), args::instant_after(sent_at, lease))));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            // Held: the second call, only now. `None`: the key went away meanwhile, so
+            // try again at once; `Some(None)`: no expiry, so retry at the deadline only.
+            let retry = match store.pttl(&self.shared.key).await? {
+                None => continue,
                 Some(pttl) => {
                     let now = Instant::now();
-                    if now >= deadline {
-                        return Ok(None);
-                    }
-                    // No expiry on the holder: retry at the deadline only.
-                    let retry = pttl
-                        .map_or(deadline, |p| args::instant_after(now, p.max(Duration::from_millis(1))).min(deadline));
-                    tokio::time::sleep_until(retry).await;
+                    pttl.map_or(deadline, |p| args::instant_after(now, p.max(Duration::from_millis(1))).min(deadline))
                 }
-            }
+            };
+            tokio::time::sleep_until(retry).await;
         }
+    }
+
+    /// The old name of [`SimpleLock::try_lock_with`] (same arguments, same meaning).
+    ///
+    /// # Errors
+    /// As [`SimpleLock::try_lock_with`].
+    ///
+    /// # Cancel safety
+    /// As [`SimpleLock::try_lock_with`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "renamed `try_lock_with(wait, lease)`, as `Lock::try_lock_with`; `try_lock_for` is removed in the next release"
+    )]
+    pub async fn try_lock_for(&self, wait: Duration, lease: Duration) -> Result<Option<SimpleGuard>> {
+        self.try_lock_with(wait, lease).await
     }
 }
 
@@ -138,7 +162,8 @@ impl std::fmt::Debug for SimpleGuard {
 
 impl SimpleGuard {
     fn new(lock: Arc<SimpleShared>, deadline: Instant) -> Self {
-        SimpleGuard { lock, deadline, runtime: tokio::runtime::Handle::try_current().ok(), done: false }
+        let live = lock.client.live.insert(crate::live::Live::Simple(Arc::downgrade(&lock)));
+        SimpleGuard { lock, deadline, runtime: tokio::runtime::Handle::try_current().ok(), live, done: false }
     }
 
     /// Whether the lease deadline has passed (the key may be gone or someone else's).
@@ -150,12 +175,15 @@ impl SimpleGuard {
     ///
     /// # Errors
     /// [`ErrorKind::NotOwner`] when the key is gone or holds another owner (nothing
-    /// deleted); [`ErrorKind::WrongType`]; connection errors and timeouts.
+    /// deleted); [`ErrorKind::WrongType`]; [`ErrorKind::Shutdown`] after
+    /// [`Client::shutdown`](crate::Client::shutdown) (nothing sent: the shutdown
+    /// released it); connection errors and timeouts.
     ///
     /// # Cancel safety
     /// Once sent, the compare-and-delete applies.
     pub async fn unlock(mut self) -> Result<()> {
         self.done = true;
+        self.lock.client.live.remove(self.live);
         if self.lock.client.store.simple_release(&self.lock.key, &self.lock.owner).await? {
             Ok(())
         } else {
@@ -167,6 +195,11 @@ impl SimpleGuard {
 impl Drop for SimpleGuard {
     fn drop(&mut self) {
         if self.done {
+            return;
+        }
+        self.lock.client.live.remove(self.live);
+        if self.lock.client.store.is_closed() {
+            // Shut down: the shutdown released it, and nothing can be sent.
             return;
         }
         let Some(runtime) = self.runtime.as_ref() else { return };

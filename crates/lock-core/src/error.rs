@@ -33,8 +33,12 @@ pub enum ErrorKind {
     /// with its lease). Not transient: waits end with it.
     ReplicaSync,
     /// Redis answered with an error leasehold does not classify (script errors,
-    /// `OOM`, `READONLY`, `CLUSTERDOWN`, …). The message has the server's text.
+    /// `OOM`, `READONLY`, `CLUSTERDOWN`, …). The message has the server's text, and
+    /// [`Error::server_code`] its code.
     Redis,
+    /// The client was shut down (`Client::shutdown`): nothing was sent. Not transient:
+    /// waits end with it.
+    Shutdown,
 }
 
 impl ErrorKind {
@@ -49,6 +53,7 @@ impl ErrorKind {
             ErrorKind::Connection => "connection",
             ErrorKind::ReplicaSync => "replica sync",
             ErrorKind::Redis => "redis error",
+            ErrorKind::Shutdown => "shut down",
         }
     }
 }
@@ -199,6 +204,46 @@ impl Error {
     /// `true` for [`ErrorKind::Connection`].
     pub fn is_connection(&self) -> bool {
         self.kind == ErrorKind::Connection
+    }
+
+    /// `true` for [`ErrorKind::Shutdown`]: the client was shut down, nothing was sent.
+    pub fn is_shutdown(&self) -> bool {
+        self.kind == ErrorKind::Shutdown
+    }
+
+    /// The code of the server's error reply, when the server answered with one: its
+    /// first word, such as `WRONGTYPE`, `NOSCRIPT`, `BUSY`, `NOPERM`, `OOM`,
+    /// `READONLY`, `LOADING` or `ERR` (as redis-rs's `RedisError::code`). `None` when
+    /// the error did not come from a server reply (a timeout, a connection error, an
+    /// argument leasehold refused, a shut-down client).
+    ///
+    /// ```
+    /// # use lock_core::Error;
+    /// let reply = fred::error::Error::new(
+    ///     fred::error::ErrorKind::InvalidArgument,
+    ///     "WRONGTYPE Operation against a key holding the wrong kind of value",
+    /// );
+    /// assert_eq!(Error::from_fred(reply).server_code(), Some("WRONGTYPE"));
+    /// ```
+    pub fn server_code(&self) -> Option<&str> {
+        use fred::error::ErrorKind as F;
+        let source = self.source.as_ref()?;
+        // The kinds fred gives to a server's error reply (`pretty_error` in fred's
+        // protocol code); its own errors (I/O, timeouts, routing,
+        // back-pressure, cancellation) carry no server code.
+        if !matches!(
+            source.kind(),
+            F::Unknown | F::InvalidArgument | F::Auth | F::Cluster | F::Config | F::InvalidCommand
+        ) {
+            return None;
+        }
+        let code = source.details().split_whitespace().next()?;
+        // A server's code is an upper-case word (`ERR`, `WRONGTYPE`, `BUSYGROUP`);
+        // fred's own messages ("Failed to route command.") are not.
+        let is_code = code.len() >= 2
+            && code.starts_with(|c: char| c.is_ascii_uppercase())
+            && code.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '-');
+        is_code.then_some(code)
     }
 
     /// `true` when the command is known not to have run: fred had no connection to write
@@ -364,6 +409,31 @@ mod tests {
         assert!(!script.is_transient());
         assert!(!Error::invalid_argument("x").is_transient());
         assert!(Error::new(ErrorKind::Timeout, "t").is_transient());
+    }
+
+    #[test]
+    fn server_codes_come_from_server_replies_only() {
+        use fred::error::ErrorKind as F;
+        for (kind, text, code) in [
+            (
+                F::InvalidArgument,
+                "WRONGTYPE Operation against a key holding the wrong kind of value",
+                Some("WRONGTYPE"),
+            ),
+            (F::Unknown, "NOSCRIPT No matching script. Please use EVAL.", Some("NOSCRIPT")),
+            (F::Unknown, "BUSY Redis is busy running a script.", Some("BUSY")),
+            (F::Unknown, "ERR user_script:1: boom", Some("ERR")),
+            (F::Cluster, "MOVED 3999 127.0.0.1:6381", Some("MOVED")),
+            (F::Auth, "NOAUTH Authentication required.", Some("NOAUTH")),
+            (F::Unknown, "Failed to route command.", None),
+            (F::Routing, "Too many redirections.", None),
+            (F::IO, "BROKEN pipe", None),
+            (F::Timeout, "TIMEOUT", None),
+            (F::Unknown, "", None),
+        ] {
+            assert_eq!(Error::from_fred(fred::error::Error::new(kind, text)).server_code(), code, "{text}");
+        }
+        assert_eq!(Error::new(ErrorKind::Redis, "no source").server_code(), None);
     }
 
     #[test]

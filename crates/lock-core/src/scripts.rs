@@ -27,8 +27,6 @@ pub static FORCE_RELEASE: LazyLock<LuaScript> = lua!("force_release.lua");
 pub static RENEW_BATCH: LazyLock<LuaScript> = lua!("renew_batch.lua");
 /// `verify_batch.lua`: check, read-only, that many owner fields still exist.
 pub static VERIFY_BATCH: LazyLock<LuaScript> = lua!("verify_batch.lua");
-/// `simple_acquire.lua`: the minimal lock's `SET NX PX`.
-pub static SIMPLE_ACQUIRE: LazyLock<LuaScript> = lua!("simple_acquire.lua");
 /// `simple_release.lua`: the minimal lock's compare-and-delete.
 pub static SIMPLE_RELEASE: LazyLock<LuaScript> = lua!("simple_release.lua");
 /// `fenced_acquire.lua`: `acquire.lua` plus a fencing token from `redisson_lock_token:{NAME}`.
@@ -46,14 +44,13 @@ pub static FAIR_RELEASE: LazyLock<LuaScript> = lua!("fair_release.lua");
 pub static FAIR_FORCE_RELEASE: LazyLock<LuaScript> = lua!("fair_force_release.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 12] {
+pub fn all() -> [&'static LuaScript; 11] {
     [
         &ACQUIRE,
         &RELEASE,
         &FORCE_RELEASE,
         &RENEW_BATCH,
         &VERIFY_BATCH,
-        &SIMPLE_ACQUIRE,
         &SIMPLE_RELEASE,
         &FENCED_ACQUIRE,
         &FENCED_WRITE,

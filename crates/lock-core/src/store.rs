@@ -68,6 +68,9 @@ pub struct LockStore {
     /// Through Sentinel: the gate every lock write waits at while a switch of primary
     /// is followed ([`LockStore::with_write_gate`]).
     gate: Option<WriteGate>,
+    /// Set by [`LockStore::close`] (the client was shut down): every later call of this
+    /// store and of its clones fails with [`ErrorKind::Shutdown`], nothing sent.
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The scripts' publish command with classic pub/sub.
@@ -116,7 +119,27 @@ impl LockStore {
             publish: PUBLISH,
             redisson_waiters: true,
             gate: None,
+            closed: std::sync::Arc::default(),
         }
+    }
+
+    /// Refuses every later call of this store and of its clones with
+    /// [`ErrorKind::Shutdown`] (nothing is sent): the client was shut down.
+    pub fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether [`LockStore::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The error of a call after [`LockStore::close`].
+    fn check_open(&self, key: &str) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::unsent(ErrorKind::Shutdown, "the client was shut down: not sent").with_key(key));
+        }
+        Ok(())
     }
 
     /// Makes every lock write (acquire, release, renewal, the check after a reconnect,
@@ -138,6 +161,7 @@ impl LockStore {
     /// An unsent [`ErrorKind::Connection`] error when the gate did not open within the
     /// command timeout.
     pub(crate) async fn write_budget(&self, key: &str) -> Result<Duration> {
+        self.check_open(key)?;
         let Some(gate) = self.gate.as_ref().filter(|gate| !gate.is_open()) else { return Ok(self.command_timeout) };
         let started = tokio::time::Instant::now();
         let opened = gate.wait_open(self.command_timeout).await;
@@ -414,21 +438,28 @@ impl LockStore {
         Ok(reply.into_iter().map(|answer| answer == 1).collect())
     }
 
-    /// Runs `simple_acquire.lua`: `SET key owner NX PX lease`. Returns `None` when
-    /// acquired, else the holder's remaining TTL (`Some(None)` when it has no expiry).
+    /// `SET key owner NX PX lease`: one command, no script. Returns `true` when
+    /// acquired; `false` when the key exists (held by anyone, this owner included, or a
+    /// key of another type). A waiting caller reads the holder's TTL with
+    /// [`LockStore::pttl`] only then, so an uncontended acquire costs one server call.
     ///
     /// # Errors
     /// Timeouts and connection errors.
     ///
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
-    /// only its answer is lost.
-    pub async fn simple_acquire(&self, key: &str, owner: &OwnerId, lease_ms: u64) -> Result<Option<Option<Duration>>> {
+    /// only its answer is lost (the lock, if taken, expires with its lease).
+    pub async fn simple_acquire(&self, key: &str, owner: &OwnerId, lease_ms: u64) -> Result<bool> {
+        use fred::types::{Expiration, SetOptions};
         let budget = self.write_budget(key).await?;
-        let reply: Option<i64> = scripts::SIMPLE_ACQUIRE
-            .run(&self.client, key, budget, vec![key.to_owned()], vec![owner.as_str().to_owned(), lease_ms.to_string()])
-            .await?;
-        Ok(reply.map(pttl_from_reply))
+        // Validated by the caller: 1 ms to a year, so it fits an i64.
+        let px = i64::try_from(lease_ms).unwrap_or(i64::MAX);
+        let reply: Value = crate::script::bounded_retry(budget, "SET NX PX", key, || {
+            self.client.set(key, Value::Bytes(owner.arg()), Some(Expiration::PX(px)), Some(SetOptions::NX), false)
+        })
+        .await?;
+        // `OK` when set, nil when the key exists.
+        Ok(!reply.is_null())
     }
 
     /// Runs `simple_release.lua`: delete `key` if it still holds `owner`. Returns `true`
@@ -442,9 +473,9 @@ impl LockStore {
     /// only its answer is lost.
     pub async fn simple_release(&self, key: &str, owner: &OwnerId) -> Result<bool> {
         let budget = self.write_budget(key).await?;
-        let reply: i64 = scripts::SIMPLE_RELEASE
-            .run(&self.client, key, budget, vec![key.to_owned()], vec![owner.as_str().to_owned()])
-            .await?;
+        // The owner as its shared byte string (no copy); the key copied once per send.
+        let build = || (vec![Key::from(key)], vec![Value::Bytes(owner.arg())]);
+        let reply: i64 = scripts::SIMPLE_RELEASE.run_with(&self.client, key, budget, build).await?;
         Ok(reply == 1)
     }
 
@@ -491,6 +522,7 @@ impl LockStore {
     where
         Fut: std::future::Future<Output = Result<R, fred::error::Error>>,
     {
+        self.check_open(key)?;
         crate::script::bounded_retry(self.command_timeout, "Redis", key, call).await
     }
 }

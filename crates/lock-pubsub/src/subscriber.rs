@@ -175,6 +175,14 @@ impl Subscriber {
         Subscriber { shared }
     }
 
+    /// Stops the subscriber task, as dropping the last handle would, after waking every
+    /// waiter once (so that each looks at the lock again instead of waiting for a
+    /// message that will not come). The connection is left as it is.
+    pub fn stop(&self) {
+        self.shared.wake_all();
+        self.shared._shutdown.send_replace(());
+    }
+
     /// How this subscriber subscribes.
     pub fn mode(&self) -> PubsubMode {
         self.shared.mode

@@ -298,6 +298,14 @@ impl Watchdog {
         });
     }
 
+    /// Stops the scheduler task and the tasks of [`Watchdog::renew_on_each`] (each ends
+    /// at its next wake-up), as dropping the last handle would: nothing is renewed or
+    /// checked afterwards. Registrations stay, unused.
+    pub fn stop(&self) {
+        // Every loop selects on `shutdown.changed()`, which a send wakes as a drop does.
+        self.shared._shutdown.send_replace(());
+    }
+
     /// Counters since start.
     pub fn stats(&self) -> WatchdogStats {
         let c = &self.shared.stats;
