@@ -18,7 +18,9 @@
 //!    arguments): the same server work as `leasehold-lease` without leasehold's client;
 //! 8. `simple`: leasehold's `SimpleLock`, `simple_lock(key).try_lock(10 s)` (one
 //!    `SET NX PX`) + `guard.unlock()` (one `EVALSHA` compare-and-delete): rslock's
-//!    algorithm through leasehold's client.
+//!    algorithm through leasehold's client;
+//! 9. `leasehold-wait`: leasehold's waiting path on a free key, `lock.lock_with_lease(10 s)`
+//!    + `guard.unlock()`: what an uncontended `lock()` costs (issue 17 item 3).
 //!
 //! Every pair uses a fresh key, `lock:order:<contender>:<task>:<n>` (the contender tag
 //! keeps contenders apart on a server that is not flushed), so nothing contends.
@@ -77,10 +79,11 @@ enum Contender {
     Floor,
     Scripts,
     Simple,
+    LeaseholdWait,
 }
 
 impl Contender {
-    const ALL: [Contender; 8] = [
+    const ALL: [Contender; 9] = [
         Contender::LeaseholdWatchdog,
         Contender::LeaseholdLease,
         Contender::LeaseholdLean,
@@ -89,6 +92,7 @@ impl Contender {
         Contender::Floor,
         Contender::Scripts,
         Contender::Simple,
+        Contender::LeaseholdWait,
     ];
 
     fn name(self) -> &'static str {
@@ -101,6 +105,7 @@ impl Contender {
             Contender::Floor => "floor",
             Contender::Scripts => "scripts",
             Contender::Simple => "simple",
+            Contender::LeaseholdWait => "leasehold-wait",
         }
     }
 
@@ -115,6 +120,7 @@ impl Contender {
             Contender::Floor => "fred EVALSHA `return 1` twice (no key)",
             Contender::Scripts => "fred EVALSHA of leasehold's acquire.lua + release.lua (no leasehold client)",
             Contender::Simple => "leasehold SimpleLock::try_lock(10 s) + unlock() (SET NX PX + compare-and-delete)",
+            Contender::LeaseholdWait => "leasehold lock_with_lease(10 s) + unlock() (the waiting path, uncontended)",
         }
     }
 
@@ -129,6 +135,7 @@ impl Contender {
             Contender::Floor => "fl",
             Contender::Scripts => "sc",
             Contender::Simple => "sp",
+            Contender::LeaseholdWait => "lk",
         }
     }
 
@@ -216,6 +223,10 @@ async fn acquire(ctx: &Ctx, contender: Contender, key: String) -> Result<Held, B
         Contender::LeaseholdLean => {
             let guard = ctx.leasehold_lean.lock(&key).try_lock_with(Duration::ZERO, LEASE).await?;
             Ok(Held::Leasehold(guard.ok_or_else(|| format!("try_lock_with() did not acquire the distinct key {key}"))?))
+        }
+        Contender::LeaseholdWait => {
+            // A waiting acquire: on a distinct key it never waits.
+            Ok(Held::Leasehold(ctx.leasehold.lock(&key).lock_with_lease(LEASE).await?))
         }
         Contender::Simple => {
             let guard = ctx.leasehold.simple_lock(&key).try_lock(LEASE).await?;
@@ -771,7 +782,9 @@ fn print_ratios(outcomes: &[(Contender, Outcome)], settings: &Settings) {
     let find = |c: Contender| outcomes.iter().find(|(x, _)| *x == c).map(|(_, o)| o);
     println!("targets of issue 9 (printed, not asserted):");
     let (floor, setnx, rslock) = (find(Contender::Floor), find(Contender::SetNx), find(Contender::Rslock));
-    for leasehold in [Contender::LeaseholdWatchdog, Contender::LeaseholdLease, Contender::LeaseholdLean] {
+    for leasehold in
+        [Contender::LeaseholdWatchdog, Contender::LeaseholdLease, Contender::LeaseholdLean, Contender::LeaseholdWait]
+    {
         let Some(lh) = find(leasehold) else { continue };
         let name = leasehold.name();
         if let Some(floor) = floor {
