@@ -607,16 +607,7 @@ async fn fred_10_1_jams_after_an_ask_redirect() {
     let migration = cluster.begin_migration(cluster.slot(key), &target);
     migration.migrate_key(key);
     // `calls` plus `rejected_calls` (a redirected command is rejected, not run).
-    let calls = |addr: &str, command: &str| {
-        let info = cluster.on(addr, &["INFO", "commandstats"]);
-        let prefix = format!("cmdstat_{command}:");
-        let line = info.as_str().and_then(|t| t.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_owned));
-        line.unwrap_or_default()
-            .split(',')
-            .filter_map(|f| f.split_once('=').filter(|(k, _)| *k == "calls" || *k == "rejected_calls"))
-            .filter_map(|(_, v)| v.parse::<u64>().ok())
-            .sum::<u64>()
-    };
+    let calls = |addr: &str, command: &str| cluster.command_count(addr, command);
     for addr in [&source, &target] {
         assert_eq!(cluster.on(addr, &["CONFIG", "RESETSTAT"]).as_str(), Some("OK"));
     }
