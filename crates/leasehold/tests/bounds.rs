@@ -1,0 +1,70 @@
+//! What users need to move leasehold's types across tasks: every public handle, guard,
+//! error and stats snapshot is `Send + Sync + 'static`, and every future a public async
+//! method returns is `Send` (an axum handler, or anything given to `tokio::spawn`, must
+//! compile). Checked by the compiler: the functions below are never called.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use leasehold::{
+    Client, ClientBuilder, ClientConfig, Error, FairLock, FencedGuard, FencedLock, Lock, LockGuard, SimpleGuard,
+    SimpleLock, SubscriberStats, WatchdogStats,
+};
+
+fn shared<T: Send + Sync + 'static>() {}
+
+fn send<T: Send>(_: &T) {}
+
+#[test]
+fn public_types_are_send_sync_and_static() {
+    shared::<Client>();
+    shared::<ClientBuilder>();
+    shared::<ClientConfig>();
+    shared::<Lock>();
+    shared::<LockGuard>();
+    shared::<FencedLock>();
+    shared::<FencedGuard>();
+    shared::<FairLock>();
+    shared::<SimpleLock>();
+    shared::<SimpleGuard>();
+    shared::<Error>();
+    shared::<WatchdogStats>();
+    shared::<SubscriberStats>();
+}
+
+/// Every public future is `Send`: a compile-time check (never run).
+async fn futures_are_send(
+    client: Client,
+    lock: Lock,
+    fenced: FencedLock,
+    fair: FairLock,
+    simple: SimpleLock,
+    guard: LockGuard,
+    fenced_guard: FencedGuard,
+    simple_guard: SimpleGuard,
+) {
+    let d = Duration::from_secs(1);
+    send(&Client::connect("redis://127.0.0.1"));
+    send(&Client::builder().connect());
+    send(&client.shutdown());
+    send(&lock.lock());
+    send(&lock.lock_with_lease(d));
+    send(&lock.try_lock());
+    send(&lock.try_lock_for(d));
+    send(&lock.try_lock_with(d, d));
+    send(&lock.force_unlock());
+    send(&lock.is_locked());
+    send(&lock.hold_count());
+    send(&fenced.lock());
+    send(&fenced.try_lock_with(d, d));
+    send(&fair.lock());
+    send(&fair.try_lock_with(d, d));
+    send(&simple.try_lock(d));
+    send(&simple.try_lock_with(d, d));
+    send(&guard.lost());
+    send(&fenced_guard.fenced_set("k", "v"));
+    send(&guard.unlock());
+    send(&fenced_guard.unlock());
+    send(&simple_guard.unlock());
+}
