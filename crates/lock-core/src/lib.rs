@@ -1,5 +1,10 @@
 //! The lowest layer of leasehold: everything that touches Redis directly.
 //!
+//! **Internal to leasehold: no stability promise.** This crate is published only because
+//! [`leasehold`](https://docs.rs/leasehold) depends on it; its API may change in any
+//! release, and `leasehold` pins it to the exact version it was built with. Depend on
+//! `leasehold` instead.
+//!
 //! - [`names`]: the lock key and the keys and channel derived from it, exactly as
 //!   Redisson names them, so Java and Rust services share one lock.
 //! - [`owner`]: owner ids (`CLIENT_UUID:N`).

@@ -1,6 +1,11 @@
 //! Waiting for a lock without polling: one subscriber connection per client, shared by
 //! every waiter, which wakes waiters when a release message arrives.
 //!
+//! **Internal to leasehold: no stability promise.** This crate is published only because
+//! [`leasehold`](https://docs.rs/leasehold) depends on it; its API may change in any
+//! release, and `leasehold` pins it to the exact version it was built with. Depend on
+//! `leasehold` instead.
+//!
 //! The model is tokio's `Notified::enable`: register interest first, then check (try to
 //! acquire), then wait. A [`Waiter`] joins its lock's FIFO queue when it is made, so a
 //! release published after that cannot be missed:

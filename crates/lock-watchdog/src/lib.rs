@@ -1,6 +1,11 @@
 //! Lease renewal for leasehold: one scheduler per client, renewing every held lock in
 //! batches, and telling holders when a lock is lost.
 //!
+//! **Internal to leasehold: no stability promise.** This crate is published only because
+//! [`leasehold`](https://docs.rs/leasehold) depends on it; its API may change in any
+//! release, and `leasehold` pins it to the exact version it was built with. Depend on
+//! `leasehold` instead.
+//!
 //! - A held lock in watchdog mode is [`Watchdog::register`]ed on acquire; the returned
 //!   [`Renewal`] deregisters it when dropped (unlock, dropped guard, cancelled acquire),
 //!   synchronously, so no renewal can be scheduled for it afterwards.
