@@ -273,6 +273,9 @@ async fn a_detached_guard_is_not_renewed_and_expires_with_its_lease(t: &Topology
             client.watchdog_stats()
         );
         let monitor = Monitor::start(&node);
+        // A renewal scheduled before the detach may still be on its way (the monitor
+        // starts a few ms earlier): it is allowed; one scheduled after it is not.
+        let scheduled = client.watchdog_stats().calls;
         let detached_at = Instant::now();
         match (guard, fenced_guard) {
             (Some(guard), _) => guard.detach(),
@@ -289,11 +292,16 @@ async fn a_detached_guard_is_not_renewed_and_expires_with_its_lease(t: &Topology
         assert!(wait_until(Duration::from_secs(2), || pttl() == -2).await, "the key expires with its lease");
         let expired_after = detached_at.elapsed();
         assert!(expired_after <= WATCHDOG + Duration::from_millis(100), "not renewed: gone after {expired_after:?}");
+        assert_eq!(client.watchdog_stats().calls, scheduled, "no renewal scheduled after the detach");
         monitor.sync(&node);
         let quoted = format!("\"{name}\"");
         let touched: Vec<String> =
             monitor.commands().into_iter().filter(|l| l.contains(&quoted) && !l.contains("\"PTTL\"")).collect();
-        assert!(touched.is_empty(), "something was sent for the key after detach: {touched:?}");
+        // At most the one renewal that was in flight (EVALSHA, then HEXISTS PTTL PEXPIRE
+        // inside it); nothing else (no release).
+        let released = touched.iter().any(|l| l.contains("\"hdel\"") || l.to_lowercase().contains("\"del\""));
+        let calls = touched.iter().filter(|l| l.to_lowercase().contains("\"evalsha\"")).count();
+        assert!(!released && calls <= 1, "sent for the key after detach: {touched:?}");
     }
 }
 both_topologies!(a_detached_guard_is_not_renewed_and_expires_with_its_lease);
