@@ -26,9 +26,10 @@ pub(crate) struct Cli {
     #[arg(long, global = true, env = "LEASEHOLD_URL", default_value = "redis://127.0.0.1:6379")]
     pub(crate) url: String,
 
-    /// Bound on connecting and on each Redis call.
-    #[arg(long, global = true, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
-    pub(crate) timeout: Duration,
+    /// Bound on connecting and on each Redis call [default: 5s, or a quarter of
+    /// `run --watchdog` when that is shorter].
+    #[arg(long, global = true, value_name = "DUR", value_parser = parse_duration)]
+    pub(crate) timeout: Option<Duration>,
 
     #[command(subcommand)]
     pub(crate) command: Command,

@@ -38,14 +38,24 @@ fn main() -> ExitCode {
     ExitCode::from(runtime.block_on(dispatch(cli)))
 }
 
+/// `--timeout` when not given.
+const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Connects and runs the subcommand; returns the exit code.
 async fn dispatch(cli: Cli) -> u8 {
-    let mut builder = leasehold::Client::builder().url(cli.url.as_str()).command_timeout(cli.timeout);
+    let mut timeout = cli.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let mut builder = leasehold::Client::builder().url(cli.url.as_str());
     if let Command::Run(run) = &cli.command {
         if let Some(watchdog) = run.watchdog {
             builder = builder.watchdog_timeout(watchdog);
+            // The library wants each call to end well within a renewal period (a
+            // third of the watchdog lease); an explicit --timeout is left to it to judge.
+            if cli.timeout.is_none() {
+                timeout = timeout.min(watchdog / 4);
+            }
         }
     }
+    let builder = builder.command_timeout(timeout);
     let client = match builder.connect().await {
         Ok(client) => client,
         Err(error) => {
