@@ -245,3 +245,50 @@ async fn usage_errors_exit_64() {
     }
     assert_eq!(output(url, &["--help"]).await.0, Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_status_and_unlock_on_a_cluster() {
+    let cluster = leasehold_test_support::RedisCluster::shared();
+    let url = cluster.url();
+    let log = log_file("cluster");
+    // Names on every primary (slots spread over the three).
+    let names = ["cli-a", "cli-b", "cli-c", "cli-d", "cli-e", "cli-f"];
+    let primaries: std::collections::HashSet<String> = names.iter().map(|n| cluster.primary_for(n)).collect();
+    assert!(primaries.len() >= 2, "the names span primaries: {primaries:?}");
+    let mut runs = Vec::new();
+    for name in names {
+        let script = trapping_child(&log, 0).replace("started", &format!("started-{name}"));
+        let args = ["run", "--watchdog", "900ms", name, "--", "sh", "-c", &script];
+        runs.push(leasehold(&url, &args).spawn().expect("spawn"));
+    }
+    assert!(
+        wait_until(Duration::from_secs(15), || read(&log).lines().filter(|l| l.starts_with("started-")).count() == 6)
+            .await,
+        "every child started: {}",
+        read(&log)
+    );
+    let (code, list) = output(&url, &["list", "cli-*", "--json"]).await;
+    assert_eq!(code, Some(0));
+    for name in names {
+        assert!(list.contains(&format!(r#"{{"name":"{name}","kind":"lock","holders":1,"#)), "{name} listed: {list}");
+    }
+    let (code, status) = output(&url, &["status", "cli-a", "--json"]).await;
+    assert_eq!(code, Some(0));
+    assert!(status.contains(r#""held":true"#), "{status}");
+    // A forced unlock with the holder's id, through sharded pub/sub on this cluster.
+    let owner = read(&log)
+        .lines()
+        .find_map(|l| l.strip_prefix("started-cli-a ").map(str::to_owned))
+        .expect("cli-a's owner logged");
+    let (code, out) = output(&url, &["unlock", "cli-a", "--force", "--owner", &owner]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(wait_for(&mut runs[0], Duration::from_secs(5)).await.code(), Some(124));
+    for run in &mut runs[1..] {
+        let pid = run.id().expect("running").to_string();
+        assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs").success());
+        assert_eq!(wait_for(run, Duration::from_secs(5)).await.code(), Some(0));
+    }
+    let (_, list) = output(&url, &["list", "cli-*", "--json"]).await;
+    assert_eq!(list.trim(), "[]", "all released");
+    let _ = std::fs::remove_file(&log);
+}
