@@ -23,7 +23,13 @@ Exit codes:
 pub(crate) struct Cli {
     /// Redis URL, as the leasehold library takes it: redis://, rediss:// (TLS),
     /// redis-cluster://, redis-sentinel://, with user:password@ for ACLs.
-    #[arg(long, global = true, env = "LEASEHOLD_URL", default_value = "redis://127.0.0.1:6379")]
+    #[arg(
+        long,
+        global = true,
+        env = "LEASEHOLD_URL",
+        hide_env_values = true,
+        default_value = "redis://127.0.0.1:6379"
+    )]
     pub(crate) url: String,
 
     /// Bound on connecting and on each Redis call [default: 5s, or a quarter of

@@ -34,7 +34,7 @@ pub(crate) struct Status {
     /// The key's remaining TTL in ms, `None` without a key or an expiry.
     pub(crate) pttl_ms: Option<i64>,
     pub(crate) holders: Vec<Holder>,
-    /// Owners waiting in leasehold's queue (`Lock`, `FencedLock`), head first.
+    /// Owners waiting in leasehold's queue (a `Lock`'s), head first.
     pub(crate) waiters: Vec<String>,
     /// Owners waiting in the fair queue (`FairLock`), head first.
     pub(crate) fair_queue: Vec<String>,

@@ -1,7 +1,7 @@
 //! The `leasehold` binary run as an operator runs it: real processes, a real
 //! redis-server, signals sent with `kill`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,7 @@ fn log_file(test: &str) -> PathBuf {
     path
 }
 
-fn read(path: &PathBuf) -> String {
+fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
@@ -41,7 +41,7 @@ async fn wait_for(child: &mut Child, deadline: Duration) -> ExitStatus {
 
 /// A child script that logs `started`, logs `TERM` when it gets SIGTERM and exits
 /// with `code`, and otherwise runs for up to 20 s.
-fn trapping_child(log: &PathBuf, code: u8) -> String {
+fn trapping_child(log: &Path, code: u8) -> String {
     let log = log.display();
     format!(
         "trap 'echo TERM >> {log}; exit {code}' TERM; echo \"started $LEASEHOLD_OWNER\" >> {log}; \
