@@ -292,3 +292,22 @@ async fn list_status_and_unlock_on_a_cluster() {
     assert_eq!(list.trim(), "[]", "all released");
     let _ = std::fs::remove_file(&log);
 }
+
+#[tokio::test]
+async fn unlock_leaves_keys_that_are_not_locks() {
+    use leasehold_test_support::{raw_command, RespValue};
+    let server = RedisServer::start();
+    let url = server.url();
+    raw_command(&server.addr(), &[b"SET", b"app:key", b"value"]);
+    raw_command(&server.addr(), &[b"HSET", b"app:hash", b"field", b"1"]);
+    for key in ["app:key", "app:hash", "absent"] {
+        let (code, out) = output(&url, &["unlock", key, "--force"]).await;
+        assert_eq!(code, Some(1), "{key}: {out}");
+    }
+    let (_, list) = output(&url, &["list", "--json"]).await;
+    assert_eq!(list.trim(), "[]", "neither is listed as a lock");
+    let (_, json) = output(&url, &["status", "app:key", "--json"]).await;
+    assert!(json.contains(r#""kind":"other""#), "{json}");
+    let exists = raw_command(&server.addr(), &[b"EXISTS", b"app:key", b"app:hash"]);
+    assert!(matches!(exists, RespValue::Integer(2)), "both keys are still there: {exists:?}");
+}
