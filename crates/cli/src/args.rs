@@ -12,7 +12,8 @@ Exit codes:
   run:     the child's own code; 128+N when signal N killed it; 124 when the lock
            was lost and the child stopped; 75 when the lock was not acquired within
            --wait; 126/127 when CMD could not be executed / was not found
-  unlock:  0 unlocked; 1 nothing to unlock (or --owner did not hold it)
+  unlock:  0 unlocked; 1 nothing unlocked (no lock, not a lock, or --owner
+           did not hold it)
   all:     69 Redis unreachable or not answering; 64 usage error; 70 other errors
            (a key of another type, a permission or script error)";
 
