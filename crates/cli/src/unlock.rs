@@ -28,6 +28,11 @@ async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
     // Read first to say who held it. Without --owner the delete that follows removes
     // whoever holds it then (a holder that changed in between is not named here).
     let status = read_status(client, &args.name).await?;
+    if status.kind == "other" {
+        // force_release.lua deletes any type: never an application's key by mistake.
+        println!("`{}` not unlocked: it is not a lock (a {} of another shape)", args.name, status.redis_type);
+        return Ok(exit::NOTHING_DONE);
+    }
     let deleted = match &args.owner {
         None if status.kind == "fair" => client.fair_lock(&args.name).force_unlock().await?,
         // force_release.lua: deletes the key whatever its type, publishes the release.
