@@ -1,0 +1,93 @@
+//! `leasehold`: distributed locks on Redis from the shell. `run` holds a lock while a
+//! command runs; `status`, `list` and `unlock` inspect and steer locks. See
+//! `docs/cli.md`.
+
+mod args;
+mod duration;
+mod exit;
+mod inspect;
+mod json;
+mod run;
+mod unlock;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // `--help` and `--version` are "errors" that go to stdout and exit 0.
+            let code = if error.use_stderr() { exit::USAGE } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    // One thread is plenty for one lock and one child; the library's background tasks
+    // (watchdog, subscriber) run while `block_on` runs, which is the whole program.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("leasehold: cannot start the runtime: {error}");
+            return ExitCode::from(exit::SOFTWARE);
+        }
+    };
+    ExitCode::from(runtime.block_on(dispatch(cli)))
+}
+
+/// `--timeout` when not given.
+const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Connects and runs the subcommand; returns the exit code.
+async fn dispatch(cli: Cli) -> u8 {
+    let mut timeout = cli.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let mut builder = leasehold::Client::builder().url(cli.url.as_str());
+    if let Command::Run(run) = &cli.command {
+        if let Some(watchdog) = run.watchdog {
+            builder = builder.watchdog_timeout(watchdog);
+            // The library wants each call to end well within a renewal period (a
+            // third of the watchdog lease); an explicit --timeout is left to it to judge.
+            if cli.timeout.is_none() {
+                timeout = timeout.min(watchdog / 4);
+            }
+        }
+    }
+    let builder = builder.command_timeout(timeout);
+    let client = match builder.connect().await {
+        Ok(client) => client,
+        Err(error) => {
+            eprintln!("leasehold: cannot connect to {}: {error}", redacted(&cli.url));
+            return exit::for_error(&error);
+        }
+    };
+    let code = match cli.command {
+        Command::Run(args) => run::run(&client, args).await,
+        Command::Status(args) => inspect::status(&client, &args).await,
+        Command::List(args) => inspect::list(&client, &args).await,
+        Command::Unlock(args) => unlock::unlock(&client, &args).await,
+    };
+    // Gives back anything still held and closes the connections (bounded by the
+    // command timeout).
+    let _ = client.shutdown().await;
+    code
+}
+
+/// `url` without its password, for messages.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => format!("{}://***@{}", &url[..scheme], &url[at + 1..]),
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_are_not_printed() {
+        assert_eq!(super::redacted("redis://u:secret@h:1/0"), "redis://***@h:1/0");
+        assert_eq!(super::redacted("redis://h:1"), "redis://h:1");
+    }
+}

@@ -1,0 +1,69 @@
+//! `leasehold unlock NAME --force [--owner ID]`.
+
+use std::sync::LazyLock;
+
+use leasehold::fred::types::scripts::Script;
+use leasehold::{Client, PubsubMode};
+use lock_core::LockNames;
+
+use crate::args::UnlockArgs;
+use crate::exit;
+use crate::inspect::{bounded, read_status};
+
+static FORCE_UNLOCK_OWNER: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("../lua/force_unlock_owner.lua")));
+
+/// Runs `leasehold unlock`; returns the exit code.
+pub(crate) async fn unlock(client: &Client, args: &UnlockArgs) -> u8 {
+    match force(client, args).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("leasehold: unlock `{}`: {error}", args.name);
+            exit::for_error(&error)
+        }
+    }
+}
+
+async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
+    // Read first to say who held it. Without --owner the delete that follows removes
+    // whoever holds it then (a holder that changed in between is not named here).
+    let status = read_status(client, &args.name).await?;
+    if status.kind == "other" {
+        // force_release.lua deletes any type: never an application's key by mistake.
+        println!("`{}` not unlocked: it is not a lock (a {} of another shape)", args.name, status.redis_type);
+        return Ok(exit::NOTHING_DONE);
+    }
+    let deleted = match &args.owner {
+        None if status.kind == "fair" => client.fair_lock(&args.name).force_unlock().await?,
+        // force_release.lua: deletes the key whatever its type, publishes the release.
+        None => client.lock(&args.name).force_unlock().await?,
+        Some(owner) => {
+            let names = LockNames::new(&args.name)?;
+            let publish = match client.pubsub_mode() {
+                PubsubMode::Sharded => "spublish",
+                _ => "publish",
+            };
+            let keys = vec![names.key().to_owned(), names.channel().to_owned(), names.queue_key()];
+            let argv = vec![owner.clone(), "0".to_owned(), publish.to_owned()];
+            let reply: i64 = bounded(client, FORCE_UNLOCK_OWNER.evalsha_with_reload(client.fred(), keys, argv)).await?;
+            reply == 1
+        }
+    };
+    if !deleted {
+        match &args.owner {
+            Some(owner) => println!("`{}` not unlocked: {owner} does not hold it", args.name),
+            None => println!("`{}` not unlocked: it was not held", args.name),
+        }
+        return Ok(exit::NOTHING_DONE);
+    }
+    let holders: Vec<String> = match &args.owner {
+        Some(owner) => vec![owner.clone()],
+        None => status.holders.iter().map(|h| format!("{} (holds {})", h.owner, h.holds)).collect(),
+    };
+    if holders.is_empty() {
+        println!("unlocked `{}`", args.name);
+    } else {
+        println!("unlocked `{}`, held by {}", args.name, holders.join(", "));
+    }
+    Ok(0)
+}

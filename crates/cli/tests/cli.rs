@@ -1,0 +1,313 @@
+//! The `leasehold` binary run as an operator runs it: real processes, a real
+//! redis-server, signals sent with `kill`.
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use leasehold_test_support::{wait_until, RedisServer};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
+
+/// `leasehold --url URL ARGS...`, stdout piped, stderr inherited.
+fn leasehold(url: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command.arg("--url").arg(url).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).kill_on_drop(true);
+    command
+}
+
+/// Runs `leasehold` to completion: (exit code, stdout).
+async fn output(url: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = leasehold(url, args).output().await.expect("the leasehold binary runs");
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A fresh, empty log file for the children of one test.
+fn log_file(test: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("leasehold-cli-{test}-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Waits for `child` at most `deadline`.
+async fn wait_for(child: &mut Child, deadline: Duration) -> ExitStatus {
+    tokio::time::timeout(deadline, child.wait()).await.expect("leasehold exits in time").expect("wait")
+}
+
+/// A child script that logs `started`, logs `TERM` when it gets SIGTERM and exits
+/// with `code`, and otherwise runs for up to 20 s.
+fn trapping_child(log: &Path, code: u8) -> String {
+    let log = log.display();
+    format!(
+        "trap 'echo TERM >> {log}; exit {code}' TERM; echo \"started $LEASEHOLD_OWNER\" >> {log}; \
+         i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_on_one_name_never_overlap() {
+    let server = RedisServer::start();
+    let log = log_file("overlap");
+    // Each child logs its interval (ns since the epoch) in one line when it ends.
+    let script = format!("s=$(date +%s%N); sleep 0.3; e=$(date +%s%N); echo \"$s $e\" >> {}", log.display());
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        runs.push(leasehold(&server.url(), &["run", "overlap", "--", "sh", "-c", &script]).spawn().expect("spawn"));
+    }
+    for run in &mut runs {
+        assert_eq!(wait_for(run, Duration::from_secs(15)).await.code(), Some(0));
+    }
+    let mut intervals: Vec<(u128, u128)> = read(&log)
+        .lines()
+        .map(|line| {
+            let (s, e) = line.split_once(' ').expect("two numbers");
+            (s.parse().expect("start"), e.parse().expect("end"))
+        })
+        .collect();
+    assert_eq!(intervals.len(), 3, "every child ran: {intervals:?}");
+    intervals.sort_unstable();
+    for pair in intervals.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "two children held the lock at once: {intervals:?}");
+    }
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn the_childs_exit_code_passes_through() {
+    let server = RedisServer::start();
+    let url = server.url();
+    assert_eq!(output(&url, &["run", "codes", "--", "true"]).await.0, Some(0));
+    assert_eq!(output(&url, &["run", "codes", "--", "sh", "-c", "exit 3"]).await.0, Some(3));
+    // Killed by SIGINT (2): 128 + 2, as a shell says it.
+    assert_eq!(output(&url, &["run", "codes", "--", "sh", "-c", "kill -INT $$"]).await.0, Some(130));
+    assert_eq!(output(&url, &["run", "codes", "--", "/nonexistent/command"]).await.0, Some(127));
+    // Released after each child: free again.
+    let (code, json) = output(&url, &["status", "codes", "--json"]).await;
+    assert_eq!(code, Some(0));
+    assert!(json.contains(r#""held":false"#), "{json}");
+}
+
+#[tokio::test]
+async fn the_child_sees_the_lock_in_its_environment() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let (code, out) = output(
+        &url,
+        &[
+            "run",
+            "--fenced",
+            "env",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$LEASEHOLD_LOCK_NAME|$LEASEHOLD_OWNER|$LEASEHOLD_FENCING_TOKEN\"",
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(0));
+    let fields: Vec<&str> = out.trim().split('|').collect();
+    assert_eq!(fields[0], "env");
+    assert!(fields[1].len() > 37 && fields[1].contains(':'), "owner: {out}");
+    let token: u64 = fields[2].parse().expect("a fencing token");
+    let (_, json) = output(&url, &["status", "env", "--json"]).await;
+    assert!(json.contains(&format!(r#""last_token":{token}"#)), "{json}");
+    let (_, plain) =
+        output(&url, &["run", "plain", "--", "sh", "-c", "echo \"[${LEASEHOLD_FENCING_TOKEN-unset}]\""]).await;
+    assert_eq!(plain.trim(), "[unset]");
+}
+
+#[tokio::test]
+async fn a_forced_unlock_stops_the_child_and_run_exits_124() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("forced");
+    // A short watchdog lease, renewed every 300 ms, so the loss is found quickly.
+    let mut run = leasehold(
+        &url,
+        &["run", "--watchdog", "900ms", "--grace", "2s", "forced", "--", "sh", "-c", &trapping_child(&log, 0)],
+    )
+    .spawn()
+    .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await, "the child started");
+    let owner = read(&log).trim().trim_start_matches("started ").to_owned();
+
+    let (code, json) = output(&url, &["status", "forced", "--json"]).await;
+    assert_eq!(code, Some(0));
+    assert!(json.contains(&format!(r#""holders":[{{"owner":"{owner}","holds":1}}]"#)), "{json}");
+    let (_, list) = output(&url, &["list", "--json"]).await;
+    assert!(list.contains(r#"{"name":"forced","kind":"lock","holders":1,"#), "{list}");
+
+    // Another owner: refused, nothing changes.
+    let (code, out) =
+        output(&url, &["unlock", "forced", "--force", "--owner", "0f8fad5b-d9cb-469f-a165-70867728950e:1"]).await;
+    assert_eq!(code, Some(1), "{out}");
+    assert!(!read(&log).contains("TERM"));
+    let (code, out) = output(&url, &["unlock", "forced", "--force", "--owner", &owner]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(&owner), "the holder is named: {out}");
+
+    let started = Instant::now();
+    let status = wait_for(&mut run, Duration::from_secs(5)).await;
+    assert_eq!(status.code(), Some(124), "lost lock: 124");
+    assert!(started.elapsed() < Duration::from_secs(2), "stopped by SIGTERM, not by the SIGKILL after the grace");
+    assert!(read(&log).contains("TERM"), "the child got SIGTERM");
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn a_child_that_ignores_sigterm_is_killed_after_the_grace() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("grace");
+    let script = format!("trap '' TERM; echo started >> {}; exec sleep 20", log.display());
+    // `exec sleep` after `trap ''`: the ignored disposition is inherited, so only
+    // SIGKILL ends it. A fixed 1 s lease that runs out stands for the loss.
+    let mut run = leasehold(&url, &["run", "--lease", "1s", "--grace", "500ms", "grace", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await);
+    let status = wait_for(&mut run, Duration::from_secs(6)).await;
+    assert_eq!(status.code(), Some(124));
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn sigterm_sent_to_run_reaches_the_child() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("sigterm");
+    let mut run =
+        leasehold(&url, &["run", "sigterm", "--", "sh", "-c", &trapping_child(&log, 7)]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await, "the child started");
+    let pid = run.id().expect("running").to_string();
+    let killed = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
+    assert!(killed.success());
+    let status = wait_for(&mut run, Duration::from_secs(5)).await;
+    assert_eq!(status.code(), Some(7), "run exits with the child's code");
+    assert!(read(&log).contains("TERM"), "the child got the SIGTERM");
+    let (_, json) = output(&url, &["status", "sigterm", "--json"]).await;
+    assert!(json.contains(r#""held":false"#), "released after the child exited: {json}");
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn wait_zero_on_a_held_lock_exits_75_at_once() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("wait0");
+    let mut holder =
+        leasehold(&url, &["run", "wait0", "--", "sh", "-c", &trapping_child(&log, 0)]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await);
+    let started = Instant::now();
+    let (code, _) = output(&url, &["run", "--wait", "0", "wait0", "--", "true"]).await;
+    assert_eq!(code, Some(75));
+    assert!(started.elapsed() < Duration::from_secs(2), "at once: {:?}", started.elapsed());
+    // A bounded wait runs out too.
+    let (code, _) = output(&url, &["run", "--wait", "300ms", "--fair", "wait0", "--", "true"]).await;
+    assert_eq!(code, Some(75));
+    // SIGTERM, forwarded: the child ends too (a SIGKILL would orphan it).
+    let pid = holder.id().expect("running").to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs").success());
+    assert_eq!(wait_for(&mut holder, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn an_unreachable_url_exits_69() {
+    // A port nobody listens on: bound, then freed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let started = Instant::now();
+    for args in [&["--timeout", "1s", "run", "x", "--", "true"][..], &["--timeout", "1s", "status", "x"][..]] {
+        assert_eq!(output(&url, args).await.0, Some(69), "{args:?}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+#[tokio::test]
+async fn usage_errors_exit_64() {
+    let url = "redis://127.0.0.1:1";
+    for args in [
+        &["run", "x"][..],
+        &["run", "x", "true"][..],
+        &["run", "--wait", "5", "x", "--", "true"][..],
+        &["run", "--fenced", "--fair", "x", "--", "true"][..],
+        &["run", "--lease", "1s", "--watchdog", "1s", "x", "--", "true"][..],
+        &["unlock", "x"][..],
+        &["frobnicate"][..],
+    ] {
+        assert_eq!(output(url, args).await.0, Some(64), "{args:?}");
+    }
+    assert_eq!(output(url, &["--help"]).await.0, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_status_and_unlock_on_a_cluster() {
+    let cluster = leasehold_test_support::RedisCluster::shared();
+    let url = cluster.url();
+    let log = log_file("cluster");
+    // Names on every primary (slots spread over the three).
+    let names = ["cli-a", "cli-b", "cli-c", "cli-d", "cli-e", "cli-f"];
+    let primaries: std::collections::HashSet<String> = names.iter().map(|n| cluster.primary_for(n)).collect();
+    assert!(primaries.len() >= 2, "the names span primaries: {primaries:?}");
+    let mut runs = Vec::new();
+    for name in names {
+        let script = trapping_child(&log, 0).replace("started", &format!("started-{name}"));
+        let args = ["run", "--watchdog", "900ms", name, "--", "sh", "-c", &script];
+        runs.push(leasehold(&url, &args).spawn().expect("spawn"));
+    }
+    assert!(
+        wait_until(Duration::from_secs(15), || read(&log).lines().filter(|l| l.starts_with("started-")).count() == 6)
+            .await,
+        "every child started: {}",
+        read(&log)
+    );
+    let (code, list) = output(&url, &["list", "cli-*", "--json"]).await;
+    assert_eq!(code, Some(0));
+    for name in names {
+        assert!(list.contains(&format!(r#"{{"name":"{name}","kind":"lock","holders":1,"#)), "{name} listed: {list}");
+    }
+    let (code, status) = output(&url, &["status", "cli-a", "--json"]).await;
+    assert_eq!(code, Some(0));
+    assert!(status.contains(r#""held":true"#), "{status}");
+    // A forced unlock with the holder's id, through sharded pub/sub on this cluster.
+    let owner = read(&log)
+        .lines()
+        .find_map(|l| l.strip_prefix("started-cli-a ").map(str::to_owned))
+        .expect("cli-a's owner logged");
+    let (code, out) = output(&url, &["unlock", "cli-a", "--force", "--owner", &owner]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(wait_for(&mut runs[0], Duration::from_secs(5)).await.code(), Some(124));
+    for run in &mut runs[1..] {
+        let pid = run.id().expect("running").to_string();
+        assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs").success());
+        assert_eq!(wait_for(run, Duration::from_secs(5)).await.code(), Some(0));
+    }
+    let (_, list) = output(&url, &["list", "cli-*", "--json"]).await;
+    assert_eq!(list.trim(), "[]", "all released");
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn unlock_leaves_keys_that_are_not_locks() {
+    use leasehold_test_support::{raw_command, RespValue};
+    let server = RedisServer::start();
+    let url = server.url();
+    raw_command(&server.addr(), &[b"SET", b"app:key", b"value"]);
+    raw_command(&server.addr(), &[b"HSET", b"app:hash", b"field", b"1"]);
+    for key in ["app:key", "app:hash", "absent"] {
+        let (code, out) = output(&url, &["unlock", key, "--force"]).await;
+        assert_eq!(code, Some(1), "{key}: {out}");
+    }
+    let (_, list) = output(&url, &["list", "--json"]).await;
+    assert_eq!(list.trim(), "[]", "neither is listed as a lock");
+    let (_, json) = output(&url, &["status", "app:key", "--json"]).await;
+    assert!(json.contains(r#""kind":"other""#), "{json}");
+    let exists = raw_command(&server.addr(), &[b"EXISTS", b"app:key", b"app:hash"]);
+    assert!(matches!(exists, RespValue::Integer(2)), "both keys are still there: {exists:?}");
+}
