@@ -163,13 +163,13 @@ impl Telemetry {
         #[cfg(feature = "metrics")]
         {
             let seconds = since.elapsed().as_secs_f64();
-            match self.lock_label(key) {
+            let histogram = match self.lock_label(key) {
                 Some(lock) => {
                     metrics::histogram!("leasehold_hold_duration_seconds", "end" => end.as_str(), "lock" => lock)
-                        .record(seconds)
                 }
-                None => metrics::histogram!("leasehold_hold_duration_seconds", "end" => end.as_str()).record(seconds),
-            }
+                None => metrics::histogram!("leasehold_hold_duration_seconds", "end" => end.as_str()),
+            };
+            histogram.record(seconds);
         }
         #[cfg(not(feature = "metrics"))]
         let _ = (key, since, end);
@@ -186,14 +186,13 @@ impl Telemetry {
         {
             let mode = if waits { "wait" } else { "try" };
             let (kind, outcome, seconds) = (kind.as_str(), outcome.as_str(), elapsed.as_secs_f64());
-            match self.lock_label(key) {
+            let histogram = match self.lock_label(key) {
                 Some(lock) => metrics::histogram!("leasehold_acquire_duration_seconds",
-                    "kind" => kind, "mode" => mode, "outcome" => outcome, "lock" => lock)
-                .record(seconds),
+                    "kind" => kind, "mode" => mode, "outcome" => outcome, "lock" => lock),
                 None => metrics::histogram!("leasehold_acquire_duration_seconds",
-                    "kind" => kind, "mode" => mode, "outcome" => outcome)
-                .record(seconds),
-            }
+                    "kind" => kind, "mode" => mode, "outcome" => outcome),
+            };
+            histogram.record(seconds);
         }
     }
 }
@@ -229,11 +228,11 @@ impl Drop for WaitScope<'_> {
             metrics::gauge!("leasehold_waiters").decrement(1.0);
             let seconds = self.started.elapsed().as_secs_f64();
             let kind = self.kind.as_str();
-            match self.telemetry.lock_label(self.key) {
-                Some(lock) => metrics::histogram!("leasehold_wait_duration_seconds", "kind" => kind, "lock" => lock)
-                    .record(seconds),
-                None => metrics::histogram!("leasehold_wait_duration_seconds", "kind" => kind).record(seconds),
-            }
+            let histogram = match self.telemetry.lock_label(self.key) {
+                Some(lock) => metrics::histogram!("leasehold_wait_duration_seconds", "kind" => kind, "lock" => lock),
+                None => metrics::histogram!("leasehold_wait_duration_seconds", "kind" => kind),
+            };
+            histogram.record(seconds);
         }
     }
 }
