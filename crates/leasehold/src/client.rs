@@ -51,6 +51,8 @@ pub(crate) struct ClientShared {
     pub(crate) fair_keepalive: Duration,
     /// `true` when leasehold made the fred client and so may close it.
     owns_connection: bool,
+    /// The counters behind [`Client::stats`] and the metrics, shared with the watchdog.
+    pub(crate) telemetry: Arc<crate::telemetry::Telemetry>,
     /// Every guard alive of this client's handles ([`Client::shutdown`] releases them).
     pub(crate) live: crate::live::LiveGuards,
     /// `true` once a [`Client::shutdown`] started; the sender tells later calls it ended.
@@ -226,6 +228,8 @@ impl Client {
         // next command on that shard, which a fixed-lease holder may never send. Read
         // the slot map every second while holds are held, as Redisson's scanInterval.
         watchdog_config.topology_check = group_by_slot.then_some(lock_core::topology::TOPOLOGY_CHECK);
+        let telemetry = Arc::new(crate::telemetry::Telemetry::new(config.metric_label));
+        watchdog_config.observer = Some(telemetry.clone());
         let watchdog = Watchdog::start(store.clone(), watchdog_config);
         // After a reconnect (restart, failover, killed connection; in a cluster also the
         // connection to a newly promoted primary) the server may have lost locks: renew
@@ -255,6 +259,7 @@ impl Client {
                 fence_token_ttl_ms,
                 fair_keepalive,
                 owns_connection: owns,
+                telemetry,
                 live: crate::live::LiveGuards::default(),
                 shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,
@@ -342,7 +347,25 @@ impl Client {
         self.inner.store.client()
     }
 
-    /// A snapshot of the waiting side: subscribe and unsubscribe calls, release
+    /// One snapshot of what this client (every clone of it) did and holds: acquires,
+    /// waits, timeouts, losses, renewals and wake-ups since it was made; guards, waiters
+    /// and renewed holds now. Cheap (atomic reads, and one short lock of the watchdog's
+    /// table); see [`ClientStats`](crate::ClientStats) and `docs/observability.md`.
+    ///
+    /// The older accessors ([`Client::watchdog_stats`], [`Client::subscriber_stats`],
+    /// [`Client::local_waiters`], [`Client::subscribed_channels`]) stay, as diagnostics
+    /// of one part each.
+    pub fn stats(&self) -> crate::ClientStats {
+        let mut stats = crate::ClientStats::default();
+        self.inner.telemetry.fill(&mut stats);
+        let watchdog = self.inner.watchdog.stats();
+        stats.lost = watchdog.lost;
+        stats.renewals = watchdog.renewed;
+        stats.watchdog_locks = watchdog.registered;
+        stats
+    }
+
+    /// Diagnostic: a snapshot of the waiting side: subscribe and unsubscribe calls, release
     /// messages, and how often every waiter was woken because messages may have been
     /// lost.
     pub fn subscriber_stats(&self) -> SubscriberStats {
@@ -373,7 +396,7 @@ impl Client {
         }
     }
 
-    /// A snapshot of the watchdog: holds renewed now, rounds, calls, failures, holds
+    /// Diagnostic: a snapshot of the watchdog: holds renewed now, rounds, calls, failures, holds
     /// found lost.
     pub fn watchdog_stats(&self) -> WatchdogStats {
         self.inner.watchdog.stats()

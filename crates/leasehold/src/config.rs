@@ -123,6 +123,10 @@ pub struct ClientConfig {
     /// release; a Redisson waiter then sleeps until the TTL it was told runs out.
     /// Exclusion with Redisson holds either way. Default: `true`.
     pub redisson_waiters: bool,
+    /// Maps a lock's key to a bounded `lock` label of the metrics (feature `metrics`);
+    /// `None` (the default), or an answer of `None`, adds no `lock` label. Set with
+    /// [`ClientBuilder::metric_label`].
+    pub metric_label: Option<fn(&str) -> Option<&'static str>>,
     /// Set by [`ClientBuilder::command_timeout`]: the command timeout is explicit even
     /// when it is the default value, so it is never derived.
     explicit_command_timeout: bool,
@@ -145,6 +149,7 @@ impl Default for ClientConfig {
             fair_lock_keepalive: None,
             sharded_subscription_mode: ShardedSubscriptionMode::Auto,
             redisson_waiters: true,
+            metric_label: None,
             explicit_command_timeout: false,
         }
     }
@@ -381,6 +386,21 @@ impl ClientBuilder {
     /// Most keys per renewal call. Default: 100.
     pub fn renew_batch_size(mut self, size: usize) -> Self {
         self.config.renew_batch_size = size;
+        self
+    }
+
+    /// Gives the metrics (feature `metrics`) a `lock` label for the locks `label` names:
+    /// it is called with the lock's key (the client's key prefix included) at each
+    /// recorded event and answers a label from a small fixed set, or `None` for no `lock`
+    /// label. Without it no metric has a `lock` label: lock names are unbounded (one per
+    /// order id, say), and every label value is a time series to the metrics backend.
+    ///
+    /// ```
+    /// let builder = leasehold::Client::builder()
+    ///     .metric_label(|key| key.starts_with("report:").then_some("report"));
+    /// ```
+    pub fn metric_label(mut self, label: fn(&str) -> Option<&'static str>) -> Self {
+        self.config.metric_label = Some(label);
         self
     }
 

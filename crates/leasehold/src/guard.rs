@@ -8,6 +8,7 @@ use lock_core::{Error, ErrorKind, LockNames, Release, Result};
 use crate::hold::{Hold, LeaseMode};
 use crate::lock::LockShared;
 use crate::retry::ReplaySafeRetry;
+use crate::telemetry::HoldEnd;
 
 /// One hold of a [`Lock`](crate::Lock). Release it with [`LockGuard::unlock`], which
 /// reports errors.
@@ -43,6 +44,8 @@ pub struct LockGuard {
     live: u64,
     /// Set once the guard was unlocked or detached; `Drop` then does nothing.
     done: bool,
+    /// When the acquire answered: the start of the hold-duration metric.
+    since: tokio::time::Instant,
 }
 
 impl std::fmt::Debug for LockGuard {
@@ -66,7 +69,9 @@ impl LockGuard {
     pub(crate) fn new(lock: Arc<LockShared>, hold: Arc<Hold>, mode: LeaseMode) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
         let live = lock.client.live.insert(crate::live::Live::Lock(Arc::downgrade(&lock)));
-        LockGuard { lock, hold, mode, runtime, token: None, live, done: false }
+        lock.client.telemetry.guard_opened();
+        let since = tokio::time::Instant::now();
+        LockGuard { lock, hold, mode, runtime, token: None, live, done: false, since }
     }
 
     /// The guard with the fencing token its acquire answered.
@@ -154,6 +159,32 @@ impl LockGuard {
     pub async fn unlock(mut self) -> Result<()> {
         self.done = true;
         let lock = self.lock.clone();
+        lock.client.telemetry.guard_closed();
+        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+            use tracing::Instrument;
+            let span = tracing::debug_span!(
+                "leasehold.release",
+                lock = %lock.key(),
+                kind = lock.kind().as_str(),
+                db.system.name = "redis",
+                outcome = tracing::field::Empty,
+            );
+            let result = self.release_now(&lock).instrument(span.clone()).await;
+            span.record("outcome", release_outcome(&result));
+            result
+        } else {
+            self.release_now(&lock).await
+        };
+        let end = match &result {
+            Err(error) if error.is_lock_lost() || error.is_not_owner() => HoldEnd::Lost,
+            _ => HoldEnd::Released,
+        };
+        lock.client.telemetry.hold_ended(lock.key(), self.since, end);
+        result
+    }
+
+    /// The release of [`LockGuard::unlock`] (which accounts for the guard).
+    async fn release_now(&self, lock: &Arc<LockShared>) -> Result<()> {
         lock.client.live.remove(self.live);
         let names = lock.names()?;
         let lost = self.hold.lease.is_marked_lost();
@@ -162,6 +193,7 @@ impl LockGuard {
         // has already stopped for this guard.
         lock.holds.detach(&self.hold, self.mode, current);
         let counted = current.then(|| Releasing { lock: lock.clone(), hold: self.hold.clone() });
+        let lock = &**lock;
         if lock.client.store.is_closed() {
             return Err(Error::new(ErrorKind::Shutdown, "the client was shut down: the shutdown released this hold")
                 .with_key(names.key()));
@@ -172,7 +204,7 @@ impl LockGuard {
         let Some(counted) = counted else {
             return Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(names.key()));
         };
-        match release(&lock, names, &self.hold, counted).await? {
+        match release(lock, names, &self.hold, counted).await? {
             Release::NotOwner => {
                 Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(names.key()))
             }
@@ -195,9 +227,21 @@ impl LockGuard {
     /// (see [`LockGuard`]), it stops the renewal.
     pub fn detach(mut self) {
         self.done = true;
+        self.lock.client.telemetry.guard_closed();
+        self.lock.client.telemetry.hold_ended(self.lock.key(), self.since, HoldEnd::Dropped);
         self.lock.client.live.remove(self.live);
         // `false`: no release will be sent, so the hold stops counting this guard now.
         self.lock.holds.detach(&self.hold, self.mode, false);
+    }
+}
+
+/// The `outcome` field of a `leasehold.release` span.
+pub(crate) fn release_outcome(result: &Result<()>) -> &'static str {
+    match result {
+        Ok(()) => "released",
+        Err(error) if error.is_lock_lost() => "lost",
+        Err(error) if error.is_not_owner() => "not_owner",
+        Err(_) => "error",
     }
 }
 
@@ -271,6 +315,8 @@ impl Drop for LockGuard {
         if self.done {
             return;
         }
+        self.lock.client.telemetry.guard_closed();
+        self.lock.client.telemetry.hold_ended(self.lock.key(), self.since, HoldEnd::Dropped);
         self.lock.client.live.remove(self.live);
         let names = self.lock.names().ok().cloned();
         let sends = self.lock.holds.is_current(&self.hold) && self.runtime.is_some() && names.is_some();

@@ -149,6 +149,8 @@ mod replicas;
 mod retry;
 mod sentinel;
 mod simple;
+mod stats;
+mod telemetry;
 mod tls;
 mod wait;
 
@@ -168,6 +170,7 @@ pub use lock_core::{Error, ErrorKind, Result};
 pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;
 pub use simple::{SimpleGuard, SimpleLock};
+pub use stats::ClientStats;
 
 /// The fred client crate leasehold is built on, for [`Client::from_fred`] and
 /// [`ClientBuilder::fred_config`].

@@ -278,24 +278,38 @@ impl Lock {
         };
         let lease_ms = args::lease_millis(lease, "lease")?;
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
-        let acquire = crate::wait::acquire_loop(&self.shared, names, lease, lease_ms, mode, deadline);
-        if !tracing::enabled!(tracing::Level::DEBUG) {
+        let waits = wait != Some(Duration::ZERO);
+        let kind = self.shared.kind();
+        let mut run = crate::wait::AcquireRun::default();
+        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+            // The lock name is a field, never part of the span's name (bounded names).
+            let span = tracing::debug_span!(
+                "leasehold.acquire",
+                lock = %names.key(),
+                kind = kind.as_str(),
+                mode = if waits { "wait" } else { "try" },
+                lease_ms,
+                watchdog = mode == LeaseMode::Watchdog,
+                wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+                db.system.name = "redis",
+                attempts = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                token = tracing::field::Empty,
+            );
+            let acquire = crate::wait::acquire_loop(&self.shared, names, lease, lease_ms, mode, deadline, &mut run);
+            let result = acquire.instrument(span.clone()).await;
+            span.record("attempts", run.attempts);
+            span.record("outcome", crate::telemetry::Outcome::of(&result, waits).as_str());
+            if let Some(token) = result.as_ref().ok().and_then(|g| g.as_ref()).and_then(LockGuard::token) {
+                span.record("token", token);
+            }
+            result
+        } else {
             // No span to fill: skip building it on the hot path.
-            return acquire.await;
-        }
-        let span = tracing::debug_span!(
-            "leasehold.acquire",
-            lock = %names.key(),
-            wait_ms = wait.map(|w| w.as_millis()),
-            outcome = tracing::field::Empty,
-        );
-        let result = acquire.instrument(span.clone()).await;
-        let outcome = match &result {
-            Ok(Some(_)) => "acquired",
-            Ok(None) => "timed out",
-            Err(_) => "error",
+            crate::wait::acquire_loop(&self.shared, names, lease, lease_ms, mode, deadline, &mut run).await
         };
-        span.record("outcome", outcome);
+        let outcome = crate::telemetry::Outcome::of(&result, waits);
+        self.shared.client.telemetry.acquire_done(names.key(), kind, waits, outcome, start.elapsed());
         result
     }
 }
@@ -307,6 +321,18 @@ impl LockShared {
     /// [`FairLock`](crate::FairLock)'s in Redisson's fair queue.
     pub(crate) fn server_queued(&self) -> bool {
         self.fence_ttl_ms.is_none() && !self.fair
+    }
+
+    /// The lock kind, for spans and metrics.
+    pub(crate) fn kind(&self) -> crate::telemetry::Kind {
+        use crate::telemetry::Kind;
+        if self.fair {
+            Kind::Fair
+        } else if self.fence_ttl_ms.is_some() {
+            Kind::Fenced
+        } else {
+            Kind::Lock
+        }
     }
 
     /// Whether a wait of this owner that holds a place in the server's queue is live
@@ -403,12 +429,15 @@ impl LockShared {
                 }
                 pending.armed = false;
                 let watchdog = &self.client.watchdog;
+                let kind = self.kind().as_str();
                 let hold = self.holds.acquired(turn.seq, holds, sent_at, lease, mode, |lease_state| {
-                    watchdog.register(names.key_arc().clone(), self.owner.clone(), lease_state)
+                    watchdog.register_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind)
                 });
                 // Every hold, fixed lease included, is checked after each reconnect, with
                 // the owner recorded here (never one computed later).
-                hold.track(|lease_state| watchdog.track(names.key_arc().clone(), self.owner.clone(), lease_state));
+                hold.track(|lease_state| {
+                    watchdog.track_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind)
+                });
                 drop(turn);
                 Ok(Ok(LockGuard::new(self.clone(), hold, mode).with_token(token)))
             }

@@ -56,6 +56,8 @@ pub struct SimpleGuard {
     /// This guard's entry in the client's live guards (for `Client::shutdown`).
     live: u64,
     done: bool,
+    /// When the acquire answered: the start of the hold-duration metric.
+    since: Instant,
 }
 
 impl SimpleLock {
@@ -109,17 +111,53 @@ impl SimpleLock {
     /// # Cancel safety
     /// As [`SimpleLock::try_lock`].
     pub async fn try_lock_with(&self, wait: Duration, lease: Duration) -> Result<Option<SimpleGuard>> {
+        use crate::telemetry::{Kind, Outcome};
+        let start = Instant::now();
         self.check_name()?;
         let lease_ms = args::lease_millis(lease, "lease")?;
-        let deadline = args::wait_deadline(Instant::now(), wait)?;
+        let deadline = args::wait_deadline(start, wait)?;
+        let waits = !wait.is_zero();
+        let telemetry = &self.shared.client.telemetry;
+        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+            use tracing::Instrument;
+            let span = tracing::debug_span!(
+                "leasehold.acquire",
+                lock = %self.shared.key,
+                kind = "simple",
+                mode = if waits { "wait" } else { "try" },
+                lease_ms,
+                db.system.name = "redis",
+                outcome = tracing::field::Empty,
+            );
+            let result = self.acquire(deadline, lease, lease_ms).instrument(span.clone()).await;
+            span.record("outcome", Outcome::of(&result, waits).as_str());
+            result
+        } else {
+            self.acquire(deadline, lease, lease_ms).await
+        };
+        telemetry.acquire_done(&self.shared.key, Kind::Simple, waits, Outcome::of(&result, waits), start.elapsed());
+        result
+    }
+
+    /// The tries of [`SimpleLock::try_lock_with`], arguments checked.
+    async fn acquire(&self, deadline: Instant, lease: Duration, lease_ms: u64) -> Result<Option<SimpleGuard>> {
         let store = &self.shared.client.store;
+        // Counted as waiting from the first "held" with time left.
+        let mut waiting = None;
         loop {
+            if let Some(waiting) = waiting.as_mut() {
+                crate::telemetry::WaitScope::wake_up(waiting);
+            }
             let sent_at = Instant::now();
             if store.simple_acquire(&self.shared.key, &self.shared.owner, lease_ms).await? {
                 return Ok(Some(SimpleGuard::new(self.shared.clone(), args::instant_after(sent_at, lease))));
             }
             if Instant::now() >= deadline {
                 return Ok(None);
+            }
+            if waiting.is_none() {
+                waiting =
+                    Some(self.shared.client.telemetry.wait_begin(&self.shared.key, crate::telemetry::Kind::Simple));
             }
             // Held: the second call, only now. `None`: the key went away meanwhile, so
             // try again at once; `Some(None)`: no expiry, so retry at the deadline only.
@@ -163,7 +201,9 @@ impl std::fmt::Debug for SimpleGuard {
 impl SimpleGuard {
     fn new(lock: Arc<SimpleShared>, deadline: Instant) -> Self {
         let live = lock.client.live.insert(crate::live::Live::Simple(Arc::downgrade(&lock)));
-        SimpleGuard { lock, deadline, runtime: tokio::runtime::Handle::try_current().ok(), live, done: false }
+        lock.client.telemetry.guard_opened();
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        SimpleGuard { lock, deadline, runtime, live, done: false, since: Instant::now() }
     }
 
     /// Whether the lease deadline has passed (the key may be gone or someone else's).
@@ -182,13 +222,37 @@ impl SimpleGuard {
     /// # Cancel safety
     /// Once sent, the compare-and-delete applies.
     pub async fn unlock(mut self) -> Result<()> {
+        use crate::telemetry::HoldEnd;
         self.done = true;
         self.lock.client.live.remove(self.live);
-        if self.lock.client.store.simple_release(&self.lock.key, &self.lock.owner).await? {
-            Ok(())
+        let telemetry = &self.lock.client.telemetry;
+        telemetry.guard_closed();
+        let release = async {
+            match self.lock.client.store.simple_release(&self.lock.key, &self.lock.owner).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner")
+                    .with_key(self.lock.key.clone())),
+                Err(error) => Err(error),
+            }
+        };
+        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+            use tracing::Instrument;
+            let span = tracing::debug_span!(
+                "leasehold.release",
+                lock = %self.lock.key,
+                kind = "simple",
+                db.system.name = "redis",
+                outcome = tracing::field::Empty,
+            );
+            let result = release.instrument(span.clone()).await;
+            span.record("outcome", crate::guard::release_outcome(&result));
+            result
         } else {
-            Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(self.lock.key.clone()))
-        }
+            release.await
+        };
+        let end = if result.as_ref().is_err_and(Error::is_not_owner) { HoldEnd::Lost } else { HoldEnd::Released };
+        telemetry.hold_ended(&self.lock.key, self.since, end);
+        result
     }
 }
 
@@ -197,6 +261,8 @@ impl Drop for SimpleGuard {
         if self.done {
             return;
         }
+        self.lock.client.telemetry.guard_closed();
+        self.lock.client.telemetry.hold_ended(&self.lock.key, self.since, crate::telemetry::HoldEnd::Dropped);
         self.lock.client.live.remove(self.live);
         if self.lock.client.store.is_closed() {
             // Shut down: the shutdown released it, and nothing can be sent.

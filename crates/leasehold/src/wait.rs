@@ -55,6 +55,13 @@ impl Backoff {
     }
 }
 
+/// What one acquire call did, for its span.
+#[derive(Debug, Default)]
+pub(crate) struct AcquireRun {
+    /// Acquire scripts sent (attempts), the fast path's included.
+    pub(crate) attempts: u32,
+}
+
 pub(crate) async fn acquire_loop(
     lock: &Arc<LockShared>,
     names: &LockNames,
@@ -62,6 +69,7 @@ pub(crate) async fn acquire_loop(
     lease_ms: u64,
     mode: LeaseMode,
     deadline: Option<Instant>,
+    run: &mut AcquireRun,
 ) -> Result<Option<LockGuard>> {
     let client = &lock.client;
     let subscriber = &client.subscriber;
@@ -101,6 +109,7 @@ pub(crate) async fn acquire_loop(
     // server-queued waiter always takes it: the server puts it at the end of the queue.
     if zero_wait || server_queued || subscriber.lock_waiters(&channel, names.key()) == 0 || lock.holds.has_current() {
         first_sent_at = Instant::now();
+        run.attempts += 1;
         let attempt = lock.attempt(names, lease, lease_ms, mode, !zero_wait).await;
         refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
         match attempt {
@@ -125,6 +134,9 @@ pub(crate) async fn acquire_loop(
         // The wait ran out during the fast path: no point subscribing.
         return leave(entry, last_error.map_or(Ok(None), Err)).await;
     }
+    // From here on the call waits: counted in `Client::stats` (and the waiters gauge)
+    // until it ends, however it ends.
+    let mut waiting = client.telemetry.wait_begin(names.key(), lock.kind());
     // Register before the next attempt: a release published from here on wakes us. A
     // server-queued waiter is also given what its client heard since the fast path was
     // sent (or a turn to catch up, if its client was not listening all that time).
@@ -170,6 +182,8 @@ pub(crate) async fn acquire_loop(
         let timer_due = ((waiter.is_first() || retrying) && due(retry_at)) || due(refresh_at);
         let flag_now = std::mem::take(&mut flag_holder);
         if waiter.take_turn() || timer_due || flag_now {
+            run.attempts += 1;
+            waiting.wake_up();
             let attempt = lock.attempt(names, lease, lease_ms, mode, true).await;
             refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
             match attempt {

@@ -32,8 +32,10 @@
 //! - The scheduler task holds only a `Weak` reference and ends when the `Watchdog` is
 //!   dropped (bb8's reaper pattern).
 
+mod observer;
 mod renewer;
 mod scheduler;
 
+pub use observer::{LostReason, WatchdogObserver};
 pub use renewer::Renewer;
 pub use scheduler::{Renewal, Tracking, Watchdog, WatchdogConfig, WatchdogStats};

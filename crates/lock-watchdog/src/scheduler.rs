@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::observer::{LostReason, WatchdogObserver};
 use crate::renewer::Renewer;
 
 /// Settings of a [`Watchdog`].
@@ -32,11 +33,20 @@ pub struct WatchdogConfig {
     /// under a live connection (fred then hears of it only at the next command on that
     /// shard). Default: `None` (never).
     pub topology_check: Option<Duration>,
+    /// Told of every renewal answered, every hold found lost and every change in the
+    /// number of holds renewed. Default: `None`.
+    pub observer: Option<Arc<dyn WatchdogObserver>>,
 }
 
 impl Default for WatchdogConfig {
     fn default() -> Self {
-        WatchdogConfig { timeout: Duration::from_secs(30), batch_size: 100, group_by_slot: false, topology_check: None }
+        WatchdogConfig {
+            timeout: Duration::from_secs(30),
+            batch_size: 100,
+            group_by_slot: false,
+            topology_check: None,
+            observer: None,
+        }
     }
 }
 
@@ -75,6 +85,8 @@ pub struct WatchdogStats {
     /// Changes of primary found by the periodic topology check
     /// ([`WatchdogConfig::topology_check`]), each followed by a renewal and a check.
     pub topology_changes: u64,
+    /// Holds renewed (one per hold and successful renewal, not per call).
+    pub renewed: u64,
 }
 
 /// One scheduler per client.
@@ -113,9 +125,34 @@ struct Counters {
     checks: AtomicU64,
     failed_checks: AtomicU64,
     topology_changes: AtomicU64,
+    renewed: AtomicU64,
 }
 
 impl Shared {
+    /// Tells the observer how many holds are registered now (under the entries lock).
+    fn registered_changed(&self, registered: usize) {
+        if let Some(observer) = &self.config.observer {
+            observer.registered(registered);
+        }
+    }
+
+    /// The one place a hold is found lost: counted, marked, reported (the
+    /// `leasehold.lost` event, at WARN) and told to the observer. Counted before the
+    /// mark, so that a holder woken by `lost()` that reads the stats finds it counted;
+    /// a hold marked lost already (by another path) is neither counted nor reported.
+    fn found_lost(&self, lease: &LeaseState, key: &str, tag: &'static str, reason: LostReason) {
+        if lease.is_marked_lost() {
+            return;
+        }
+        self.stats.lost.fetch_add(1, Ordering::Relaxed);
+        if lease.mark_lost() {
+            tracing::warn!(name: "leasehold.lost", lock = %key, kind = tag, reason = reason.as_str(), "lock lost");
+            if let Some(observer) = &self.config.observer {
+                observer.lost(key, tag, reason);
+            }
+        }
+    }
+
     /// A full renewal round now, and a check of every tracked hold ([`Watchdog::renew_now`]).
     fn kick_all(&self) {
         self.kick.notify_one();
@@ -128,6 +165,8 @@ struct Entry {
     key: Arc<str>,
     owner: OwnerId,
     lease: Weak<LeaseState>,
+    /// The caller's label for the hold, handed back to [`WatchdogObserver::lost`].
+    tag: &'static str,
     /// The last renewal of this hold failed; it is retried before the next period.
     failing: bool,
 }
@@ -145,7 +184,10 @@ pub struct Renewal {
 impl Drop for Renewal {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.upgrade() {
-            shared.entries.lock().remove(&self.id);
+            let mut entries = shared.entries.lock();
+            if entries.remove(&self.id).is_some() {
+                shared.registered_changed(entries.len());
+            }
         }
     }
 }
@@ -162,6 +204,8 @@ struct Tracked {
     key: Arc<str>,
     owner: OwnerId,
     lease: Weak<LeaseState>,
+    /// The caller's label for the hold, handed back to [`WatchdogObserver::lost`].
+    tag: &'static str,
     /// A check was asked for (a reconnect) and has not been answered yet.
     pending: bool,
 }
@@ -237,11 +281,24 @@ impl Watchdog {
     /// Registers a held lock: it is renewed every period until the returned [`Renewal`]
     /// is dropped or the hold is found lost (then `lease` is marked lost).
     pub fn register(&self, key: Arc<str>, owner: OwnerId, lease: &Arc<LeaseState>) -> Renewal {
+        self.register_tagged(key, owner, lease, "")
+    }
+
+    /// [`Watchdog::register`], with a label handed back to [`WatchdogObserver::lost`]
+    /// if the hold is found lost (leasehold passes the lock kind).
+    pub fn register_tagged(
+        &self,
+        key: Arc<str>,
+        owner: OwnerId,
+        lease: &Arc<LeaseState>,
+        tag: &'static str,
+    ) -> Renewal {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let entry = Entry { key, owner, lease: Arc::downgrade(lease), failing: false };
+        let entry = Entry { key, owner, lease: Arc::downgrade(lease), tag, failing: false };
         let was_empty = {
             let mut entries = self.shared.entries.lock();
             entries.insert(id, entry);
+            self.shared.registered_changed(entries.len());
             entries.len() == 1
         };
         if was_empty {
@@ -257,8 +314,14 @@ impl Watchdog {
     /// registered is checked by its renewal instead. Tracking stops when the returned
     /// [`Tracking`] is dropped or the hold is found lost.
     pub fn track(&self, key: Arc<str>, owner: OwnerId, lease: &Arc<LeaseState>) -> Tracking {
+        self.track_tagged(key, owner, lease, "")
+    }
+
+    /// [`Watchdog::track`], with a label handed back to [`WatchdogObserver::lost`] if
+    /// the hold is found lost (leasehold passes the lock kind).
+    pub fn track_tagged(&self, key: Arc<str>, owner: OwnerId, lease: &Arc<LeaseState>, tag: &'static str) -> Tracking {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let tracked = Tracked { key, owner, lease: Arc::downgrade(lease), pending: false };
+        let tracked = Tracked { key, owner, lease: Arc::downgrade(lease), tag, pending: false };
         self.shared.tracked.lock().insert(id, tracked);
         Tracking { shared: Arc::downgrade(&self.shared), id }
     }
@@ -319,6 +382,7 @@ impl Watchdog {
             checks: c.checks.load(Ordering::Relaxed),
             failed_checks: c.failed_checks.load(Ordering::Relaxed),
             topology_changes: c.topology_changes.load(Ordering::Relaxed),
+            renewed: c.renewed.load(Ordering::Relaxed),
         }
     }
 }
@@ -404,7 +468,14 @@ async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> boo
         calls.spawn(async move {
             let sent_at = Instant::now();
             let holds: Vec<(String, String)> = batch.iter().map(|(_, k, o)| (k.clone(), o.clone())).collect();
-            let result = renewer.renew(holds, lease_ms).await;
+            let result = if tracing::enabled!(tracing::Level::DEBUG) {
+                use tracing::Instrument;
+                let span = tracing::debug_span!("leasehold.renew", batch = holds.len(), db.system.name = "redis");
+                renewer.renew(holds, lease_ms).instrument(span).await
+            } else {
+                // No span to fill: skip building it.
+                renewer.renew(holds, lease_ms).await
+            };
             (batch, sent_at, result)
         });
     }
@@ -428,20 +499,28 @@ fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Re
                     continue;
                 };
                 if renewed {
+                    shared.stats.renewed.fetch_add(1, Ordering::Relaxed);
+                }
+                if let Some(observer) = &shared.config.observer {
+                    observer.renewal(renewed);
+                }
+                if renewed {
                     entry.failing = false;
                     // Exactly the TTL that was sent (whole milliseconds, rounded down), so the
                     // local deadline is never after the server's expiry.
                     lease.extend(sent_at, Duration::from_millis(shared.lease_ms));
                 } else {
+                    let tag = entry.tag;
                     entries.remove(id);
-                    shared.stats.lost.fetch_add(1, Ordering::Relaxed);
-                    lease.mark_lost();
-                    tracing::warn!(key = %key, "lock lost: the owner field is gone; renewal stopped");
+                    shared.found_lost(&lease, key, tag, LostReason::OwnerGone);
                 }
             }
         }
         Err(error) => {
             shared.stats.failed_calls.fetch_add(1, Ordering::Relaxed);
+            if let Some(observer) = &shared.config.observer {
+                observer.renewal_failed(batch.len());
+            }
             tracing::debug!(%error, holds = batch.len(), "renewal failed; will retry until the lease deadline");
             for (id, key, _) in batch {
                 let Some(entry) = entries.get_mut(id) else { continue };
@@ -450,16 +529,17 @@ fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Re
                     continue;
                 };
                 if now >= lease.expires_at() {
+                    let tag = entry.tag;
                     entries.remove(id);
-                    shared.stats.lost.fetch_add(1, Ordering::Relaxed);
-                    lease.mark_lost();
-                    tracing::warn!(key = %key, "lock lost: renewals failed until the lease ran out");
+                    shared.found_lost(&lease, key, tag, LostReason::RenewalsFailed);
                 } else {
                     entry.failing = true;
                 }
             }
         }
     }
+    // Holds found lost (or whose guards are gone) left the entries above.
+    shared.registered_changed(entries.len());
 }
 
 /// The checks of tracked holds: after each kick (a reconnect) every tracked hold is
@@ -587,14 +667,9 @@ fn apply_checks(shared: &Shared, batch: &[Job], result: lock_core::Result<Vec<bo
                     // Nothing else: a check extends nothing, not even the local deadline.
                     entry.pending = false;
                 } else {
+                    let tag = entry.tag;
                     tracked.remove(id);
-                    // Counted before the mark, as a renewal does: a holder woken by
-                    // `lost()` that reads the stats then finds its loss counted.
-                    if !lease.is_marked_lost() {
-                        shared.stats.lost.fetch_add(1, Ordering::Relaxed);
-                    }
-                    lease.mark_lost();
-                    tracing::warn!(key = %key, "lock lost: its owner field is gone after a reconnect");
+                    shared.found_lost(&lease, key, tag, LostReason::GoneAfterReconnect);
                 }
             }
         }

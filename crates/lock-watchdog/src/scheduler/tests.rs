@@ -153,7 +153,7 @@ impl Renewer for FakeRenewer {
 }
 
 fn config(timeout: Duration, batch_size: usize) -> WatchdogConfig {
-    WatchdogConfig { timeout, batch_size, group_by_slot: false, topology_check: None }
+    WatchdogConfig { timeout, batch_size, group_by_slot: false, topology_check: None, observer: None }
 }
 
 fn owner_of(key: &str) -> String {

@@ -1,0 +1,55 @@
+//! What the watchdog tells its owner as it works: renewals answered, holds found lost,
+//! the number of holds it renews. leasehold counts them (`Client::stats`) and turns them
+//! into metrics; the watchdog itself knows nothing of either.
+
+use std::fmt::Debug;
+
+/// Why a hold was found lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// A renewal found the owner field gone (expired, force-unlocked, overwritten).
+    OwnerGone,
+    /// Renewals failed (timeouts, connection errors) until the lease ran out.
+    RenewalsFailed,
+    /// The check after a reconnect or a failover found the owner field gone.
+    GoneAfterReconnect,
+}
+
+impl LostReason {
+    /// A short, stable label: `owner_gone`, `renewals_failed`, `gone_after_reconnect`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LostReason::OwnerGone => "owner_gone",
+            LostReason::RenewalsFailed => "renewals_failed",
+            LostReason::GoneAfterReconnect => "gone_after_reconnect",
+        }
+    }
+}
+
+/// Called by the scheduler, synchronously, from its task (or from the thread that
+/// registers or drops a [`Renewal`](crate::Renewal)). Implementations must be cheap and
+/// must not block: they run under the watchdog's entry lock.
+pub trait WatchdogObserver: Debug + Send + Sync + 'static {
+    /// One hold's renewal was answered: `renewed` (its lease set again) or not (its
+    /// owner field was gone: [`WatchdogObserver::lost`] follows).
+    fn renewal(&self, renewed: bool) {
+        let _ = renewed;
+    }
+
+    /// A renewal call for `holds` holds failed (timeout, connection); they are retried.
+    fn renewal_failed(&self, holds: usize) {
+        let _ = holds;
+    }
+
+    /// A hold of lock `key`, registered or tracked with `tag`, was found lost and marked
+    /// so (its holders' `lost()` fires right after). Called once per hold and loss.
+    fn lost(&self, key: &str, tag: &'static str, reason: LostReason) {
+        let _ = (key, tag, reason);
+    }
+
+    /// The number of holds registered for renewal changed to `registered`.
+    fn registered(&self, registered: usize) {
+        let _ = registered;
+    }
+}

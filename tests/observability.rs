@@ -1,0 +1,194 @@
+//! `Client::stats()` and the spans: the counters move as the client works (acquires, a
+//! wait that ran out, a hold lost after `force_unlock`, renewals), and the acquire,
+//! wait and renew spans carry their fields, on a real redis-server.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use leasehold_tests::{client, client_with, wait_until, RedisServer};
+
+/// Acquires, re-entries, a busy `try_lock`, a wait that ran out and one that was woken
+/// by a release: each counter and gauge moves by what happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_count_acquires_waits_and_timeouts() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let other = client.clone();
+    assert_eq!(client.stats(), leasehold::ClientStats::default(), "nothing yet");
+
+    let lock = client.lock("stats:a");
+    let guard = lock.lock().await.expect("lock");
+    let inner = lock.try_lock().await.expect("re-enter").expect("re-entered");
+    let stats = client.stats();
+    assert_eq!((stats.acquired, stats.held, stats.watchdog_locks), (2, 2, 1), "{stats:?}");
+
+    // Another owner: busy once, then a wait that runs out.
+    let contender = other.lock("stats:a");
+    assert!(contender.try_lock().await.expect("try").is_none());
+    assert!(contender.try_lock_for(Duration::from_millis(150)).await.expect("wait").is_none());
+    let stats = client.stats();
+    assert_eq!((stats.busy, stats.timed_out, stats.waited, stats.waiters), (1, 1, 1, 0), "{stats:?}");
+
+    // A waiter woken by the release.
+    let waiter = tokio::spawn(async move {
+        let guard = contender.try_lock_for(Duration::from_secs(5)).await.expect("wait").expect("acquired");
+        guard.unlock().await.expect("unlock");
+    });
+    assert!(wait_until(Duration::from_secs(5), || client.stats().waiters == 1).await, "{:?}", client.stats());
+    inner.unlock().await.expect("unlock inner");
+    guard.unlock().await.expect("unlock");
+    waiter.await.expect("waiter");
+    let stats = client.stats();
+    assert_eq!((stats.acquired, stats.waited, stats.waiters, stats.held), (3, 2, 0, 0), "{stats:?}");
+    assert!(stats.wake_ups >= 1, "the waiter woke to take the lock: {stats:?}");
+    assert_eq!(stats.watchdog_locks, 0, "{stats:?}");
+}
+
+/// A watchdog hold with a short watchdog is renewed (counted per hold), and a
+/// `force_unlock` behind its back is found at the next renewal: `lost` counts it, and
+/// the guard is gone from the renewed holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_count_renewals_and_a_lost_hold() {
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_millis(300)).await;
+    let lock = client.lock("stats:lost");
+    let guard = lock.lock().await.expect("lock");
+    assert!(wait_until(Duration::from_secs(5), || client.stats().renewals >= 3).await, "{:?}", client.stats());
+    assert_eq!(client.stats().lost, 0);
+    assert!(client.lock("stats:lost").force_unlock().await.expect("force"));
+    tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost() fires");
+    let stats = client.stats();
+    assert_eq!((stats.lost, stats.watchdog_locks, stats.held), (1, 0, 1), "{stats:?}");
+    assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
+    assert_eq!(client.stats().held, 0);
+}
+
+/// A span or event seen by [`Recorder`]: its name and its fields, as text.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    name: &'static str,
+    fields: HashMap<String, String>,
+}
+
+/// A minimal subscriber that records every span (with the fields recorded later) and
+/// every event, at every level.
+#[derive(Debug, Clone, Default)]
+struct Recorder {
+    spans: Arc<Mutex<HashMap<u64, Seen>>>,
+    events: Arc<Mutex<Vec<Seen>>>,
+    next: Arc<AtomicU64>,
+}
+
+struct Fields<'a>(&'a mut HashMap<String, String>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl tracing::Subscriber for Recorder {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, attrs: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut seen = Seen { name: attrs.metadata().name(), fields: HashMap::new() };
+        attrs.record(&mut Fields(&mut seen.fields));
+        self.spans.lock().expect("spans").insert(id, seen);
+        tracing::span::Id::from_u64(id)
+    }
+    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        if let Some(seen) = self.spans.lock().expect("spans").get_mut(&span.into_u64()) {
+            values.record(&mut Fields(&mut seen.fields));
+        }
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut seen = Seen { name: event.metadata().name(), fields: HashMap::new() };
+        event.record(&mut Fields(&mut seen.fields));
+        self.events.lock().expect("events").push(seen);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+impl Recorder {
+    fn spans_named(&self, name: &str) -> Vec<Seen> {
+        self.spans.lock().expect("spans").values().filter(|s| s.name == name).cloned().collect()
+    }
+}
+
+/// The spans carry the lock name as a field (never in the span's name), the kind, the
+/// mode, the attempts and the outcome; a fenced acquire its token; the renewals their
+/// batch size; and a hold found lost is reported by a `leasehold.lost` event at WARN.
+/// The subscriber is this test's thread's default, so the test runs on one thread.
+#[tokio::test(flavor = "current_thread")]
+async fn spans_and_the_lost_event_carry_their_fields() {
+    let recorder = Recorder::default();
+    let _default = tracing::subscriber::set_default(recorder.clone());
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_millis(300)).await;
+
+    let guard = client.lock("span:a").lock().await.expect("lock");
+    assert!(client.lock("span:a").try_lock().await.expect("try").is_none());
+    assert!(client.lock("span:a").try_lock_for(Duration::from_millis(50)).await.expect("wait").is_none());
+    let fenced = client.fenced_lock("span:f").lock().await.expect("fenced");
+    let token = fenced.token();
+    fenced.unlock().await.expect("unlock");
+
+    let acquires = recorder.spans_named("leasehold.acquire");
+    let find = |lock: &str, outcome: &str| {
+        acquires
+            .iter()
+            .find(|s| {
+                s.fields.get("lock").map(String::as_str) == Some(lock)
+                    && s.fields.get("outcome").map(String::as_str) == Some(outcome)
+            })
+            .cloned()
+    };
+    let won = find("span:a", "acquired").expect("the acquire's span");
+    assert_eq!(won.fields.get("kind").map(String::as_str), Some("lock"), "{won:?}");
+    assert_eq!(won.fields.get("mode").map(String::as_str), Some("wait"), "{won:?}");
+    assert_eq!(won.fields.get("attempts").map(String::as_str), Some("1"), "{won:?}");
+    assert_eq!(won.fields.get("db.system.name").map(String::as_str), Some("redis"), "{won:?}");
+    assert_eq!(won.fields.get("lease_ms").map(String::as_str), Some("300"), "{won:?}");
+    let busy = find("span:a", "busy").expect("the try's span");
+    assert_eq!(busy.fields.get("mode").map(String::as_str), Some("try"), "{busy:?}");
+    let fenced_span = find("span:f", "acquired").expect("the fenced acquire's span");
+    assert_eq!(fenced_span.fields.get("kind").map(String::as_str), Some("fenced"));
+    assert_eq!(fenced_span.fields.get("token"), Some(&token.to_string()), "{fenced_span:?}");
+    assert!(acquires.iter().all(|s| !s.name.contains("span:")), "names stay bounded");
+    let timed_out = find("span:a", "timed_out").expect("the timed-out wait's span");
+    assert_eq!(timed_out.fields.get("mode").map(String::as_str), Some("wait"), "{timed_out:?}");
+    let waits = recorder.spans_named("leasehold.wait");
+    assert_eq!(waits.len(), 1, "one call queued: {waits:?}");
+    assert_eq!(waits[0].fields.get("lock").map(String::as_str), Some("span:a"), "{waits:?}");
+    assert!(waits[0].fields.contains_key("wake_ups"), "{waits:?}");
+    let releases = recorder.spans_named("leasehold.release");
+    assert_eq!(releases.len(), 1, "{releases:?}");
+    assert_eq!(releases[0].fields.get("kind").map(String::as_str), Some("fenced"), "{releases:?}");
+    assert_eq!(releases[0].fields.get("outcome").map(String::as_str), Some("released"), "{releases:?}");
+
+    assert!(
+        wait_until(Duration::from_secs(5), || !recorder.spans_named("leasehold.renew").is_empty()).await,
+        "a renewal span"
+    );
+    let renew = recorder.spans_named("leasehold.renew").remove(0);
+    assert_eq!(renew.fields.get("batch").map(String::as_str), Some("1"), "{renew:?}");
+
+    assert!(client.lock("span:a").force_unlock().await.expect("force"));
+    tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost() fires");
+    let events = recorder.events.lock().expect("events").clone();
+    let lost: Vec<&Seen> = events.iter().filter(|e| e.name == "leasehold.lost").collect();
+    assert_eq!(lost.len(), 1, "one lost event: {events:?}");
+    assert_eq!(lost[0].fields.get("lock").map(String::as_str), Some("span:a"), "{lost:?}");
+    assert_eq!(lost[0].fields.get("kind").map(String::as_str), Some("lock"), "{lost:?}");
+    assert_eq!(lost[0].fields.get("reason").map(String::as_str), Some("owner_gone"), "{lost:?}");
+    drop(guard);
+}
