@@ -11,30 +11,33 @@ use metrics_util::{CompositeKey, MetricKind};
 
 /// Every metric's value since the snapshot before: the debugging recorder's snapshot
 /// drains every metric (counters and gauges swapped to 0, histograms emptied), so each
-/// holds what was recorded in between. The gauges moved by increments (`leasehold_held`,
-/// `leasehold_waiters`) are summed over the snapshots into `held` and `waiters`;
-/// `leasehold_watchdog_locks` is set whole at each change and each renewal round.
+/// holds what was recorded in between. The gauges move by increments (every client of
+/// the process reports into the same gauge), so they are summed over the snapshots into
+/// `held`, `waiters` and `watchdog_locks`.
 struct Snap {
     values: Vec<(CompositeKey, DebugValue)>,
     held: f64,
     waiters: f64,
+    watchdog_locks: f64,
 }
 
-/// The snapshots of one recorder, with the running sums of the incremented gauges.
+/// The snapshots of one recorder, with the running sums of the gauges.
 struct Recorded {
     snapshotter: Snapshotter,
     held: f64,
     waiters: f64,
+    watchdog_locks: f64,
 }
 
 impl Recorded {
     fn snap(&mut self) -> Snap {
         let values: Vec<(CompositeKey, DebugValue)> =
             self.snapshotter.snapshot().into_vec().into_iter().map(|(key, _, _, value)| (key, value)).collect();
-        let mut snap = Snap { values, held: 0.0, waiters: 0.0 };
+        let mut snap = Snap { values, held: 0.0, waiters: 0.0, watchdog_locks: 0.0 };
         self.held += gauge(&snap, "leasehold_held").unwrap_or(0.0);
         self.waiters += gauge(&snap, "leasehold_waiters").unwrap_or(0.0);
-        (snap.held, snap.waiters) = (self.held, self.waiters);
+        self.watchdog_locks += gauge(&snap, "leasehold_watchdog_locks").unwrap_or(0.0);
+        (snap.held, snap.waiters, snap.watchdog_locks) = (self.held, self.waiters, self.watchdog_locks);
         snap
     }
 }
@@ -77,14 +80,18 @@ fn histogram(s: &Snap, name: &str, labels: &[(&str, &str)]) -> usize {
 /// lost after `force_unlock`; and the `lock` label only for names the hook maps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_metric_is_recorded_with_its_labels() {
+    let server = RedisServer::start();
+    let plain = client_with(&server.url(), Duration::from_millis(300)).await;
+    // Records before any recorder is installed go to the facade's no-op recorder (and
+    // leasehold caches its handles of that one): the recorder installed next must still
+    // get everything after it.
+    plain.lock("m:early").try_lock().await.expect("try").expect("free").unlock().await.expect("unlock");
     let recorder = DebuggingRecorder::new();
     let mut s = {
         let snapshotter = recorder.snapshotter();
         recorder.install().expect("the only recorder of this binary");
-        Recorded { snapshotter, held: 0.0, waiters: 0.0 }
+        Recorded { snapshotter, held: 0.0, waiters: 0.0, watchdog_locks: 0.0 }
     };
-    let server = RedisServer::start();
-    let plain = client_with(&server.url(), Duration::from_millis(300)).await;
     let labelled = leasehold::Client::builder()
         .url(server.url())
         .watchdog_timeout(Duration::from_millis(300))
@@ -106,21 +113,21 @@ async fn every_metric_is_recorded_with_its_labels() {
     assert_eq!(histogram(&now, "leasehold_wait_duration_seconds", &[("kind", "lock")]), 1);
     assert_eq!(now.held, 1.0);
     assert_eq!(now.waiters, 0.0);
-    assert_eq!(gauge(&now, "leasehold_watchdog_locks"), Some(1.0));
+    assert_eq!(now.watchdog_locks, 1.0);
 
     // Renewed by the watchdog, then lost behind its back.
     // Waits on the stats (a snapshot would drain the counter), then reads the renewals.
     assert!(wait_until(Duration::from_secs(5), || plain.stats().renewals >= 2).await, "renewed");
     let now = s.snap();
     assert!(counter(&now, "leasehold_renewals_total", &[("outcome", "renewed")]) >= 2, "renewals counted");
-    assert_eq!(gauge(&now, "leasehold_watchdog_locks"), Some(1.0), "set again by the renewal rounds");
+    assert_eq!(now.watchdog_locks, 1.0, "unchanged by the renewal rounds");
     assert!(plain.lock("m:a").force_unlock().await.expect("force"));
     tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost() fires");
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
     let now = s.snap();
     assert_eq!(counter(&now, "leasehold_lost_total", &[("kind", "lock"), ("reason", "owner_gone")]), 1);
     assert_eq!(counter(&now, "leasehold_renewals_total", &[("outcome", "lost")]), 1);
-    assert_eq!(gauge(&now, "leasehold_watchdog_locks"), Some(0.0));
+    assert_eq!(now.watchdog_locks, 0.0);
     assert_eq!(histogram(&now, "leasehold_hold_duration_seconds", &[("end", "lost")]), 1);
     assert_eq!(now.held, 0.0);
 
@@ -145,4 +152,19 @@ async fn every_metric_is_recorded_with_its_labels() {
     assert_eq!(histogram(&now, acquire, &try_acquired), 1, "the other name has none");
     report.unlock().await.expect("unlock");
     other.unlock().await.expect("unlock");
+
+    // Two clients of one process hold a watchdog lock each: the gauge is their sum, and
+    // a client shut down takes its share out.
+    let first = plain.lock("m:w1").lock().await.expect("lock");
+    let second = labelled.lock("m:w2").lock().await.expect("lock");
+    assert_eq!(s.snap().watchdog_locks, 2.0, "one gauge for every client of the process");
+    drop(second);
+    labelled.shutdown().await.expect("shutdown");
+    drop(labelled);
+    assert!(
+        wait_until(Duration::from_secs(5), || s.snap().watchdog_locks == 1.0).await,
+        "the shut-down client's hold is out of the gauge"
+    );
+    first.unlock().await.expect("unlock");
+    assert_eq!(s.snap().watchdog_locks, 0.0);
 }

@@ -721,7 +721,9 @@ async fn run(options: &Options, target: &RedisTarget) -> Result<bool, DynError> 
     Ok(passed)
 }
 
-fn main() -> ExitCode {
+/// Runs the sale with the flags of the command line; also the body of the `prometheus`
+/// example (`demo/examples/prometheus.rs`), which serves the lock metrics meanwhile.
+pub(crate) fn main() -> ExitCode {
     let options = match parse_args(std::env::args().skip(1)) {
         Ok(Command::Run(options)) => options,
         Ok(Command::Help) => {

@@ -21,6 +21,12 @@
 //!    algorithm through leasehold's client;
 //! 9. `leasehold-wait`: leasehold's waiting path on a free key, `lock.lock_with_lease(10 s)`
 //!    + `guard.unlock()`: what an uncontended `lock()` costs (issue 17 item 3).
+//! 10. `leasehold-metrics`: `leasehold-watchdog`'s pair with a metrics recorder
+//!     recording (leasehold's `metrics` feature into a `metrics-util` atomic registry,
+//!     the storage an exporter keeps): the overhead of the metrics (issue 21; target
+//!     <= 3% pairs/s against `leasehold-watchdog`). The facade cannot uninstall a
+//!     recorder, so it is installed right before this contender, which always runs last:
+//!     every other contender runs with no recorder at all.
 //!
 //! Every pair uses a fresh key, `lock:order:<contender>:<task>:<n>` (the contender tag
 //! keeps contenders apart on a server that is not flushed), so nothing contends.
@@ -44,7 +50,7 @@
 use std::collections::HashSet;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, KeysInterface, LuaInterface, ReconnectPolicy};
@@ -54,6 +60,8 @@ use leasehold_benches::{
     check_flags, dbsize, flag, info, info_field, micros, ms, percentile, print_machine, print_table, rerun_command,
     BoxError, CommandStats, Target,
 };
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
+use metrics_util::registry::{AtomicStorage, Registry};
 
 const FLAGS: &[&str] = &["--seconds", "--tasks", "--pairs", "--held", "--only"];
 /// The fixed lease of the fixed-lease contenders (leasehold-lease, rslock, setnx).
@@ -80,10 +88,11 @@ enum Contender {
     Scripts,
     Simple,
     LeaseholdWait,
+    LeaseholdMetrics,
 }
 
 impl Contender {
-    const ALL: [Contender; 9] = [
+    const ALL: [Contender; 10] = [
         Contender::LeaseholdWatchdog,
         Contender::LeaseholdLease,
         Contender::LeaseholdLean,
@@ -93,6 +102,7 @@ impl Contender {
         Contender::Scripts,
         Contender::Simple,
         Contender::LeaseholdWait,
+        Contender::LeaseholdMetrics,
     ];
 
     fn name(self) -> &'static str {
@@ -106,6 +116,7 @@ impl Contender {
             Contender::Scripts => "scripts",
             Contender::Simple => "simple",
             Contender::LeaseholdWait => "leasehold-wait",
+            Contender::LeaseholdMetrics => "leasehold-metrics",
         }
     }
 
@@ -121,6 +132,7 @@ impl Contender {
             Contender::Scripts => "fred EVALSHA of leasehold's acquire.lua + release.lua (no leasehold client)",
             Contender::Simple => "leasehold SimpleLock::try_lock(10 s) + unlock() (SET NX PX + compare-and-delete)",
             Contender::LeaseholdWait => "leasehold lock_with_lease(10 s) + unlock() (the waiting path, uncontended)",
+            Contender::LeaseholdMetrics => "leasehold try_lock() + unlock() (watchdog mode), metrics recorded",
         }
     }
 
@@ -136,6 +148,7 @@ impl Contender {
             Contender::Scripts => "sc",
             Contender::Simple => "sp",
             Contender::LeaseholdWait => "lk",
+            Contender::LeaseholdMetrics => "lm",
         }
     }
 
@@ -168,6 +181,9 @@ impl Settings {
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         };
+        // Last: its recorder stays installed once it is (see the module docs).
+        let mut contenders = contenders;
+        contenders.sort_by_key(|contender| *contender == Contender::LeaseholdMetrics);
         let settings = Settings {
             run_for: Duration::from_secs(flag(args, "--seconds")?.unwrap_or(5)),
             tasks: flag(args, "--tasks")?.unwrap_or(64),
@@ -212,7 +228,7 @@ enum Held {
 
 async fn acquire(ctx: &Ctx, contender: Contender, key: String) -> Result<Held, BoxError> {
     match contender {
-        Contender::LeaseholdWatchdog => {
+        Contender::LeaseholdWatchdog | Contender::LeaseholdMetrics => {
             let guard = ctx.leasehold.lock(&key).try_lock().await?;
             Ok(Held::Leasehold(guard.ok_or_else(|| format!("try_lock() did not acquire the distinct key {key}"))?))
         }
@@ -440,9 +456,20 @@ async fn main() -> Result<ExitCode, BoxError> {
         println!();
         println!("## {} — {}", contender.name(), contender.describe());
         reset(&fred, &target).await?;
+        if contender == Contender::LeaseholdMetrics {
+            metrics::set_global_recorder(AtomicRecorder).map_err(|_| "a metrics recorder was installed already")?;
+        }
         match measure(&ctx, contender, &settings, &target).await {
-            Ok(outcome) => {
+            Ok(mut outcome) => {
                 print_details(contender, &outcome, &settings);
+                if contender == Contender::LeaseholdMetrics {
+                    let (acquires, holds) =
+                        (recorded("leasehold_acquire_duration_seconds"), recorded("leasehold_hold_duration_seconds"));
+                    println!("metrics recorded: {acquires} acquire durations, {holds} hold durations");
+                    if acquires == 0 || holds == 0 {
+                        outcome.problems.push("the recorder got no acquire or hold durations".to_owned());
+                    }
+                }
                 for problem in &outcome.problems {
                     println!("INVARIANT BROKEN: {problem}");
                     failed = true;
@@ -462,6 +489,43 @@ async fn main() -> Result<ExitCode, BoxError> {
     print_summary(&outcomes, &settings);
     print_ratios(&outcomes, &settings);
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The recorder of `leasehold-metrics`: every metric into an atomic registry, the
+/// storage exporters such as `metrics-exporter-prometheus` keep (a histogram is an
+/// `AtomicBucket`, a counter and a gauge an `AtomicU64`).
+struct AtomicRecorder;
+
+/// [`AtomicRecorder`]'s storage, read back after the contender.
+static REGISTRY: LazyLock<Registry<Key, AtomicStorage>> = LazyLock::new(Registry::atomic);
+
+/// How many values the histograms named `name` hold (every label set).
+fn recorded(name: &str) -> usize {
+    let mut values = 0;
+    REGISTRY.visit_histograms(|key, bucket| {
+        if key.name() == name {
+            values += bucket.data().len();
+        }
+    });
+    values
+}
+
+impl metrics::Recorder for AtomicRecorder {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        REGISTRY.get_or_create_counter(key, |c| Counter::from_arc(c.clone()))
+    }
+
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        REGISTRY.get_or_create_gauge(key, |g| Gauge::from_arc(g.clone()))
+    }
+
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        REGISTRY.get_or_create_histogram(key, |h| Histogram::from_arc(h.clone()))
+    }
 }
 
 /// `FLUSHALL` (own server only), `CONFIG RESETSTAT`, and a moment for the server.

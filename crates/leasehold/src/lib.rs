@@ -145,6 +145,8 @@ mod guard;
 mod hold;
 mod live;
 mod lock;
+#[cfg(feature = "metrics")]
+mod metric_handles;
 mod replicas;
 mod retry;
 mod sentinel;

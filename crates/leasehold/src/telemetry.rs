@@ -22,6 +22,16 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in [`Kind::index`] order.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) const ALL: [Kind; 4] = [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple];
+
+    /// The kind's place in [`Kind::ALL`].
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Lock => "lock",
@@ -43,6 +53,16 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in [`Outcome::index`] order.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) const ALL: [Outcome; 4] = [Outcome::Acquired, Outcome::Busy, Outcome::TimedOut, Outcome::Error];
+
+    /// The outcome's place in [`Outcome::ALL`].
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Acquired => "acquired",
@@ -73,8 +93,18 @@ pub(crate) enum HoldEnd {
 }
 
 impl HoldEnd {
+    /// Every end, in [`HoldEnd::index`] order.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    fn as_str(self) -> &'static str {
+    pub(crate) const ALL: [HoldEnd; 3] = [HoldEnd::Released, HoldEnd::Lost, HoldEnd::Dropped];
+
+    /// The end's place in [`HoldEnd::ALL`].
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HoldEnd::Released => "released",
             HoldEnd::Lost => "lost",
@@ -95,10 +125,23 @@ pub(crate) struct Telemetry {
     waiters: AtomicUsize,
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     label: Option<LabelFn>,
+    /// This client's share of the process-wide `leasehold_watchdog_locks` gauge, as last
+    /// reported: the gauge moves by differences, because every client of the process
+    /// reports into the same gauge (a `set` would keep only the last client's count).
+    #[cfg(feature = "metrics")]
+    watchdog_locks_reported: WatchdogShare,
 }
+
+/// This client's count in the `leasehold_watchdog_locks` gauge, taken back out when the
+/// client is gone (a client that is gone renews nothing).
+#[cfg(feature = "metrics")]
+#[derive(Debug, Default)]
+struct WatchdogShare(AtomicUsize);
 
 impl Telemetry {
     pub(crate) fn new(label: Option<LabelFn>) -> Self {
+        #[cfg(feature = "metrics")]
+        describe_metrics();
         Telemetry { label, ..Telemetry::default() }
     }
 
@@ -131,7 +174,7 @@ impl Telemetry {
         self.waited.fetch_add(1, Ordering::Relaxed);
         self.waiters.fetch_add(1, Ordering::Relaxed);
         #[cfg(feature = "metrics")]
-        metrics::gauge!("leasehold_waiters").increment(1.0);
+        crate::metric_handles::with(|handles| handles.waiters.increment(1.0));
         // Not entered (a span entered across `.await`s would be wrong): it spans the wait
         // from its creation to its close, inside the acquire's span.
         let span = if tracing::enabled!(tracing::Level::DEBUG) {
@@ -146,7 +189,7 @@ impl Telemetry {
     pub(crate) fn guard_opened(&self) {
         self.held.fetch_add(1, Ordering::Relaxed);
         #[cfg(feature = "metrics")]
-        metrics::gauge!("leasehold_held").increment(1.0);
+        crate::metric_handles::with(|handles| handles.held.increment(1.0));
     }
 
     /// A guard let go (unlock called, dropped or detached): once per guard, synchronously,
@@ -154,7 +197,7 @@ impl Telemetry {
     pub(crate) fn guard_closed(&self) {
         self.held.fetch_sub(1, Ordering::Relaxed);
         #[cfg(feature = "metrics")]
-        metrics::gauge!("leasehold_held").decrement(1.0);
+        crate::metric_handles::with(|handles| handles.held.decrement(1.0));
     }
 
     /// The hold of a guard of `key` handed out at `since` ended as `end` (once per guard
@@ -163,13 +206,13 @@ impl Telemetry {
         #[cfg(feature = "metrics")]
         {
             let seconds = since.elapsed().as_secs_f64();
-            let histogram = match self.lock_label(key) {
+            match self.lock_label(key) {
                 Some(lock) => {
                     metrics::histogram!("leasehold_hold_duration_seconds", "end" => end.as_str(), "lock" => lock)
+                        .record(seconds);
                 }
-                None => metrics::histogram!("leasehold_hold_duration_seconds", "end" => end.as_str()),
-            };
-            histogram.record(seconds);
+                None => crate::metric_handles::with(|handles| handles.hold(end).record(seconds)),
+            }
         }
         #[cfg(not(feature = "metrics"))]
         let _ = (key, since, end);
@@ -184,15 +227,16 @@ impl Telemetry {
     fn record_acquire(&self, key: &str, kind: Kind, waits: bool, outcome: Outcome, elapsed: Duration) {
         #[cfg(feature = "metrics")]
         {
-            let mode = if waits { "wait" } else { "try" };
-            let (kind, outcome, seconds) = (kind.as_str(), outcome.as_str(), elapsed.as_secs_f64());
-            let histogram = match self.lock_label(key) {
-                Some(lock) => metrics::histogram!("leasehold_acquire_duration_seconds",
-                    "kind" => kind, "mode" => mode, "outcome" => outcome, "lock" => lock),
-                None => metrics::histogram!("leasehold_acquire_duration_seconds",
-                    "kind" => kind, "mode" => mode, "outcome" => outcome),
-            };
-            histogram.record(seconds);
+            let seconds = elapsed.as_secs_f64();
+            match self.lock_label(key) {
+                Some(lock) => {
+                    let mode = if waits { "wait" } else { "try" };
+                    metrics::histogram!("leasehold_acquire_duration_seconds",
+                        "kind" => kind.as_str(), "mode" => mode, "outcome" => outcome.as_str(), "lock" => lock)
+                    .record(seconds);
+                }
+                None => crate::metric_handles::with(|handles| handles.acquire(kind, waits, outcome).record(seconds)),
+            }
         }
     }
 }
@@ -225,14 +269,18 @@ impl Drop for WaitScope<'_> {
         self.telemetry.waiters.fetch_sub(1, Ordering::Relaxed);
         #[cfg(feature = "metrics")]
         {
-            metrics::gauge!("leasehold_waiters").decrement(1.0);
             let seconds = self.started.elapsed().as_secs_f64();
-            let kind = self.kind.as_str();
-            let histogram = match self.telemetry.lock_label(self.key) {
-                Some(lock) => metrics::histogram!("leasehold_wait_duration_seconds", "kind" => kind, "lock" => lock),
-                None => metrics::histogram!("leasehold_wait_duration_seconds", "kind" => kind),
-            };
-            histogram.record(seconds);
+            let lock = self.telemetry.lock_label(self.key);
+            crate::metric_handles::with(|handles| {
+                handles.waiters.decrement(1.0);
+                if lock.is_none() {
+                    handles.wait(self.kind).record(seconds);
+                }
+            });
+            if let Some(lock) = lock {
+                metrics::histogram!("leasehold_wait_duration_seconds", "kind" => self.kind.as_str(), "lock" => lock)
+                    .record(seconds);
+            }
         }
     }
 }
@@ -269,6 +317,63 @@ impl WatchdogObserver for Telemetry {
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
     fn registered(&self, registered: usize) {
         #[cfg(feature = "metrics")]
-        metrics::gauge!("leasehold_watchdog_locks").set(f64::from(u32::try_from(registered).unwrap_or(u32::MAX)));
+        {
+            // The watchdog calls this under its entries lock, so the swaps of one client
+            // are in order and the gauge ends at the sum of every client's count.
+            let before = self.watchdog_locks_reported.0.swap(registered, Ordering::Relaxed);
+            crate::metric_handles::with(|handles| {
+                if registered >= before {
+                    handles.watchdog_locks.increment(count_as_f64(registered - before));
+                } else {
+                    handles.watchdog_locks.decrement(count_as_f64(before - registered));
+                }
+            });
+        }
     }
+}
+
+#[cfg(feature = "metrics")]
+impl Drop for WatchdogShare {
+    fn drop(&mut self) {
+        let reported = self.0.swap(0, Ordering::Relaxed);
+        if reported > 0 {
+            crate::metric_handles::with(|handles| handles.watchdog_locks.decrement(count_as_f64(reported)));
+        }
+    }
+}
+
+#[cfg(feature = "metrics")]
+fn count_as_f64(count: usize) -> f64 {
+    f64::from(u32::try_from(count).unwrap_or(u32::MAX))
+}
+
+/// Units and help texts for the exporter (`# HELP` lines in Prometheus). Sent to the
+/// recorder installed when a client is built; a recorder installed later gets the
+/// metrics without their descriptions.
+#[cfg(feature = "metrics")]
+fn describe_metrics() {
+    use metrics::Unit;
+    metrics::describe_histogram!(
+        "leasehold_acquire_duration_seconds",
+        Unit::Seconds,
+        "Time an acquire call took, by lock kind, mode (try, wait) and outcome"
+    );
+    metrics::describe_histogram!(
+        "leasehold_wait_duration_seconds",
+        Unit::Seconds,
+        "Time an acquire spent queued behind a holder, by lock kind"
+    );
+    metrics::describe_histogram!(
+        "leasehold_hold_duration_seconds",
+        Unit::Seconds,
+        "Time a lock was held, by how the hold ended (released, lost, dropped)"
+    );
+    metrics::describe_counter!(
+        "leasehold_renewals_total",
+        "Watchdog renewals of held locks, by outcome (renewed, lost, failed)"
+    );
+    metrics::describe_counter!("leasehold_lost_total", "Held locks found lost, by lock kind and reason");
+    metrics::describe_gauge!("leasehold_held", "Guards alive now (not unlocked, dropped or detached)");
+    metrics::describe_gauge!("leasehold_waiters", "Acquire calls queued now");
+    metrics::describe_gauge!("leasehold_watchdog_locks", "Holds the watchdog renews now");
 }

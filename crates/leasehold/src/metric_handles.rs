@@ -1,0 +1,122 @@
+//! The `metrics` handles of the series without a `lock` label, registered once per
+//! recorder and reused: a `metrics::histogram!` with run-time label values builds its key
+//! (a label vector, a hash) and looks it up in the recorder's registry on every record,
+//! which on the try-lock hot path is several lookups per pair. A handle records without
+//! either (the facade's advice for hot paths).
+//!
+//! Keyed by the recorder's address: the facade's global recorder is installed at most
+//! once, so the cache is built again only when the first recorder arrives (a record made
+//! before went to the facade's no-op recorder) or under a thread-local recorder of a test.
+
+use std::sync::Arc;
+
+use metrics::{Gauge, Histogram, Recorder};
+use parking_lot::RwLock;
+
+use crate::telemetry::{HoldEnd, Kind, Outcome};
+
+/// Every unlabelled series leasehold records, as handles of one recorder.
+pub(crate) struct Handles {
+    /// By [`acquire_index`].
+    acquire: Vec<Histogram>,
+    /// By [`Kind::index`].
+    wait: Vec<Histogram>,
+    /// By [`HoldEnd::index`].
+    hold: Vec<Histogram>,
+    pub(crate) held: Gauge,
+    pub(crate) waiters: Gauge,
+    pub(crate) watchdog_locks: Gauge,
+}
+
+/// The handles and the address of the recorder they belong to.
+static CACHE: RwLock<Option<(usize, Arc<Handles>)>> = RwLock::new(None);
+
+/// Runs `f` with the handles of the recorder in effect, registering them first if that
+/// recorder has none yet.
+pub(crate) fn with<T>(f: impl FnOnce(&Handles) -> T) -> T {
+    let recorder = metrics::with_recorder(|recorder| std::ptr::from_ref::<dyn Recorder>(recorder).cast::<()>().addr());
+    if let Some((owner, handles)) = &*CACHE.read() {
+        if *owner == recorder {
+            return f(handles);
+        }
+    }
+    let handles = Arc::new(Handles::register());
+    *CACHE.write() = Some((recorder, Arc::clone(&handles)));
+    f(&handles)
+}
+
+impl Handles {
+    fn register() -> Self {
+        let mut acquire = Vec::with_capacity(Kind::ALL.len() * 2 * Outcome::ALL.len());
+        for kind in Kind::ALL {
+            for mode in ["try", "wait"] {
+                for outcome in Outcome::ALL {
+                    acquire.push(metrics::histogram!("leasehold_acquire_duration_seconds",
+                        "kind" => kind.as_str(), "mode" => mode, "outcome" => outcome.as_str()));
+                }
+            }
+        }
+        let wait = Kind::ALL
+            .iter()
+            .map(|kind| metrics::histogram!("leasehold_wait_duration_seconds", "kind" => kind.as_str()))
+            .collect();
+        let hold = HoldEnd::ALL
+            .iter()
+            .map(|end| metrics::histogram!("leasehold_hold_duration_seconds", "end" => end.as_str()))
+            .collect();
+        Handles {
+            acquire,
+            wait,
+            hold,
+            held: metrics::gauge!("leasehold_held"),
+            waiters: metrics::gauge!("leasehold_waiters"),
+            watchdog_locks: metrics::gauge!("leasehold_watchdog_locks"),
+        }
+    }
+
+    pub(crate) fn acquire(&self, kind: Kind, waits: bool, outcome: Outcome) -> &Histogram {
+        &self.acquire[acquire_index(kind, waits, outcome)]
+    }
+
+    pub(crate) fn wait(&self, kind: Kind) -> &Histogram {
+        &self.wait[kind.index()]
+    }
+
+    pub(crate) fn hold(&self, end: HoldEnd) -> &Histogram {
+        &self.hold[end.index()]
+    }
+}
+
+/// The place of a (kind, mode, outcome) series in [`Handles::acquire`], in the order
+/// `register` pushes them.
+fn acquire_index(kind: Kind, waits: bool, outcome: Outcome) -> usize {
+    (kind.index() * 2 + usize::from(waits)) * Outcome::ALL.len() + outcome.index()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `index()` is the place in `ALL` (both come from the declaration order).
+    #[test]
+    fn indexes_follow_all() {
+        assert!(Kind::ALL.iter().enumerate().all(|(i, kind)| kind.index() == i));
+        assert!(Outcome::ALL.iter().enumerate().all(|(i, outcome)| outcome.index() == i));
+        assert!(HoldEnd::ALL.iter().enumerate().all(|(i, end)| end.index() == i));
+    }
+
+    /// Every (kind, mode, outcome) has its own place, inside the vector `register` fills.
+    #[test]
+    fn acquire_indexes_are_distinct_and_in_range() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in Kind::ALL {
+            for waits in [false, true] {
+                for outcome in Outcome::ALL {
+                    let index = acquire_index(kind, waits, outcome);
+                    assert!(index < Kind::ALL.len() * 2 * Outcome::ALL.len());
+                    assert!(seen.insert(index), "{kind:?} {waits} {outcome:?} shares {index}");
+                }
+            }
+        }
+    }
+}
