@@ -1,7 +1,7 @@
 --! queued_acquire.lua: every step of acquire.lua after its header: take a free lock,
 --! re-enter, or (a waiting call) purge the dead queue heads, take the lock as the queue's
---! head, queue up or refresh the entry, and flag the holder. Only acquire.lua takes these
---! same steps.
+--! head, queue up or refresh the entry, and flag the holder. fenced_acquire.lua runs the
+--! same steps inside a function and adds the token to what they answer.
 --! Needs: acquire.lua's KEYS[1..4] and ARGV[1..5]. Returns acquire.lua's replies.
 --#include fragments/take_free.lua
 -- HGET fails on a key of another type before anything is written.
