@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Copies the scripts of the top-level lua/ (where they are read and edited) into
-# crates/lock-core/lua/, the copy that lock-core compiles in and that its published
-# package carries. crates/lock-core/tests/lua_copies.rs fails while the two differ.
+# Writes the whole Lua scripts, assembled by crates/lock-core/build.rs from
+# crates/lock-core/lua/templates/ and crates/lock-core/lua/fragments/ (where they are
+# edited), to the checked-in copies that readers read: crates/lock-core/lua/*.lua and the
+# workspace's lua/*.lua. crates/lock-core/tests/lua_copies.rs fails while they differ.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rm -f crates/lock-core/lua/*.lua
-cp lua/*.lua crates/lock-core/lua/
-echo "copied $(ls lua/*.lua | wc -l) scripts from lua/ to crates/lock-core/lua/"
+cargo run -q -p leasehold-lock-core --example sync_lua

@@ -49,13 +49,14 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+strlen",
         // Only with ClientBuilder::sync_replicas (sent by the client behind each acquire).
         "+wait",
-        // The wait queues: a Lock's (acquire.lua, release.lua) and FairLock's (its
-        // scripts), Lists of waiting owners.
+        // The wait queues: a Lock's and FencedLock's (acquire.lua, fenced_acquire.lua,
+        // release.lua) and FairLock's (its scripts), Lists of waiting owners.
         "+lindex",
         "+lpop",
         "+rpush",
         "+lrem",
-        // Only for a Lock's wait queue (acquire.lua: a waiter's place).
+        // Only for the wait queue of a Lock and a FencedLock (acquire.lua,
+        // fenced_acquire.lua: a waiter's place).
         "+lpos",
         // A waiting Lock or FencedLock flags the holder it waits for (acquire.lua,
         // fenced_acquire.lua: the holder's field, found with HKEYS).

@@ -42,47 +42,77 @@ async fn fair_client(server: &RedisServer, keepalive: Duration) -> leasehold::Cl
         .expect("connect")
 }
 
-/// The two lock types whose waiters queue on the server: `FairLock` (Redisson's
-/// `RFairLock` queue) and `Lock` (leasehold's own queue behind the `RLock` layout). The
-/// queue tests below run for both.
+/// The lock types whose waiters queue on the server: `FairLock` (Redisson's `RFairLock`
+/// queue), `Lock` (leasehold's own queue behind the `RLock` layout) and `FencedLock` (the
+/// same queue as `Lock`; a hand-over's claim issues the token). The queue tests below run
+/// for each.
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     Fair,
     Lock,
+    Fenced,
 }
 
-/// One handle of either kind.
+/// One handle of any kind.
 enum Handle {
     Fair(leasehold::FairLock),
     Lock(leasehold::Lock),
+    Fenced(leasehold::FencedLock),
+}
+
+/// A guard of any kind.
+enum Guard {
+    Lock(leasehold::LockGuard),
+    Fenced(leasehold::FencedGuard),
+}
+
+impl Guard {
+    async fn unlock(self) -> leasehold::Result<()> {
+        match self {
+            Guard::Lock(guard) => guard.unlock().await,
+            Guard::Fenced(guard) => guard.unlock().await,
+        }
+    }
+
+    /// A fenced hold's token.
+    fn token(&self) -> Option<u64> {
+        match self {
+            Guard::Lock(_) => None,
+            Guard::Fenced(guard) => Some(guard.token()),
+        }
+    }
 }
 
 impl Handle {
-    async fn lock_with_lease(&self, lease: Duration) -> leasehold::Result<leasehold::LockGuard> {
+    async fn lock_with_lease(&self, lease: Duration) -> leasehold::Result<Guard> {
         match self {
-            Handle::Fair(lock) => lock.lock_with_lease(lease).await,
-            Handle::Lock(lock) => lock.lock_with_lease(lease).await,
+            Handle::Fair(lock) => lock.lock_with_lease(lease).await.map(Guard::Lock),
+            Handle::Lock(lock) => lock.lock_with_lease(lease).await.map(Guard::Lock),
+            Handle::Fenced(lock) => lock.lock_with_lease(lease).await.map(Guard::Fenced),
         }
     }
 
-    async fn lock(&self) -> leasehold::Result<leasehold::LockGuard> {
+    async fn lock(&self) -> leasehold::Result<Guard> {
         match self {
-            Handle::Fair(lock) => lock.lock().await,
-            Handle::Lock(lock) => lock.lock().await,
+            Handle::Fair(lock) => lock.lock().await.map(Guard::Lock),
+            Handle::Lock(lock) => lock.lock().await.map(Guard::Lock),
+            Handle::Fenced(lock) => lock.lock().await.map(Guard::Fenced),
         }
     }
 
-    async fn try_lock(&self) -> leasehold::Result<Option<leasehold::LockGuard>> {
+    async fn try_lock(&self) -> leasehold::Result<Option<Guard>> {
         match self {
-            Handle::Fair(lock) => lock.try_lock().await,
-            Handle::Lock(lock) => lock.try_lock().await,
+            Handle::Fair(lock) => lock.try_lock().await.map(|g| g.map(Guard::Lock)),
+            Handle::Lock(lock) => lock.try_lock().await.map(|g| g.map(Guard::Lock)),
+            Handle::Fenced(lock) => lock.try_lock().await.map(|g| g.map(Guard::Fenced)),
         }
     }
 
-    async fn try_lock_for(&self, wait: Duration) -> leasehold::Result<Option<leasehold::LockGuard>> {
+    async fn try_lock_for(&self, wait: Duration) -> leasehold::Result<Option<Guard>> {
         match self {
-            Handle::Fair(lock) => lock.try_lock_for(wait).await,
-            Handle::Lock(lock) => lock.try_lock_for(wait).await,
+            Handle::Fair(lock) => lock.try_lock_for(wait).await.map(|g| g.map(Guard::Lock)),
+            Handle::Lock(lock) => lock.try_lock_for(wait).await.map(|g| g.map(Guard::Lock)),
+            Handle::Fenced(lock) => lock.try_lock_for(wait).await.map(|g| g.map(Guard::Fenced)),
         }
     }
 }
@@ -92,6 +122,7 @@ impl Kind {
         match self {
             Kind::Fair => "fair",
             Kind::Lock => "lock",
+            Kind::Fenced => "fenced",
         }
     }
 
@@ -99,6 +130,7 @@ impl Kind {
         match self {
             Kind::Fair => Handle::Fair(client.fair_lock(name)),
             Kind::Lock => Handle::Lock(client.lock(name)),
+            Kind::Fenced => Handle::Fenced(client.fenced_lock(name)),
         }
     }
 
@@ -106,7 +138,7 @@ impl Kind {
     fn queue(self, name: &str) -> String {
         match self {
             Kind::Fair => format!("redisson_lock_queue:{{{name}}}"),
-            Kind::Lock => format!("leasehold_lock_queue:{{{name}}}"),
+            Kind::Lock | Kind::Fenced => format!("leasehold_lock_queue:{{{name}}}"),
         }
     }
 
@@ -114,7 +146,7 @@ impl Kind {
     fn entries(self, server: &RedisServer, name: &str) -> i64 {
         match self {
             Kind::Fair => zcard(server, &format!("redisson_lock_timeout:{{{name}}}")),
-            Kind::Lock => hlen(server, &format!("leasehold_lock_waiters:{{{name}}}")),
+            Kind::Lock | Kind::Fenced => hlen(server, &format!("leasehold_lock_waiters:{{{name}}}")),
         }
     }
 
@@ -124,7 +156,7 @@ impl Kind {
         let channels = pubsub_channels(server);
         match self {
             Kind::Fair => channels.iter().any(|c| c.starts_with(&format!("redisson_lock__channel:{{{name}}}:"))),
-            Kind::Lock => {
+            Kind::Lock | Kind::Fenced => {
                 channels.contains(&format!("redisson_lock__channel:{{{name}}}"))
                     && channels.contains(&format!("leasehold_lock__queue:{{{name}}}"))
             }
@@ -162,6 +194,7 @@ async fn waiters_acquire_in_queue_order(on: ServerKind, kind: Kind, name: &str) 
     let queue = kind.queue(name);
     let holder = kind.handle(&client, name);
     let guard = holder.lock().await.expect("held by the test");
+    let holder_token = guard.token();
     let mut children = Vec::new();
     let mut owners = Vec::new();
     for id in ["1", "2", "3"] {
@@ -180,6 +213,15 @@ async fn waiters_acquire_in_queue_order(on: ServerKind, kind: Kind, name: &str) 
     let order_key = format!("{name}:order");
     assert!(wait_until(Duration::from_secs(20), || lrange(&server, &order_key).len() == 3).await, "all three acquired");
     assert_eq!(lrange(&server, &order_key), ["1", "2", "3"], "acquired in queue order");
+    if let Some(first) = holder_token {
+        // Each fenced waiter was handed the lock and claimed it with a new token: in
+        // queue order, each above every earlier one (the test's own included).
+        let tokens_key = format!("{name}:tokens");
+        // Each pushes its token right after its id.
+        assert!(wait_until(Duration::from_secs(5), || lrange(&server, &tokens_key).len() == 3).await, "3 tokens");
+        let tokens: Vec<u64> = lrange(&server, &tokens_key).iter().map(|t| t.parse().expect("a token")).collect();
+        assert!(first < tokens[0] && tokens[0] < tokens[1] && tokens[1] < tokens[2], "{first} then {tokens:?}");
+    }
     for child in &mut children {
         assert_eq!(child.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOCKED"));
         assert_eq!(child.next_line(Duration::from_secs(5)).await.as_deref(), Some("UNLOCKED"));
@@ -199,6 +241,14 @@ async fn lock_waiters_in_three_processes_acquire_in_queue_order(on: ServerKind) 
     waiters_acquire_in_queue_order(on, Kind::Lock, "queue:order").await;
 }
 both_servers!(lock_waiters_in_three_processes_acquire_in_queue_order);
+
+/// Issue 18 item 2: `FencedLock` waiters queue on the server as `Lock`'s do, so they are
+/// served in queue order across processes, and each hand-over's claim issues a token
+/// above every earlier one.
+async fn fenced_lock_waiters_in_three_processes_acquire_in_queue_order_with_rising_tokens(on: ServerKind) {
+    waiters_acquire_in_queue_order(on, Kind::Fenced, "fenced:order").await;
+}
+both_servers!(fenced_lock_waiters_in_three_processes_acquire_in_queue_order_with_rising_tokens);
 
 /// A queued waiter killed with SIGKILL stops blocking the waiter behind it within its
 /// keep-alive (plus the live waiter's refresh period), far sooner than its wait. For a
@@ -244,6 +294,11 @@ async fn a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepali
 }
 both_servers!(a_killed_queued_lock_waiter_stops_blocking_the_queue_within_its_keepalive);
 
+async fn a_killed_queued_fenced_lock_waiter_stops_blocking_the_queue_within_its_keepalive(on: ServerKind) {
+    a_killed_queued_waiter_stops_blocking(on, Kind::Fenced, "fenced:dead").await;
+}
+both_servers!(a_killed_queued_fenced_lock_waiter_stops_blocking_the_queue_within_its_keepalive);
+
 /// A wait that times out removes its queue entry and deadline before it returns; a
 /// cancelled one removes them in the background; neither leaves a subscription behind.
 async fn a_departed_wait_leaves_nothing_behind(on: ServerKind, kind: Kind, name: &'static str) {
@@ -285,7 +340,9 @@ async fn a_departed_wait_leaves_nothing_behind(on: ServerKind, kind: Kind, name:
     assert!(kind.handle(&other, name).try_lock().await.expect("try").is_none());
     assert_eq!(llen(&server, &queue), 0);
     guard.unlock().await.expect("unlock");
-    assert_eq!(raw(&server, &["DBSIZE"]).as_int(), Some(0), "no key left behind");
+    // A fenced lock's counter is never deleted (Redisson's issue 6510); nothing else stays.
+    let counter = usize::from(matches!(kind, Kind::Fenced));
+    assert_eq!(raw(&server, &["DBSIZE"]).as_int(), Some(counter as i64), "no key left behind");
 }
 
 async fn a_timed_out_or_cancelled_fair_lock_wait_leaves_nothing_behind(on: ServerKind) {
@@ -301,6 +358,11 @@ async fn a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind(on: ServerKind
     a_departed_wait_leaves_nothing_behind(on, Kind::Lock, "queue:gone").await;
 }
 both_servers!(a_timed_out_or_cancelled_lock_wait_leaves_nothing_behind);
+
+async fn a_timed_out_or_cancelled_fenced_lock_wait_leaves_nothing_behind(on: ServerKind) {
+    a_departed_wait_leaves_nothing_behind(on, Kind::Fenced, "fenced:gone").await;
+}
+both_servers!(a_timed_out_or_cancelled_fenced_lock_wait_leaves_nothing_behind);
 
 // Redisson's RFairLock scripts, transcribed by hand from RedissonFairLock.java
 // (tryLockInnerAsync with RedisCommands.EVAL_LONG, and unlockInnerAsync). KEYS and ARGV as

@@ -273,9 +273,11 @@ both_servers!(fenced_writes_accept_the_fence_or_later_and_nothing_else);
 /// Issue 17 (a): with `redisson_waiters(false)`, a release publishes only when a
 /// leasehold waiter flagged its owner. A fenced lock's second local waiter never ran the
 /// script while the first waited, and the first's acquire flags nothing: the first's
-/// release then woke nobody, and the second slept through the first's whole lease. Now
-/// the waiter made first by an acquirer flags the new holder with one call, so the
-/// release wakes it at once.
+/// release then woke nobody, and the second slept through the first's whole lease. Then
+/// the waiter made first by an acquirer flagged the new holder with one call; since
+/// issue 18 fenced waiters queue on the server (every queued waiter's call flags the
+/// holder, and the acquire that takes the lock from the queue flags its owner while
+/// others wait), and the release wakes it at once either way.
 async fn a_second_local_fenced_waiter_is_woken_without_redisson_waiters(on: ServerKind) {
     const LEASE: Duration = Duration::from_secs(8);
     let server = on.start();
@@ -322,3 +324,73 @@ async fn a_second_local_fenced_waiter_is_woken_without_redisson_waiters(on: Serv
     assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
 }
 both_servers!(a_second_local_fenced_waiter_is_woken_without_redisson_waiters);
+
+fn lrange(server: &RedisServer, key: &str) -> Vec<String> {
+    match raw(server, &["LRANGE", key, "0", "-1"]) {
+        RespValue::Array(items) => items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        other => panic!("LRANGE {key}: {other:?}"),
+    }
+}
+
+/// A `FencedLock` waiter in its own process (`tests/bin/fair_waiter.rs`, kind `fenced`),
+/// queued behind the holder and subscribed, then stopped (SIGSTOP) so that it cannot
+/// claim a hand-over until the test lets it run; returns it and its owner.
+async fn stopped_fenced_waiter(server: &RedisServer, name: &str, id: &str) -> (HolderProcess, String) {
+    let queue = format!("leasehold_lock_queue:{{{name}}}");
+    let url = server.url();
+    let args = [url.as_str(), name, id, "10000", "100", "fenced"];
+    let mut child = HolderProcess::spawn(env!("CARGO_BIN_EXE_fair_waiter"), &args);
+    let line = child.next_line(Duration::from_secs(10)).await.expect("QUEUING line");
+    let owner = line.strip_prefix("QUEUING ").unwrap_or_else(|| panic!("unexpected line {line:?}")).to_owned();
+    assert!(wait_until(Duration::from_secs(10), || lrange(server, &queue) == [owner.clone()]).await, "queued");
+    // Only once its client listens does a release know that someone waits.
+    let queue_channel = format!("leasehold_lock__queue:{{{name}}}");
+    assert!(
+        wait_until(Duration::from_secs(5), || leasehold_tests::pubsub_channels(server).contains(&queue_channel)).await
+    );
+    child.signal("STOP");
+    (child, owner)
+}
+
+/// Issue 18 item 2: a `FencedLock` waiter queues in the server-side wait queue, and a
+/// release hands it the lock: while it is stopped the lock is its own (a newcomer and
+/// the releaser are refused), and its claim issues it a token above every earlier one.
+/// The same holds when a plain `Lock`'s release on the same name hands the lock over
+/// (the claim issues the token, whichever release handed over), and the third holder's
+/// token is again above both.
+async fn a_hand_over_to_a_queued_fenced_waiter_issues_it_a_larger_token(on: ServerKind) {
+    let server = on.start();
+    let name = "fenced:handover";
+    let tokens_key = format!("{name}:tokens");
+    let client = client(&server).await;
+    let lock = client.fenced_lock(name);
+    let guard = lock.lock_with_lease(Duration::from_secs(30)).await.expect("held");
+    let first = guard.token();
+
+    let (mut waiter, waiter_owner) = stopped_fenced_waiter(&server, name, "1").await;
+    guard.unlock().await.expect("unlock");
+    assert_eq!(hgetall(&server, name), vec![(waiter_owner, "1".to_owned())], "handed to the queued waiter");
+    assert!(client.fenced_lock(name).try_lock().await.expect("try").is_none(), "a newcomer cannot barge in");
+    assert!(lock.try_lock().await.expect("try").is_none(), "nor can the releaser take it back");
+    waiter.signal("CONT");
+    assert_eq!(waiter.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOCKED"), "the waiter claims it");
+    assert_eq!(waiter.next_line(Duration::from_secs(5)).await.as_deref(), Some("UNLOCKED"));
+    let second: u64 = lrange(&server, &tokens_key)[0].parse().expect("a token");
+    assert!(second > first, "the handed-over hold's token {second} > {first}");
+
+    // A plain Lock's release hands the lock over too, without a counter to move.
+    let plain = client.lock(name).lock_with_lease(Duration::from_secs(30)).await.expect("plain holder");
+    let (mut waiter, waiter_owner) = stopped_fenced_waiter(&server, name, "2").await;
+    plain.unlock().await.expect("unlock");
+    assert_eq!(hgetall(&server, name), vec![(waiter_owner, "1".to_owned())], "handed to the queued waiter");
+    waiter.signal("CONT");
+    assert_eq!(waiter.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOCKED"), "the waiter claims it");
+    assert_eq!(waiter.next_line(Duration::from_secs(5)).await.as_deref(), Some("UNLOCKED"));
+    let third: u64 = lrange(&server, &tokens_key)[1].parse().expect("a token");
+    assert!(third > second, "the hold handed over by a plain release has token {third} > {second}");
+    let next = lock.try_lock().await.expect("try").expect("free");
+    assert!(next.token() > third, "{} > {third}", next.token());
+    next.unlock().await.expect("unlock");
+    assert_eq!(raw(&server, &["EXISTS", name, &format!("leasehold_lock_queue:{{{name}}}")]).as_int(), Some(0));
+}
+both_servers!(a_hand_over_to_a_queued_fenced_waiter_issues_it_a_larger_token);

@@ -184,7 +184,7 @@ fn publishes_on(monitor: &Monitor, channel: &str) -> usize {
 /// (no `PUBLISH`, nothing left behind); a waiting `Lock` of another (default) client
 /// flags the holder, so the release still hands the lock over at once; with a second
 /// waiter queued, the new owner is flagged by the hand-over and its own release wakes
-/// that waiter too; a `FencedLock` waiter (not queued) flags the holder as well.
+/// that waiter too; a `FencedLock` waiter (queued the same way) flags the holder as well.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lean_release_publishes_only_for_flagged_waiters_and_wakes_every_kind() {
     let server = RedisServer::start();
@@ -250,7 +250,7 @@ async fn a_lean_release_publishes_only_for_flagged_waiters_and_wakes_every_kind(
     monitor.sync(&server.addr());
     assert_eq!(publishes_on(&monitor, "redisson_lock__channel:{lean:queue}"), before, "no waiter, no PUBLISH");
 
-    // A FencedLock waiter is not queued: its waiting call flags the holder.
+    // A FencedLock waiter queues as a Lock's does, and its waiting call flags the holder.
     let fenced = lean.fenced_lock("lean:fenced");
     let fenced_holder = fenced.lock_with_lease(Duration::from_secs(30)).await.expect("held");
     let fenced_waiter = {

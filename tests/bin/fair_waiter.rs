@@ -1,11 +1,11 @@
-//! A queued waiter in its own process (a `FairLock`, or with `KIND` = `lock` a `Lock`),
-//! for the cross-process FIFO and dead-waiter tests.
+//! A queued waiter in its own process (a `FairLock`, or with `KIND` = `lock` a `Lock`,
+//! `fenced` a `FencedLock`), for the cross-process FIFO and dead-waiter tests.
 //!
-//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock]`. It prints
+//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced]`. It prints
 //! `QUEUING <owner>`, waits for `NAME` with `lock()` (command timeout 1 s, the given
 //! keep-alive),
-//! then `RPUSH NAME:order ID` while holding it, prints `LOCKED`, holds it `HOLD_MS`,
-//! unlocks, prints `UNLOCKED` and exits.
+//! then `RPUSH NAME:order ID` while holding it (a fenced lock also `RPUSH NAME:tokens
+//! TOKEN`), prints `LOCKED`, holds it `HOLD_MS`, unlocks, prints `UNLOCKED` and exits.
 
 use std::io::Write;
 use std::time::Duration;
@@ -26,7 +26,7 @@ async fn main() {
         [_, url, name, id, keepalive_ms, hold_ms] => (url, name, id, keepalive_ms, hold_ms, "fair"),
         [_, url, name, id, keepalive_ms, hold_ms, kind] => (url, name, id, keepalive_ms, hold_ms, kind.as_str()),
         _ => {
-            eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock]");
+            eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced]");
             std::process::exit(2);
         }
     };
@@ -38,6 +38,27 @@ async fn main() {
         .connect()
         .await
         .expect("connect");
+    let rpush = CustomCommand::new_static("RPUSH", ClusterHash::FirstKey, false);
+    let push = |key: String, value: String| {
+        let client = client.clone();
+        let rpush = rpush.clone();
+        async move {
+            let _: i64 = client.fred().custom(rpush, vec![key, value]).await.expect("RPUSH");
+        }
+    };
+    let hold = millis(hold_ms);
+    if kind == "fenced" {
+        let lock = client.fenced_lock(name);
+        say(&format!("QUEUING {}", lock.owner()));
+        let guard = lock.lock().await.expect("fenced lock");
+        push(format!("{name}:order"), id.clone()).await;
+        push(format!("{name}:tokens"), guard.token().to_string()).await;
+        say("LOCKED");
+        tokio::time::sleep(hold).await;
+        guard.unlock().await.expect("unlock");
+        say("UNLOCKED");
+        return;
+    }
     let guard = if kind == "lock" {
         let lock = client.lock(name);
         say(&format!("QUEUING {}", lock.owner()));
@@ -47,10 +68,9 @@ async fn main() {
         say(&format!("QUEUING {}", lock.owner()));
         lock.lock().await.expect("fair lock")
     };
-    let rpush = CustomCommand::new_static("RPUSH", ClusterHash::FirstKey, false);
-    let _: i64 = client.fred().custom(rpush, vec![format!("{name}:order"), id.clone()]).await.expect("RPUSH");
+    push(format!("{name}:order"), id.clone()).await;
     say("LOCKED");
-    tokio::time::sleep(millis(hold_ms)).await;
+    tokio::time::sleep(hold).await;
     guard.unlock().await.expect("unlock");
     say("UNLOCKED");
 }

@@ -36,8 +36,13 @@ use crate::lock::Lock;
 /// later than the old server's did when it issued the last one (`docs/architecture/fencing.md`
 /// states the assumption precisely). **A re-entry returns the outer
 /// hold's token** (Redisson's `RFencedLock` issues a new one): every guard of one hold
-/// writes with the same fence: a re-entry (or a replayed acquire) answers the counter's
-/// value, which no other owner can move while this one holds the lock.
+/// writes with the same fence: a re-entry answers the counter's value, which no other
+/// owner can move while this one holds the lock.
+///
+/// **Waiting.** Waiters queue in the lock's server-side wait queue, as [`Lock`]'s do
+/// (`docs/architecture/wait-queue.md`): they get the lock in arrival order across every
+/// client and process, and a release hands it to the queue's head, whose claim of it
+/// issues that waiter a new token, larger than every earlier one.
 ///
 /// Like [`Lock`], the handle is the owner, and it is not `Clone`.
 ///

@@ -316,11 +316,11 @@ impl Lock {
 
 impl LockShared {
     /// Whether this lock's waiters queue up in the lock's server-side wait queue
-    /// (`acquire.lua`): a plain [`Lock`]. A [`FencedLock`](crate::FencedLock)'s waiters
-    /// wait in local FIFO order (a hand-over could not issue them a token), a
-    /// [`FairLock`](crate::FairLock)'s in Redisson's fair queue.
+    /// (`acquire.lua`, `fenced_acquire.lua`): a plain [`Lock`] and a
+    /// [`FencedLock`](crate::FencedLock), whose claim of a handed-over lock issues its
+    /// token. A [`FairLock`](crate::FairLock)'s waiters queue in Redisson's fair queue.
     pub(crate) fn server_queued(&self) -> bool {
-        self.fence_ttl_ms.is_none() && !self.fair
+        !self.fair
     }
 
     /// The lock kind, for spans and metrics.

@@ -84,13 +84,13 @@ pub struct AcquireSpec {
     pub sync: Option<ReplicaSync>,
     /// `Some(..)`: run `fair_acquire.lua` (a fair lock; no fencing token is issued).
     pub fair: Option<FairAcquire>,
-    /// `Some(keep-alive ms)`: a waiting call of a plain lock (`acquire.lua`): queue up
-    /// in the lock's wait queue when not acquired. Ignored by the fenced and fair
-    /// scripts.
+    /// `Some(keep-alive ms)`: a waiting call of a plain or fenced lock (`acquire.lua`,
+    /// `fenced_acquire.lua`): queue up in the lock's wait queue when not acquired, and
+    /// flag the holder. Ignored by the fair scripts, which have their own queue.
     pub queue_keepalive_ms: Option<u64>,
-    /// A waiting call (not a single try): `fenced_acquire.lua` flags the holder when the
-    /// lock is held, so that its release wakes this waiter. `acquire.lua` flags when
-    /// [`AcquireSpec::queue_keepalive_ms`] is set; the fair scripts have their own queue.
+    /// A waiting call (not a single try). No script reads it any more: the plain and
+    /// fenced scripts queue and flag when [`AcquireSpec::queue_keepalive_ms`] is set,
+    /// the fair scripts when [`FairAcquire::enqueue`] is.
     pub waiting: bool,
 }
 
@@ -162,13 +162,22 @@ impl LockStore {
                 (&*scripts::ACQUIRE, keys, args)
             }
             (None, Some(token_ttl_ms)) => {
-                let keys = vec![names.key().to_owned(), names.token_key()];
+                // acquire.lua's KEYS and ARGV (the queue's too, even for a single try),
+                // then the counter and its TTL.
+                let keys = vec![
+                    names.key().to_owned(),
+                    names.lock_queue_key(),
+                    names.lock_waiters_key(),
+                    names.lock_queue_channel(),
+                    names.token_key(),
+                ];
                 let args = vec![
                     lease_ms.to_string(),
                     owner.as_str().to_owned(),
                     target.max(1).to_string(),
+                    spec.queue_keepalive_ms.map_or(0, |ms| ms.max(1)).to_string(),
+                    self.publish_command().to_owned(),
                     token_ttl_ms.to_string(),
-                    if spec.waiting { "1" } else { "0" }.to_owned(),
                 ];
                 (&*scripts::FENCED_ACQUIRE, to_keys(keys), to_values(args))
             }

@@ -1,9 +1,12 @@
 //! The scripts of the top-level `lua/` folder, compiled into the crate.
 //!
 //! Each file's header states its KEYS, ARGV and replies; `docs/architecture/scripts.md` walks
-//! through them. The sources are included with `include_str!` from this crate's
-//! `lua/` folder, a checked-in copy of the workspace's top-level `lua/` (so the packaged
-//! crate carries them); `tests/lua_copies.rs` checks that the two are identical (see
+//! through them. Each script is assembled at build time (`build.rs`) from its template in
+//! this crate's `lua/templates/` and the shared steps in `lua/fragments/` (the
+//! `--#include` syntax is in `build.rs` and `docs/architecture/scripts.md`, "Fragments"),
+//! and included from `$OUT_DIR/lua/` with `include_str!`. The whole scripts are checked
+//! in too, in this crate's `lua/` and the workspace's top-level `lua/`, for readers;
+//! `tests/lua_copies.rs` fails when either differs from the assembly (see
 //! `docs/architecture/crates.md`, "Packaging").
 
 use std::sync::LazyLock;
@@ -12,7 +15,7 @@ use crate::script::LuaScript;
 
 macro_rules! lua {
     ($file:literal) => {
-        LazyLock::new(|| LuaScript::new($file, include_str!(concat!("../lua/", $file))))
+        LazyLock::new(|| LuaScript::new($file, include_str!(concat!(env!("OUT_DIR"), "/lua/", $file))))
     };
 }
 

@@ -1,0 +1,60 @@
+-- acquire.lua: take or re-enter a reentrant lock (Redisson's RLock layout), and queue a
+-- waiting owner in leasehold's own wait queue, so that releases hand the lock to waiters
+-- in arrival order across every client and process.
+--
+-- The client is the authority on how many holds its owner has: its acquires and
+-- releases take turns, so it always knows how many live guards it has. It sends the
+-- count it wants to end up with, and the script sets it. A replayed or retried call
+-- sets the same count again, so it counts once, with no per-request state on the
+-- server (no latch key to write, expire or leave behind).
+--
+-- The wait queue is leasehold's own (Redisson ignores both keys): KEYS[2] lists the
+-- waiting owners in arrival order, KEYS[3] maps each to "DEADLINE LEASE": the server
+-- time (ms, TIME) until which its entry lives without a refresh, and the lease the lock
+-- gets when release.lua hands it over. A live waiter refreshes its entry with every
+-- call (at least every keep-alive / 3); a dead one stops blocking the queue once its
+-- deadline passes. A single try (ARGV[4] = "0", `try_lock`) never reads or writes the
+-- queue: the flash-sale path stays three commands.
+--
+-- KEYS[1]  lock key: a Hash, field = owner "CLIENT_UUID:N", value = hold count
+-- KEYS[2]  wait queue "leasehold_lock_queue:{NAME}" (List of owner fields, head first)
+-- KEYS[3]  waiter entries "leasehold_lock_waiters:{NAME}" (Hash owner -> "DEADLINE LEASE")
+-- KEYS[4]  queue channel "leasehold_lock__queue:{NAME}": "GRANTED NEXT WAIT_MS" tells
+--          a new queue head it is first (see release.lua)
+-- ARGV[1]  lease in milliseconds (> 0; checked by the caller). A re-entry never
+--          shortens the key's TTL: it only raises it to ARGV[1]
+-- ARGV[2]  owner field
+-- ARGV[3]  the owner's hold count after this acquire: its live guards + 1 (>= 1)
+-- ARGV[4]  keep-alive in ms of a queue entry (> 0): queue up or refresh the entry when
+--          not acquired, and honour the queue when the lock is free; "0": a single try
+-- ARGV[5]  a waiting call only: the publish command, "publish" (classic pub/sub) or
+--          "spublish" (sharded, in a cluster); a single try publishes nothing
+--
+-- The waiter flag: a waiting call that finds the lock held by another owner writes the
+-- field "HOLDER:w" (value 1) next to the holder's field, in the same Hash; so does the
+-- owner that takes a free lock from the queue's head while others wait behind it.
+-- release.lua removes the owner's field and its flag in one HDEL, whose count tells it
+-- whether any leasehold waiter is there to be woken: a release nobody waits for then
+-- needs no PUBLISH (with `redisson_waiters(false)`, see release.lua). A flag exists
+-- only while its holder's field does: both go in the same HDEL, the same DEL (Redisson's
+-- unlock, a forced release) or the key's expiry. Redisson ignores the extra field (it
+-- reads its own field and EXISTS only).
+--
+-- Replies:
+--   {1, 1}       acquired fresh: the key did not exist (and, for a waiting call, no
+--                live waiter was ahead), or this owner's field was gone; count = 1.
+--                The owner's queue entry, if any, is removed
+--   {1, ARGV[3]} re-entered: the owner's field existed; its count is now ARGV[3]
+--                (also how a waiter claims a lock release.lua handed to it)
+--   {0, pttl}    single try: held by another owner; pttl = the key's remaining TTL in
+--                ms, -1 when the key has no expiry
+--   {0, wait, position}
+--                waiting call, not acquired: queued at `position` (0 = head). `wait`
+--                is the key's PTTL (-1: no expiry) while the lock is held, else (free,
+--                another live waiter is first) the ms until that waiter's entry
+--                expires (at least 1)
+-- Errors:
+--   WRONGTYPE   KEYS[1] exists and is not a Hash (or, for a waiting call that finds the
+--               lock held or a queue present, KEYS[2] is not a List or KEYS[3] not a
+--               Hash); nothing was written
+--#include fragments/queued_acquire.lua
