@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{args, Acquire, AcquireReply, AcquireSpec, Error, FairAcquire, LockNames, OwnerId, Result};
+use lock_core::{args, Acquire, AcquireReply, AcquireSpec, Error, LockKind, LockNames, OwnerId, Result};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -213,10 +213,7 @@ impl Lock {
     /// Once sent, the delete happens whether or not the future is polled again.
     pub async fn force_unlock(&self) -> Result<bool> {
         let names = self.shared.names()?;
-        if self.shared.fair {
-            return self.shared.client.store.fair_force_release(names).await;
-        }
-        self.shared.client.store.force_release(names).await
+        self.shared.client.store.force_release(&self.shared.lock_kind(), names).await
     }
 
     /// Whether any owner holds the lock now.
@@ -335,6 +332,17 @@ impl LockShared {
         }
     }
 
+    /// The lock's kind in lock-core: which scripts it runs.
+    pub(crate) fn lock_kind(&self) -> LockKind {
+        // Validated at build time (1 ms to a year).
+        let keepalive_ms = u64::try_from(self.queue_keepalive().as_millis()).unwrap_or(u64::MAX).max(1);
+        match (self.fair, self.fence_ttl_ms) {
+            (true, _) => LockKind::Fair { keepalive_ms },
+            (false, Some(counter_ttl_ms)) => LockKind::Fenced { counter_ttl_ms },
+            (false, None) => LockKind::Reentrant { queue_keepalive_ms: keepalive_ms },
+        }
+    }
+
     /// Whether a wait of this owner that holds a place in the server's queue is live
     /// (see [`LockShared::queued_waits`]). Read under the owner's turn.
     pub(crate) fn has_live_queued_wait(&self) -> bool {
@@ -367,12 +375,7 @@ impl LockShared {
         need_ms: u64,
         leave_queue: bool,
     ) -> Result<lock_core::Release> {
-        let store = &self.client.store;
-        if self.fair {
-            store.fair_release(names, &self.owner, target, need_ms).await
-        } else {
-            store.release(names, &self.owner, target, need_ms, leave_queue && self.server_queued()).await
-        }
+        self.client.store.release(&self.lock_kind(), names, &self.owner, target, need_ms, leave_queue).await
     }
 
     /// Sets the owner's count back to what it accounts for (no TTL raised) and, when the
@@ -407,18 +410,8 @@ impl LockShared {
         let target = self.holds.accounted() + 1;
         let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        // Validated at build time (1 ms to a year).
-        let keepalive_ms = u64::try_from(self.queue_keepalive().as_millis()).unwrap_or(u64::MAX).max(1);
-        let fair = self.fair.then_some(FairAcquire { keepalive_ms, enqueue });
-        let queue_keepalive_ms = (enqueue && self.server_queued()).then_some(keepalive_ms);
-        let spec = AcquireSpec {
-            fence_ttl_ms: self.fence_ttl_ms,
-            sync: self.client.sync,
-            fair,
-            queue_keepalive_ms,
-            waiting: enqueue,
-        };
-        let reply = self.client.store.acquire_with(names, &self.owner, lease_ms, target, spec).await;
+        let spec = AcquireSpec { kind: self.lock_kind(), waiting: enqueue, sync: self.client.sync };
+        let reply = self.client.store.acquire(names, &self.owner, lease_ms, target, spec).await;
         match reply {
             Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
                 if let Err(error) = crate::replicas::check(self.client.sync, acknowledged, names) {
