@@ -42,13 +42,12 @@ pub(crate) struct LockShared {
     pub(crate) names: std::result::Result<LockNames, String>,
     pub(crate) owner: OwnerId,
     pub(crate) holds: OwnerHolds,
-    /// `Some(counter TTL in ms)` for a [`FencedLock`](crate::FencedLock): its acquires
-    /// run `fenced_acquire.lua` and hand out tokens.
-    pub(crate) fence_ttl_ms: Option<u64>,
-    /// `true` for a [`FairLock`](crate::FairLock): its acquires run `fair_acquire.lua`
-    /// (queue order, queue entries kept alive by the wait loop), and its releases, undos
-    /// and wait clean-ups `fair_release.lua`.
-    pub(crate) fair: bool,
+    /// The lock's kind: which scripts its acquires, releases, undos, wait clean-ups and
+    /// force-releases run, whether its holds carry tokens, and how its waiters wait
+    /// ([`LockKind::Reentrant`] for a [`Lock`], [`LockKind::Fenced`] for a
+    /// [`FencedLock`](crate::FencedLock), [`LockKind::Fair`] for a
+    /// [`FairLock`](crate::FairLock)). Every branch point asks it.
+    pub(crate) kind: LockKind,
     /// The owner's waits that hold a place in a server queue (plain and fair locks), not
     /// yet ended: counted from before a wait's first call to the start of its clean-up.
     /// A clean-up (of a wait that ended, was cancelled, or of an acquire whose outcome is
@@ -70,26 +69,17 @@ impl std::fmt::Debug for Lock {
 
 impl Lock {
     pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
-        Self::with_fence(client, key, None)
+        let queue_keepalive_ms = keepalive_ms(&client);
+        Self::with_kind(client, key, LockKind::Reentrant { queue_keepalive_ms })
     }
 
-    /// A lock whose acquires are fenced (`Some(counter TTL in ms)`) or not.
-    pub(crate) fn with_fence(client: Arc<ClientShared>, key: &str, fence_ttl_ms: Option<u64>) -> Self {
-        Self::with_variant(client, key, fence_ttl_ms, false)
-    }
-
-    /// A fair lock: queue order across processes, entries kept alive for the client's
-    /// keep-alive.
-    pub(crate) fn fair(client: Arc<ClientShared>, key: &str) -> Self {
-        Self::with_variant(client, key, None, true)
-    }
-
-    fn with_variant(client: Arc<ClientShared>, key: &str, fence_ttl_ms: Option<u64>, fair: bool) -> Self {
+    /// A lock of `kind`: the handle every lock variant wraps.
+    pub(crate) fn with_kind(client: Arc<ClientShared>, key: &str, kind: LockKind) -> Self {
         let names = LockNames::new(key).map_err(|e| e.to_string());
         let owner = client.id.next_owner();
         let holds = OwnerHolds::default();
         let queued_waits = AtomicUsize::new(0);
-        Lock { shared: Arc::new(LockShared { client, names, owner, holds, fence_ttl_ms, fair, queued_waits }) }
+        Lock { shared: Arc::new(LockShared { client, names, owner, holds, kind, queued_waits }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
@@ -213,7 +203,7 @@ impl Lock {
     /// Once sent, the delete happens whether or not the future is polled again.
     pub async fn force_unlock(&self) -> Result<bool> {
         let names = self.shared.names()?;
-        self.shared.client.store.force_release(&self.shared.lock_kind(), names).await
+        self.shared.client.store.force_release(&self.shared.kind, names).await
     }
 
     /// Whether any owner holds the lock now.
@@ -276,7 +266,7 @@ impl Lock {
         let lease_ms = args::lease_millis(lease, "lease")?;
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
         let waits = wait != Some(Duration::ZERO);
-        let kind = self.shared.kind();
+        let kind = self.shared.telemetry_kind();
         let mut run = crate::wait::AcquireRun::default();
         let result = if tracing::enabled!(tracing::Level::DEBUG) {
             // The lock name is a field, never part of the span's name (bounded names).
@@ -312,35 +302,9 @@ impl Lock {
 }
 
 impl LockShared {
-    /// Whether this lock's waiters queue up in the lock's server-side wait queue
-    /// (`acquire.lua`): a plain [`Lock`]. A [`FencedLock`](crate::FencedLock)'s waiters
-    /// wait in local FIFO order (a hand-over could not issue them a token), a
-    /// [`FairLock`](crate::FairLock)'s in Redisson's fair queue.
-    pub(crate) fn server_queued(&self) -> bool {
-        self.fence_ttl_ms.is_none() && !self.fair
-    }
-
     /// The lock kind, for spans and metrics.
-    pub(crate) fn kind(&self) -> crate::telemetry::Kind {
-        use crate::telemetry::Kind;
-        if self.fair {
-            Kind::Fair
-        } else if self.fence_ttl_ms.is_some() {
-            Kind::Fenced
-        } else {
-            Kind::Lock
-        }
-    }
-
-    /// The lock's kind in lock-core: which scripts it runs.
-    pub(crate) fn lock_kind(&self) -> LockKind {
-        // Validated at build time (1 ms to a year).
-        let keepalive_ms = u64::try_from(self.queue_keepalive().as_millis()).unwrap_or(u64::MAX).max(1);
-        match (self.fair, self.fence_ttl_ms) {
-            (true, _) => LockKind::Fair { keepalive_ms },
-            (false, Some(counter_ttl_ms)) => LockKind::Fenced { counter_ttl_ms },
-            (false, None) => LockKind::Reentrant { queue_keepalive_ms: keepalive_ms },
-        }
+    pub(crate) fn telemetry_kind(&self) -> crate::telemetry::Kind {
+        crate::telemetry::Kind::of(&self.kind)
     }
 
     /// Whether a wait of this owner that holds a place in the server's queue is live
@@ -363,10 +327,11 @@ impl LockShared {
         self.names.as_ref().map_err(|message| Error::invalid_argument(message.clone()))
     }
 
-    /// Sets the owner's hold count on the server to `target` (`release.lua`, or
-    /// `fair_release.lua` for a fair lock, which also removes the owner's queue entry and
-    /// tells the queue head). With `leave_queue`, `release.lua` also removes the owner's
-    /// entry from the lock's wait queue. Every release, undo and wait clean-up goes
+    /// Sets the owner's hold count on the server to `target`, with the kind's release
+    /// (`release.lua`, or `fair_release.lua` for a fair lock, which also removes the
+    /// owner's queue entry and tells the queue head). With `leave_queue`, a plain lock's
+    /// release also removes the owner's entry from the lock's wait queue (the kinds
+    /// without one ignore it). Every release, undo and wait clean-up goes
     /// through here; the caller holds the owner's turn.
     pub(crate) async fn set_holds(
         &self,
@@ -375,7 +340,7 @@ impl LockShared {
         need_ms: u64,
         leave_queue: bool,
     ) -> Result<lock_core::Release> {
-        self.client.store.release(&self.lock_kind(), names, &self.owner, target, need_ms, leave_queue).await
+        self.client.store.release(&self.kind, names, &self.owner, target, need_ms, leave_queue).await
     }
 
     /// Sets the owner's count back to what it accounts for (no TTL raised) and, when the
@@ -410,7 +375,7 @@ impl LockShared {
         let target = self.holds.accounted() + 1;
         let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        let spec = AcquireSpec { kind: self.lock_kind(), waiting: enqueue, sync: self.client.sync };
+        let spec = AcquireSpec { kind: self.kind, waiting: enqueue, sync: self.client.sync };
         let reply = self.client.store.acquire(names, &self.owner, lease_ms, target, spec).await;
         match reply {
             Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
@@ -422,7 +387,7 @@ impl LockShared {
                 }
                 pending.armed = false;
                 let watchdog = &self.client.watchdog;
-                let kind = self.kind().as_str();
+                let kind = self.telemetry_kind().as_str();
                 let hold = self.holds.acquired(turn.seq, holds, sent_at, lease, mode, |lease_state| {
                     watchdog.register_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind)
                 });
@@ -446,6 +411,12 @@ impl LockShared {
             }
         }
     }
+}
+
+/// The queue keep-alive of `client`'s locks in whole milliseconds (validated at build
+/// time: 1 ms to a year).
+pub(crate) fn keepalive_ms(client: &ClientShared) -> u64 {
+    u64::try_from(client.fair_keepalive.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 /// Why an attempt did not acquire.

@@ -79,16 +79,17 @@ pub(crate) async fn acquire_loop(
     let mut retry_at: Option<Instant> = None;
     // A plain lock's waiters queue up on the server (`acquire.lua`): the server's queue
     // orders every client's waiters, and a release hands the lock to its head.
-    let server_queued = lock.server_queued();
+    let server_queued = lock.kind.queue() == lock_core::QueueKind::Server;
     // A fair lock's waiter listens on its own channel (`redisson_lock__channel:{NAME}:OWNER`,
     // to which a release publishes for the queue head only); the others on the lock's.
+    let own_channel = lock.kind.wait_channel() == lock_core::WaitChannel::Own;
     let channel: Arc<str> =
-        if lock.fair { Arc::from(names.waiter_channel(lock.owner.as_str())) } else { names.channel_arc().clone() };
+        if own_channel { Arc::from(names.waiter_channel(lock.owner.as_str())) } else { names.channel_arc().clone() };
     // A queued waiter re-attempts at least every third of the keep-alive, which refreshes
     // its queue entry's deadline (a waiter that stops doing so is purged as dead). A fair
     // waiter's refresh is due at once, so one that skipped the fast path queues up as
     // soon as it is first.
-    let queued = lock.fair || server_queued;
+    let queued = lock.kind.queue() != lock_core::QueueKind::Local;
     let refresh_every = queued.then(|| lock.queue_keepalive() / 3);
     let mut refresh_at: Option<Instant> = refresh_every.map(|_| Instant::now());
     // Removes this owner's queue entry unless the wait ends by acquiring (the acquire
@@ -136,7 +137,7 @@ pub(crate) async fn acquire_loop(
     }
     // From here on the call waits: counted in `Client::stats` (and the waiters gauge)
     // until it ends, however it ends.
-    let mut waiting = client.telemetry.wait_begin(names.key(), lock.kind());
+    let mut waiting = client.telemetry.wait_begin(names.key(), lock.telemetry_kind());
     // Register before the next attempt: a release published from here on wakes us. A
     // server-queued waiter is also given what its client heard since the fast path was
     // sent (or a turn to catch up, if its client was not listening all that time).
@@ -144,7 +145,7 @@ pub(crate) async fn acquire_loop(
         let queue_channel: Arc<str> = Arc::from(names.lock_queue_channel());
         let owner: Arc<str> = Arc::from(lock.owner.as_str());
         subscriber.register_queued(&channel, &queue_channel, names.key_arc(), &owner, position, first_sent_at)
-    } else if lock.fair && fast_path_held {
+    } else if own_channel && fast_path_held {
         // Alone on its own channel: the channel's history says whether a release came.
         subscriber.register_lock_after(&channel, names.key_arc(), first_sent_at)
     } else {
