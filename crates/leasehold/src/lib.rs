@@ -145,6 +145,7 @@ mod guard;
 mod hold;
 mod live;
 mod lock;
+mod lock_wait;
 mod replicas;
 mod retry;
 mod sentinel;

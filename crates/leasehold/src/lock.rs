@@ -4,14 +4,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{args, Acquire, AcquireReply, AcquireSpec, Error, LockKind, LockNames, OwnerId, Result};
+use lock_core::{Acquire, AcquireReply, AcquireSpec, Error, LockKind, LockNames, OwnerId, Result};
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::client::ClientShared;
 use crate::guard::LockGuard;
 use crate::hold::{LeaseMode, OwnerHolds};
 use crate::retry::ReplaySafeRetry;
+use crate::wait::NotAcquired;
 
 /// A handle on one reentrant lock, and the owner that holds it.
 ///
@@ -253,52 +253,6 @@ impl Lock {
         let names = self.shared.names()?;
         Ok(self.shared.client.store.pttl(names.key()).await?.flatten())
     }
-
-    /// The shared acquire path. `wait`: `None` = unbounded, `Some(ZERO)` = one attempt.
-    pub(crate) async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
-        let start = Instant::now();
-        // Every check happens before anything is sent.
-        let names = self.shared.names()?;
-        let lease = match mode {
-            LeaseMode::Watchdog => self.shared.client.config.watchdog_timeout,
-            LeaseMode::Fixed(lease) => lease,
-        };
-        let lease_ms = args::lease_millis(lease, "lease")?;
-        let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
-        let waits = wait != Some(Duration::ZERO);
-        let kind = self.shared.telemetry_kind();
-        let mut run = crate::wait::AcquireRun::default();
-        let result = if tracing::enabled!(tracing::Level::DEBUG) {
-            // The lock name is a field, never part of the span's name (bounded names).
-            let span = tracing::debug_span!(
-                "leasehold.acquire",
-                lock = %names.key(),
-                kind = kind.as_str(),
-                mode = if waits { "wait" } else { "try" },
-                lease_ms,
-                watchdog = mode == LeaseMode::Watchdog,
-                wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
-                db.system.name = "redis",
-                attempts = tracing::field::Empty,
-                outcome = tracing::field::Empty,
-                token = tracing::field::Empty,
-            );
-            let acquire = crate::wait::acquire_loop(&self.shared, names, lease, lease_ms, mode, deadline, &mut run);
-            let result = acquire.instrument(span.clone()).await;
-            span.record("attempts", run.attempts);
-            span.record("outcome", crate::telemetry::Outcome::of(&result, waits).as_str());
-            if let Some(token) = result.as_ref().ok().and_then(|g| g.as_ref()).and_then(LockGuard::token) {
-                span.record("token", token);
-            }
-            result
-        } else {
-            // No span to fill: skip building it on the hot path.
-            crate::wait::acquire_loop(&self.shared, names, lease, lease_ms, mode, deadline, &mut run).await
-        };
-        let outcome = crate::telemetry::Outcome::of(&result, waits);
-        self.shared.client.telemetry.acquire_done(names.key(), kind, waits, outcome, start.elapsed());
-        result
-    }
 }
 
 impl LockShared {
@@ -417,15 +371,6 @@ impl LockShared {
 /// time: 1 ms to a year).
 pub(crate) fn keepalive_ms(client: &ClientShared) -> u64 {
     u64::try_from(client.fair_keepalive.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-/// Why an attempt did not acquire.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct NotAcquired {
-    /// When to try again unprompted (see [`Acquire::Held`]).
-    pub(crate) pttl: Option<Duration>,
-    /// The owner's place in the lock's wait queue, for a queued call.
-    pub(crate) position: Option<u64>,
 }
 
 /// The read-only queries of a lock variant that wraps a [`Lock`] in a field `lock`
