@@ -20,6 +20,8 @@ mod attempt;
 mod backoff;
 mod entry;
 mod line;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
