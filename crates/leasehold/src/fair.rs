@@ -69,7 +69,8 @@ impl std::fmt::Debug for FairLock {
 
 impl FairLock {
     pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
-        FairLock { lock: Lock::fair(client, key) }
+        let keepalive_ms = crate::lock::keepalive_ms(&client);
+        FairLock { lock: Lock::with_kind(client, key, lock_core::LockKind::Fair { keepalive_ms }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).

@@ -18,7 +18,7 @@ use crate::lock::Lock;
 /// every token issued before for the same name, by any client or process.
 ///
 /// A lease cannot stop a holder that was paused past it (a GC pause, `SIGSTOP`, a
-/// swapped-out VM) from writing after another owner took the lock; [`FencedGuard::lost`]
+/// swapped-out VM) from writing after another owner took the lock; [`LockGuard::lost`]
 /// only tells it afterwards. The token closes that gap at the resource: the resource
 /// remembers the largest token that wrote it and refuses smaller ones, so the paused
 /// holder's late write is rejected ([`FencedGuard::fenced_set`] for a String in Redis,
@@ -72,8 +72,11 @@ impl std::fmt::Debug for FencedLock {
 
 impl FencedLock {
     pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
-        let ttl = client.fence_token_ttl_ms;
-        FencedLock { lock: Lock::with_fence(client, key, Some(ttl)) }
+        let counter_ttl_ms = client.fence_token_ttl_ms;
+        let queue_keepalive_ms = crate::lock::keepalive_ms(&client);
+        FencedLock {
+            lock: Lock::with_kind(client, key, lock_core::LockKind::Fenced { counter_ttl_ms, queue_keepalive_ms }),
+        }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
@@ -169,8 +172,12 @@ impl FencedLock {
     crate::lock::forward_queries!();
 }
 
-/// One hold of a [`FencedLock`], with its fencing token. Everything but the token is
-/// [`LockGuard`]'s, including `Drop` (a background release).
+/// One hold of a [`FencedLock`], with its fencing token. It derefs to the
+/// [`LockGuard`] of the hold, so everything but the token and
+/// [`FencedGuard::fenced_set`] is [`LockGuard`]'s ([`LockGuard::lost`],
+/// [`LockGuard::is_lost`], [`LockGuard::key`], …), including `Drop` (a background
+/// release). [`FencedGuard::unlock`] and [`FencedGuard::detach`] consume the guard, as
+/// [`LockGuard`]'s do.
 #[must_use = "dropping the guard releases the lock (in the background)"]
 #[clippy::has_significant_drop]
 pub struct FencedGuard {
@@ -181,6 +188,14 @@ pub struct FencedGuard {
 impl std::fmt::Debug for FencedGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FencedGuard").field("token", &self.token).field("guard", &self.guard).finish()
+    }
+}
+
+impl std::ops::Deref for FencedGuard {
+    type Target = LockGuard;
+
+    fn deref(&self) -> &LockGuard {
+        &self.guard
     }
 }
 
@@ -213,44 +228,6 @@ impl FencedGuard {
     /// As [`crate::fence::fenced_set`].
     pub async fn fenced_set(&self, resource: &str, value: impl AsRef<[u8]>) -> Result<FencedWrite> {
         self.guard.client().store.fenced_write(resource, self.token, value.as_ref()).await
-    }
-
-    /// The lock's Redis key.
-    pub fn key(&self) -> &str {
-        self.guard.key()
-    }
-
-    /// The owner id that holds this guard's hold.
-    pub fn owner(&self) -> &str {
-        self.guard.owner()
-    }
-
-    /// As [`LockGuard::is_lost`].
-    pub fn is_lost(&self) -> bool {
-        self.guard.is_lost()
-    }
-
-    /// As [`LockGuard::lost`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only observes.
-    pub async fn lost(&self) {
-        self.guard.lost().await;
-    }
-
-    /// As [`LockGuard::lease_deadline`].
-    pub fn lease_deadline(&self) -> std::time::Instant {
-        self.guard.lease_deadline()
-    }
-
-    /// As [`LockGuard::is_watchdog`].
-    pub fn is_watchdog(&self) -> bool {
-        self.guard.is_watchdog()
-    }
-
-    /// As [`LockGuard::is_renewed`].
-    pub fn is_renewed(&self) -> bool {
-        self.guard.is_renewed()
     }
 
     /// As [`LockGuard::detach`]: stops the renewal, sends nothing, and leaves the key to

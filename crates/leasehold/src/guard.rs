@@ -165,7 +165,7 @@ impl LockGuard {
             let span = tracing::debug_span!(
                 "leasehold.release",
                 lock = %lock.key(),
-                kind = lock.kind().as_str(),
+                kind = lock.telemetry_kind().as_str(),
                 db.system.name = "redis",
                 outcome = tracing::field::Empty,
             );

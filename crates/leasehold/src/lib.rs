@@ -145,6 +145,7 @@ mod guard;
 mod hold;
 mod live;
 mod lock;
+mod lock_wait;
 #[cfg(feature = "metrics")]
 mod metric_handles;
 mod replicas;

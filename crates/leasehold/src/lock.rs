@@ -4,14 +4,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{args, Acquire, AcquireReply, AcquireSpec, Error, FairAcquire, LockNames, OwnerId, Result};
+use lock_core::{Acquire, AcquireReply, AcquireSpec, Error, LockKind, LockNames, OwnerId, Result};
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::client::ClientShared;
 use crate::guard::LockGuard;
 use crate::hold::{LeaseMode, OwnerHolds};
 use crate::retry::ReplaySafeRetry;
+use crate::wait::NotAcquired;
 
 /// A handle on one reentrant lock, and the owner that holds it.
 ///
@@ -42,13 +42,12 @@ pub(crate) struct LockShared {
     pub(crate) names: std::result::Result<LockNames, String>,
     pub(crate) owner: OwnerId,
     pub(crate) holds: OwnerHolds,
-    /// `Some(counter TTL in ms)` for a [`FencedLock`](crate::FencedLock): its acquires
-    /// run `fenced_acquire.lua` and hand out tokens.
-    pub(crate) fence_ttl_ms: Option<u64>,
-    /// `true` for a [`FairLock`](crate::FairLock): its acquires run `fair_acquire.lua`
-    /// (queue order, queue entries kept alive by the wait loop), and its releases, undos
-    /// and wait clean-ups `fair_release.lua`.
-    pub(crate) fair: bool,
+    /// The lock's kind: which scripts its acquires, releases, undos, wait clean-ups and
+    /// force-releases run, whether its holds carry tokens, and how its waiters wait
+    /// ([`LockKind::Reentrant`] for a [`Lock`], [`LockKind::Fenced`] for a
+    /// [`FencedLock`](crate::FencedLock), [`LockKind::Fair`] for a
+    /// [`FairLock`](crate::FairLock)). Every branch point asks it.
+    pub(crate) kind: LockKind,
     /// The owner's waits that hold a place in a server queue (plain and fair locks), not
     /// yet ended: counted from before a wait's first call to the start of its clean-up.
     /// A clean-up (of a wait that ended, was cancelled, or of an acquire whose outcome is
@@ -70,26 +69,17 @@ impl std::fmt::Debug for Lock {
 
 impl Lock {
     pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
-        Self::with_fence(client, key, None)
+        let queue_keepalive_ms = keepalive_ms(&client);
+        Self::with_kind(client, key, LockKind::Reentrant { queue_keepalive_ms })
     }
 
-    /// A lock whose acquires are fenced (`Some(counter TTL in ms)`) or not.
-    pub(crate) fn with_fence(client: Arc<ClientShared>, key: &str, fence_ttl_ms: Option<u64>) -> Self {
-        Self::with_variant(client, key, fence_ttl_ms, false)
-    }
-
-    /// A fair lock: queue order across processes, entries kept alive for the client's
-    /// keep-alive.
-    pub(crate) fn fair(client: Arc<ClientShared>, key: &str) -> Self {
-        Self::with_variant(client, key, None, true)
-    }
-
-    fn with_variant(client: Arc<ClientShared>, key: &str, fence_ttl_ms: Option<u64>, fair: bool) -> Self {
+    /// A lock of `kind`: the handle every lock variant wraps.
+    pub(crate) fn with_kind(client: Arc<ClientShared>, key: &str, kind: LockKind) -> Self {
         let names = LockNames::new(key).map_err(|e| e.to_string());
         let owner = client.id.next_owner();
         let holds = OwnerHolds::default();
         let queued_waits = AtomicUsize::new(0);
-        Lock { shared: Arc::new(LockShared { client, names, owner, holds, fence_ttl_ms, fair, queued_waits }) }
+        Lock { shared: Arc::new(LockShared { client, names, owner, holds, kind, queued_waits }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).
@@ -213,10 +203,7 @@ impl Lock {
     /// Once sent, the delete happens whether or not the future is polled again.
     pub async fn force_unlock(&self) -> Result<bool> {
         let names = self.shared.names()?;
-        if self.shared.fair {
-            return self.shared.client.store.fair_force_release(names).await;
-        }
-        self.shared.client.store.force_release(names).await
+        self.shared.client.store.force_release(&self.shared.kind, names).await
     }
 
     /// Whether any owner holds the lock now.
@@ -266,73 +253,12 @@ impl Lock {
         let names = self.shared.names()?;
         Ok(self.shared.client.store.pttl(names.key()).await?.flatten())
     }
-
-    /// The shared acquire path. `wait`: `None` = unbounded, `Some(ZERO)` = one attempt.
-    pub(crate) async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
-        let start = Instant::now();
-        // Every check happens before anything is sent.
-        let names = self.shared.names()?;
-        let lease = match mode {
-            LeaseMode::Watchdog => self.shared.client.config.watchdog_timeout,
-            LeaseMode::Fixed(lease) => lease,
-        };
-        let lease_ms = args::lease_millis(lease, "lease")?;
-        let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
-        let waits = wait != Some(Duration::ZERO);
-        let kind = self.shared.kind();
-        let mut run = crate::wait::AcquireRun::default();
-        let result = if tracing::enabled!(tracing::Level::DEBUG) {
-            // The lock name is a field, never part of the span's name (bounded names).
-            let span = tracing::debug_span!(
-                "leasehold.acquire",
-                lock = %names.key(),
-                kind = kind.as_str(),
-                mode = if waits { "wait" } else { "try" },
-                lease_ms,
-                watchdog = mode == LeaseMode::Watchdog,
-                wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
-                db.system.name = "redis",
-                attempts = tracing::field::Empty,
-                outcome = tracing::field::Empty,
-                token = tracing::field::Empty,
-            );
-            let acquire = crate::wait::acquire_loop(&self.shared, names, lease, lease_ms, mode, deadline, &mut run);
-            let result = acquire.instrument(span.clone()).await;
-            span.record("attempts", run.attempts);
-            span.record("outcome", crate::telemetry::Outcome::of(&result, waits).as_str());
-            if let Some(token) = result.as_ref().ok().and_then(|g| g.as_ref()).and_then(LockGuard::token) {
-                span.record("token", token);
-            }
-            result
-        } else {
-            // No span to fill: skip building it on the hot path.
-            crate::wait::acquire_loop(&self.shared, names, lease, lease_ms, mode, deadline, &mut run).await
-        };
-        let outcome = crate::telemetry::Outcome::of(&result, waits);
-        self.shared.client.telemetry.acquire_done(names.key(), kind, waits, outcome, start.elapsed());
-        result
-    }
 }
 
 impl LockShared {
-    /// Whether this lock's waiters queue up in the lock's server-side wait queue
-    /// (`acquire.lua`, `fenced_acquire.lua`): a plain [`Lock`] and a
-    /// [`FencedLock`](crate::FencedLock), whose claim of a handed-over lock issues its
-    /// token. A [`FairLock`](crate::FairLock)'s waiters queue in Redisson's fair queue.
-    pub(crate) fn server_queued(&self) -> bool {
-        !self.fair
-    }
-
     /// The lock kind, for spans and metrics.
-    pub(crate) fn kind(&self) -> crate::telemetry::Kind {
-        use crate::telemetry::Kind;
-        if self.fair {
-            Kind::Fair
-        } else if self.fence_ttl_ms.is_some() {
-            Kind::Fenced
-        } else {
-            Kind::Lock
-        }
+    pub(crate) fn telemetry_kind(&self) -> crate::telemetry::Kind {
+        crate::telemetry::Kind::of(&self.kind)
     }
 
     /// Whether a wait of this owner that holds a place in the server's queue is live
@@ -355,10 +281,11 @@ impl LockShared {
         self.names.as_ref().map_err(|message| Error::invalid_argument(message.clone()))
     }
 
-    /// Sets the owner's hold count on the server to `target` (`release.lua`, or
-    /// `fair_release.lua` for a fair lock, which also removes the owner's queue entry and
-    /// tells the queue head). With `leave_queue`, `release.lua` also removes the owner's
-    /// entry from the lock's wait queue. Every release, undo and wait clean-up goes
+    /// Sets the owner's hold count on the server to `target`, with the kind's release
+    /// (`release.lua`, or `fair_release.lua` for a fair lock, which also removes the
+    /// owner's queue entry and tells the queue head). With `leave_queue`, a plain lock's
+    /// release also removes the owner's entry from the lock's wait queue (the kinds
+    /// without one ignore it). Every release, undo and wait clean-up goes
     /// through here; the caller holds the owner's turn.
     pub(crate) async fn set_holds(
         &self,
@@ -367,12 +294,7 @@ impl LockShared {
         need_ms: u64,
         leave_queue: bool,
     ) -> Result<lock_core::Release> {
-        let store = &self.client.store;
-        if self.fair {
-            store.fair_release(names, &self.owner, target, need_ms).await
-        } else {
-            store.release(names, &self.owner, target, need_ms, leave_queue && self.server_queued()).await
-        }
+        self.client.store.release(&self.kind, names, &self.owner, target, need_ms, leave_queue).await
     }
 
     /// Sets the owner's count back to what it accounts for (no TTL raised) and, when the
@@ -407,18 +329,8 @@ impl LockShared {
         let target = self.holds.accounted() + 1;
         let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        // Validated at build time (1 ms to a year).
-        let keepalive_ms = u64::try_from(self.queue_keepalive().as_millis()).unwrap_or(u64::MAX).max(1);
-        let fair = self.fair.then_some(FairAcquire { keepalive_ms, enqueue });
-        let queue_keepalive_ms = (enqueue && self.server_queued()).then_some(keepalive_ms);
-        let spec = AcquireSpec {
-            fence_ttl_ms: self.fence_ttl_ms,
-            sync: self.client.sync,
-            fair,
-            queue_keepalive_ms,
-            waiting: enqueue,
-        };
-        let reply = self.client.store.acquire_with(names, &self.owner, lease_ms, target, spec).await;
+        let spec = AcquireSpec { kind: self.kind, waiting: enqueue, sync: self.client.sync };
+        let reply = self.client.store.acquire(names, &self.owner, lease_ms, target, spec).await;
         match reply {
             Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
                 if let Err(error) = crate::replicas::check(self.client.sync, acknowledged, names) {
@@ -429,7 +341,7 @@ impl LockShared {
                 }
                 pending.armed = false;
                 let watchdog = &self.client.watchdog;
-                let kind = self.kind().as_str();
+                let kind = self.telemetry_kind().as_str();
                 let hold = self.holds.acquired(turn.seq, holds, sent_at, lease, mode, |lease_state| {
                     watchdog.register_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind)
                 });
@@ -455,13 +367,10 @@ impl LockShared {
     }
 }
 
-/// Why an attempt did not acquire.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct NotAcquired {
-    /// When to try again unprompted (see [`Acquire::Held`]).
-    pub(crate) pttl: Option<Duration>,
-    /// The owner's place in the lock's wait queue, for a queued call.
-    pub(crate) position: Option<u64>,
+/// The queue keep-alive of `client`'s locks in whole milliseconds (validated at build
+/// time: 1 ms to a year).
+pub(crate) fn keepalive_ms(client: &ClientShared) -> u64 {
+    u64::try_from(client.fair_keepalive.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 /// The read-only queries of a lock variant that wraps a [`Lock`] in a field `lock`

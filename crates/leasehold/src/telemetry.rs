@@ -32,6 +32,15 @@ impl Kind {
         self as usize
     }
 
+    /// The label of a lock of `kind`.
+    pub(crate) fn of(kind: &lock_core::LockKind) -> Kind {
+        match kind {
+            lock_core::LockKind::Reentrant { .. } => Kind::Lock,
+            lock_core::LockKind::Fenced { .. } => Kind::Fenced,
+            lock_core::LockKind::Fair { .. } => Kind::Fair,
+        }
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Lock => "lock",

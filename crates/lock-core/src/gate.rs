@@ -119,7 +119,9 @@ mod tests {
         let started = tokio::time::Instant::now();
         let names = crate::LockNames::new("k").expect("name");
         let owner = crate::ClientId::new_random().next_owner();
-        let error = store.acquire(&names, &owner, 1_000, 1, None).await.expect_err("held at the gate");
+        let kind = crate::LockKind::Reentrant { queue_keepalive_ms: 10_000 };
+        let spec = crate::AcquireSpec { kind, waiting: false, sync: None };
+        let error = store.acquire(&names, &owner, 1_000, 1, spec).await.expect_err("held at the gate");
         assert!(error.is_connection() && error.is_not_sent() && error.is_transient(), "{error:?}");
         assert_eq!(started.elapsed(), timeout, "waited the whole command timeout");
         let opener = tokio::spawn({

@@ -14,7 +14,9 @@
 //! - [`gate`]: the write gate that holds lock writes back while a switch of primary is
 //!   followed.
 //! - [`fence`]: fencing tokens on the resource side (`fenced_write.lua`).
-//! - [`replicas`]: replica acknowledgement (`WAIT`) and the fenced acquire.
+//! - [`kind`]: the lock kinds ([`LockKind`]): each one's scripts, KEYS and ARGV, reply
+//!   and how its waiters wait.
+//! - [`replicas`]: replica acknowledgement (`WAIT`) and what an acquire is asked.
 //! - [`args`]: validation of durations before anything is sent.
 //! - [`error`]: the one error type, with a [`ErrorKind`] and `is_*` predicates.
 //!
@@ -25,6 +27,7 @@ mod ask;
 pub mod error;
 pub mod fence;
 pub mod gate;
+pub mod kind;
 pub mod lease;
 pub mod names;
 pub mod owner;
@@ -36,8 +39,9 @@ pub mod topology;
 
 pub use error::{Error, ErrorKind, Result};
 pub use gate::WriteGate;
+pub use kind::{LockKind, QueueKind, WaitChannel};
 pub use lease::LeaseState;
 pub use names::LockNames;
 pub use owner::{ClientId, OwnerId};
-pub use replicas::{AcquireReply, AcquireSpec, FairAcquire, ReplicaSync};
+pub use replicas::{AcquireReply, AcquireSpec, ReplicaSync};
 pub use store::{Acquire, LockStore, Release};

@@ -1,5 +1,5 @@
-//! Replica acknowledgement of acquires (`WAIT`), and the acquire entry point that chooses
-//! between `acquire.lua` and `fenced_acquire.lua`.
+//! Replica acknowledgement of acquires (`WAIT`), and what an acquire is asked
+//! ([`AcquireSpec`]) and answers ([`AcquireReply`]).
 //!
 //! One Redis primary is the source of truth: if it fails over before a lock reached a
 //! replica, the promoted replica does not have the lock and hands it to a second owner.
@@ -11,15 +11,15 @@
 
 use std::time::Duration;
 
-use fred::prelude::{Client, ClientLike, LuaInterface};
-use fred::types::{ClusterHash, CustomCommand, Key, Value};
+use fred::prelude::{Client, ClientLike, FromValue, LuaInterface};
+use fred::types::{ClusterHash, CustomCommand, Value};
 
+use crate::args;
 use crate::error::{Error, ErrorKind, Result};
-use crate::names::{key_slot, LockNames};
-use crate::owner::OwnerId;
+use crate::kind::{LockKind, ScriptArgs};
+use crate::names::key_slot;
 use crate::script::LuaScript;
-use crate::store::{acquire_args, acquire_from_reply, fair_keys, non_negative, unexpected, Acquire, LockStore};
-use crate::{args, scripts};
+use crate::store::Acquire;
 
 /// How many replicas must acknowledge each acquire, and how long the primary may wait for
 /// them.
@@ -73,37 +73,22 @@ impl ReplicaSync {
     }
 }
 
-/// How to acquire: which script, and whether replicas must acknowledge it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How to acquire: the lock's kind (which script, its KEYS and ARGV, how its reply is
+/// read), whether it is a waiting call, and whether replicas must acknowledge it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AcquireSpec {
-    /// `Some(ttl_ms)`: run `fenced_acquire.lua` and issue a fencing token, giving the
-    /// counter that TTL; `None`: `acquire.lua` (or `fair_acquire.lua`, see
-    /// [`AcquireSpec::fair`], which takes precedence).
-    pub fence_ttl_ms: Option<u64>,
+    /// The lock's kind.
+    pub kind: LockKind,
+    /// A waiting call (not a single try): a server-queued kind queues up (or refreshes
+    /// its entry) when not acquired, a fair one too, and a fenced one flags the holder
+    /// so that its release wakes this waiter. A single try writes nothing when the lock
+    /// is held.
+    pub waiting: bool,
     /// Follow the script with `WAIT`.
     pub sync: Option<ReplicaSync>,
-    /// `Some(..)`: run `fair_acquire.lua` (a fair lock; no fencing token is issued).
-    pub fair: Option<FairAcquire>,
-    /// `Some(keep-alive ms)`: a waiting call of a plain or fenced lock (`acquire.lua`,
-    /// `fenced_acquire.lua`): queue up in the lock's wait queue when not acquired, and
-    /// flag the holder. Ignored by the fair scripts, which have their own queue.
-    pub queue_keepalive_ms: Option<u64>,
-    /// A waiting call (not a single try). No script reads it any more: the plain and
-    /// fenced scripts queue and flag when [`AcquireSpec::queue_keepalive_ms`] is set,
-    /// the fair scripts when [`FairAcquire::enqueue`] is.
-    pub waiting: bool,
 }
 
-/// The fair-lock part of an acquire ([`AcquireSpec::fair`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FairAcquire {
-    /// A queued entry's deadline is the server's time + this (ms, > 0).
-    pub keepalive_ms: u64,
-    /// Queue up (or refresh the entry) when not acquired; `false` for a single try.
-    pub enqueue: bool,
-}
-
-/// The answer to [`LockStore::acquire_with`].
+/// The answer to [`LockStore::acquire`](crate::LockStore::acquire).
 #[derive(Debug)]
 pub struct AcquireReply {
     /// What the script answered.
@@ -115,102 +100,9 @@ pub struct AcquireReply {
     pub acknowledged: Option<Result<u32>>,
 }
 
-impl LockStore {
-    /// Runs the acquire that `spec` describes: `acquire.lua` or `fenced_acquire.lua`, and
-    /// with [`AcquireSpec::sync`] a `WAIT` pipelined right behind it. Without a fence or
-    /// sync this is exactly [`LockStore::acquire`].
-    ///
-    /// `WAIT` is not checked here: the caller decides what too few acknowledgements mean
-    /// ([`ReplicaSync::check`]) and gives the hold back.
-    ///
-    /// # Errors
-    /// As [`LockStore::acquire`]; a fencing counter that is not an integer is
-    /// [`ErrorKind::Redis`]. The script and `WAIT` together are bounded by the command
-    /// timeout.
-    ///
-    /// # Cancel safety
-    /// Dropping the future does not take the commands back: once written they run, and
-    /// only their answers are lost.
-    pub async fn acquire_with(
-        &self,
-        names: &LockNames,
-        owner: &OwnerId,
-        lease_ms: u64,
-        target: u64,
-        spec: AcquireSpec,
-    ) -> Result<AcquireReply> {
-        let (script, keys, args) = match (spec.fair, spec.fence_ttl_ms) {
-            (Some(fair), _) => {
-                let args = vec![
-                    lease_ms.to_string(),
-                    owner.as_str().to_owned(),
-                    target.max(1).to_string(),
-                    fair.keepalive_ms.max(1).to_string(),
-                    if fair.enqueue { "1" } else { "0" }.to_owned(),
-                    crate::names::UNLOCK_MESSAGE.to_owned(),
-                    self.publish_command().to_owned(),
-                ];
-                (&*scripts::FAIR_ACQUIRE, to_keys(fair_keys(names)), to_values(args))
-            }
-            (None, None) if spec.sync.is_none() => {
-                let acquire = self.acquire(names, owner, lease_ms, target, spec.queue_keepalive_ms).await?;
-                return Ok(AcquireReply { acquire, token: None, acknowledged: None });
-            }
-            (None, None) => {
-                let (keys, args) =
-                    acquire_args(names, owner, lease_ms, target, spec.queue_keepalive_ms, self.publish_command());
-                (&*scripts::ACQUIRE, keys, args)
-            }
-            (None, Some(token_ttl_ms)) => {
-                // acquire.lua's KEYS and ARGV (the queue's too, even for a single try),
-                // then the counter and its TTL.
-                let keys = vec![
-                    names.key().to_owned(),
-                    names.lock_queue_key(),
-                    names.lock_waiters_key(),
-                    names.lock_queue_channel(),
-                    names.token_key(),
-                ];
-                let args = vec![
-                    lease_ms.to_string(),
-                    owner.as_str().to_owned(),
-                    target.max(1).to_string(),
-                    spec.queue_keepalive_ms.map_or(0, |ms| ms.max(1)).to_string(),
-                    self.publish_command().to_owned(),
-                    token_ttl_ms.to_string(),
-                ];
-                (&*scripts::FENCED_ACQUIRE, to_keys(keys), to_values(args))
-            }
-        };
-        let budget = self.write_budget(names.key()).await?;
-        let (reply, acknowledged): (Vec<i64>, _) = match spec.sync {
-            None => (script.run(self.client(), names.key(), budget, keys, args).await?, None),
-            Some(sync) => {
-                let (reply, waited) =
-                    run_then_wait(script, self.client(), names.key(), budget, keys, args, sync).await?;
-                (reply, Some(waited))
-            }
-        };
-        let acquire = acquire_from_reply(script.name(), names, &reply)?;
-        let token = match (acquire, spec.fence_ttl_ms, reply.as_slice()) {
-            (Acquire::Acquired { .. }, Some(_), [_, _, token]) => Some(non_negative(*token)),
-            (Acquire::Acquired { .. }, Some(_), other) => return Err(unexpected(script.name(), names, other)),
-            _ => None,
-        };
-        Ok(AcquireReply { acquire, token, acknowledged })
-    }
-}
-
-fn to_keys(keys: Vec<String>) -> Vec<Key> {
-    keys.into_iter().map(Key::from).collect()
-}
-
-fn to_values(args: Vec<String>) -> Vec<Value> {
-    args.into_iter().map(Value::from).collect()
-}
-
-/// Runs `script` and, pipelined right behind it on the same connection, `WAIT`. Returns
-/// the script's reply and what `WAIT` answered.
+/// Runs `script` with the KEYS and ARGV `build` makes (anew for each send) and,
+/// pipelined right behind it on the same connection, `WAIT`. Returns the script's reply
+/// and what `WAIT` answered.
 ///
 /// The order on the wire is what makes `WAIT` cover the script: fred queues a command
 /// when its future is first polled, and `join!(biased; …)` polls the script first. A
@@ -218,20 +110,24 @@ fn to_values(args: Vec<String>) -> Vec<Value> {
 /// script did not run and the `WAIT` behind it covered nothing of it, so the script is
 /// loaded and the pair sent again. (fred's `evalsha_with_reload` would send the reloaded
 /// script *after* the `WAIT`, which would then not cover it.)
-async fn run_then_wait(
+pub(crate) async fn run_then_wait<R, B>(
     script: &LuaScript,
     client: &Client,
     key: &str,
     timeout: Duration,
-    keys: Vec<Key>,
-    args: Vec<Value>,
+    build: &B,
     sync: ReplicaSync,
-) -> Result<(Vec<i64>, Result<u32>)> {
+) -> Result<(R, Result<u32>)>
+where
+    R: FromValue,
+    B: Fn() -> ScriptArgs + Send + Sync,
+{
     // In a cluster, WAIT goes to the node of the lock key's slot: the same connection
     // as the script.
     let slot = key_slot(key.as_bytes());
     let pair = || {
-        let script_call = client.evalsha::<Vec<i64>, _, _, _>(script.sha1(), keys.clone(), Value::Array(args.clone()));
+        let (keys, args) = build();
+        let script_call = client.evalsha::<R, _, _, _>(script.sha1(), keys, Value::Array(args));
         // Not marked blocking: fred would otherwise hold every later command of the
         // client back until WAIT answers. The server holds them back anyway (a blocked
         // client's later commands wait), but fred need not add its own bookkeeping.

@@ -6,13 +6,15 @@
 
 use std::time::Duration;
 
-use fred::prelude::{Client, HashesInterface, KeysInterface};
+use fred::prelude::{Client, FromValue, HashesInterface, KeysInterface};
 use fred::types::{Key, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::gate::WriteGate;
+use crate::kind::{CallSettings, LockKind, ScriptArgs};
 use crate::names::{LockNames, UNLOCK_MESSAGE};
 use crate::owner::OwnerId;
+use crate::replicas::{run_then_wait, AcquireReply, AcquireSpec, ReplicaSync};
 use crate::script::LuaScript;
 use crate::scripts;
 
@@ -77,37 +79,6 @@ pub struct LockStore {
 const PUBLISH: &str = "publish";
 /// The scripts' publish command with sharded pub/sub (a cluster on Redis 7.0 or later).
 const SPUBLISH: &str = "spublish";
-
-/// The KEYS and ARGV of `acquire.lua`, as shared byte strings and integers (nothing is
-/// copied or formatted per call); shared with the replica-synced acquire in
-/// `replicas.rs`, so the two cannot drift apart.
-///
-/// `queue_keepalive_ms`: `Some` for a waiting call (queue up when not acquired, with
-/// that keep-alive, and publish with `publish`), `None` for a single try, which names
-/// only the lock key and publishes nothing.
-pub(crate) fn acquire_args(
-    names: &LockNames,
-    owner: &OwnerId,
-    lease_ms: u64,
-    target: u64,
-    queue_keepalive_ms: Option<u64>,
-    publish: &'static str,
-) -> (Vec<Key>, Vec<Value>) {
-    let mut keys = vec![Key::from(names.key_arg())];
-    let keepalive = int_arg(queue_keepalive_ms.map_or(0, |ms| ms.max(1)));
-    let mut args = vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1)), keepalive];
-    if queue_keepalive_ms.is_some() {
-        keys.extend(names.queue_args().iter().cloned().map(Key::from));
-        args.push(static_arg(publish));
-    }
-    (keys, args)
-}
-
-/// The KEYS of the fair-lock scripts: the lock key, its queue, its deadlines and its
-/// release channel (the prefix of every waiter's own channel).
-pub(crate) fn fair_keys(names: &LockNames) -> Vec<String> {
-    vec![names.key().to_owned(), names.queue_key(), names.timeout_key(), names.channel().to_owned()]
-}
 
 impl LockStore {
     /// A store on `client`; `command_timeout` bounds each call.
@@ -191,11 +162,6 @@ impl LockStore {
         self.publish == SPUBLISH
     }
 
-    /// The publish command the scripts are given (`publish` or `spublish`).
-    pub(crate) fn publish_command(&self) -> &'static str {
-        self.publish
-    }
-
     /// Makes every release read the lock's wait queue, even when its unlock message
     /// reached no subscriber. Needed where `PUBLISH` does not count every subscriber: a
     /// cluster with classic pub/sub counts only those of the node that ran the script.
@@ -243,138 +209,135 @@ impl LockStore {
         Ok(())
     }
 
-    /// Runs `acquire.lua`: take the lock for `owner`, or re-enter it, ending with
-    /// `target` holds (the owner's live guards + 1). A replay sets the same count again.
-    /// With `queue_keepalive_ms` (a waiting call), an owner that does not acquire is
-    /// queued (or its entry refreshed) in the lock's wait queue, and a free lock goes to
-    /// it only when no live waiter is ahead.
+    /// What a script call of any kind needs to know of this store.
+    pub(crate) fn call_settings(&self) -> CallSettings {
+        CallSettings {
+            publish: self.publish,
+            always_read_queue: self.always_read_queue,
+            redisson_waiters: self.redisson_waiters,
+        }
+    }
+
+    /// The one entry point that runs a script call of any lock kind, on the key `key`:
+    /// it waits at the write gate, then sends `EVALSHA` with the KEYS and ARGV `build`
+    /// makes (anew for each send), loading the script on `NOSCRIPT` and sending again
+    /// after a redirect or `TRYAGAIN`, all within the command timeout. With `sync`, `WAIT`
+    /// is pipelined right behind the script on the same connection, and its answer is
+    /// returned beside the script's (see [`ReplicaSync`]).
     ///
     /// # Errors
-    /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    /// As [`LuaScript::run`]; an unsent [`ErrorKind::Connection`] error when the write
+    /// gate stayed closed.
     ///
     /// # Cancel safety
-    /// Dropping the future does not take the command back: once written it runs, and
-    /// only its answer is lost.
+    /// Dropping the future does not take the commands back: once written they run, and
+    /// only their answers are lost.
+    pub(crate) async fn run_script<R, B>(
+        &self,
+        key: &str,
+        script: &'static LuaScript,
+        build: B,
+        sync: Option<ReplicaSync>,
+    ) -> Result<(R, Option<Result<u32>>)>
+    where
+        R: FromValue,
+        B: Fn() -> ScriptArgs + Send + Sync,
+    {
+        let budget = self.write_budget(key).await?;
+        match sync {
+            None => Ok((script.run_with(&self.client, key, budget, build).await?, None)),
+            Some(sync) => {
+                let (reply, waited) = run_then_wait(script, &self.client, key, budget, &build, sync).await?;
+                Ok((reply, Some(waited)))
+            }
+        }
+    }
+
+    /// Runs the acquire of `spec`'s kind: take the lock for `owner`, or re-enter it,
+    /// ending with `target` holds (the owner's live guards + 1; a replay sets the same
+    /// count again), with a `WAIT` pipelined behind it when [`AcquireSpec::sync`] asks.
+    /// A waiting call ([`AcquireSpec::waiting`]) of a server-queued kind that does not
+    /// acquire is queued (or its entry refreshed), and a free lock goes to it only when
+    /// no live waiter is ahead.
+    ///
+    /// `WAIT` is not checked here: the caller decides what too few acknowledgements mean
+    /// ([`ReplicaSync::check`]) and gives the hold back.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key (or a queue key) holds another type; a reply
+    /// of the wrong shape (a fencing counter that is not an integer, a fenced acquire
+    /// without a token) is [`ErrorKind::Redis`]; timeouts and connection errors. The
+    /// script and `WAIT` together are bounded by the command timeout.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the commands back: once written they run, and
+    /// only their answers are lost.
     pub async fn acquire(
         &self,
         names: &LockNames,
         owner: &OwnerId,
         lease_ms: u64,
         target: u64,
-        queue_keepalive_ms: Option<u64>,
-    ) -> Result<Acquire> {
-        let build = || acquire_args(names, owner, lease_ms, target, queue_keepalive_ms, self.publish);
-        let budget = self.write_budget(names.key()).await?;
-        let reply: Vec<i64> = scripts::ACQUIRE.run_with(&self.client, names.key(), budget, build).await?;
-        acquire_from_reply("acquire.lua", names, &reply)
+        spec: AcquireSpec,
+    ) -> Result<AcquireReply> {
+        let kind = spec.kind;
+        let settings = self.call_settings();
+        let build = || kind.acquire_args(names, owner, lease_ms, target, spec.waiting, settings);
+        let (reply, acknowledged): (Vec<i64>, _) =
+            self.run_script(names.key(), kind.acquire_script(), build, spec.sync).await?;
+        let (acquire, token) = kind.parse_acquire(names, &reply)?;
+        Ok(AcquireReply { acquire, token, acknowledged })
     }
 
-    /// Runs `release.lua`: set `owner`'s hold count to `target` (the holds its other
-    /// live guards account for); at 0 the owner is removed, the unlock message
-    /// published and the lock handed to the first live waiter of its wait queue. While
+    /// Runs the release of `kind`: set `owner`'s hold count to `target` (the holds its
+    /// other live guards account for); at 0 the owner is removed, the unlock message
+    /// published and the lock handed on (`release.lua`: to the first live waiter of its
+    /// wait queue; `fair_release.lua`: told to the queue head on its own channel). While
     /// holds remain, the key's TTL is raised to `need_ms` (never lowered; 0 leaves it as
     /// it is). A replay sets the same count again. Also undoes an acquire whose caller
     /// went away (`target` = the live guards, `need_ms` = 0); with `leave_queue`, it also
-    /// removes the owner's queue entry (a wait that ended without the lock).
+    /// removes the owner's entry of leasehold's wait queue (a wait that ended without the
+    /// lock; only [`LockKind::Reentrant`] has one). A fair release always removes the
+    /// owner's entry of the fair queue and purges its dead heads.
     ///
     /// # Errors
-    /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    /// [`ErrorKind::WrongType`] when the key is not a Hash (or a queue key holds another
+    /// type); timeouts and connection errors.
     ///
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn release(
         &self,
+        kind: &LockKind,
         names: &LockNames,
         owner: &OwnerId,
         target: u64,
         need_ms: u64,
         leave_queue: bool,
     ) -> Result<Release> {
-        let build = || {
-            let mut keys = vec![Key::from(names.key_arg()), Key::from(names.channel_arg())];
-            keys.extend(names.queue_args().iter().cloned().map(Key::from));
-            let args = vec![
-                Value::Bytes(owner.arg()),
-                int_arg(target),
-                int_arg(need_ms),
-                unlock_message(),
-                int_arg(u64::from(self.always_read_queue)),
-                int_arg(u64::from(leave_queue)),
-                static_arg(self.publish),
-                int_arg(u64::from(self.redisson_waiters)),
-            ];
-            (keys, args)
-        };
-        let budget = self.write_budget(names.key()).await?;
-        let reply: i64 = scripts::RELEASE.run_with(&self.client, names.key(), budget, build).await?;
+        let settings = self.call_settings();
+        let build = || kind.release_args(names, owner, target, need_ms, leave_queue, settings);
+        let (reply, _): (i64, _) = self.run_script(names.key(), kind.release_script(), build, None).await?;
         Ok(release_from_reply(reply))
     }
 
-    /// Runs `fair_release.lua`: [`LockStore::release`] for a fair lock. It also removes
-    /// `owner`'s queue entry (so it cleans up a cancelled or timed-out wait when `target`
-    /// is the owner's accounted holds), purges dead queue heads, and publishes the unlock
-    /// message to the queue head's own channel, never on the release channel.
+    /// Runs the force-release of `kind`: delete the lock whoever holds it and tell its
+    /// waiters (`force_release.lua` publishes on the release channel and deletes the key
+    /// whatever its type; `fair_force_release.lua` tells the queue head, whose place and
+    /// the other waiters' stay). Returns `true` if a lock was deleted.
     ///
     /// # Errors
-    /// [`ErrorKind::WrongType`] when the key is not a Hash (or the queue not a List, the
-    /// deadlines not a sorted set); timeouts and connection errors.
+    /// [`ErrorKind::WrongType`] when a fair lock's queue is not a List or its deadlines
+    /// not a sorted set; timeouts and connection errors.
     ///
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
-    pub async fn fair_release(&self, names: &LockNames, owner: &OwnerId, target: u64, need_ms: u64) -> Result<Release> {
-        let args = vec![
-            owner.as_str().to_owned(),
-            target.to_string(),
-            need_ms.to_string(),
-            UNLOCK_MESSAGE.to_owned(),
-            self.publish.to_owned(),
-        ];
-        let budget = self.write_budget(names.key()).await?;
-        let reply: i64 = scripts::FAIR_RELEASE.run(&self.client, names.key(), budget, fair_keys(names), args).await?;
-        Ok(release_from_reply(reply))
-    }
-
-    /// Runs `fair_force_release.lua`: delete the fair lock whoever holds it and tell the
-    /// queue head. Returns `true` if a lock was deleted.
-    ///
-    /// # Errors
-    /// [`ErrorKind::WrongType`] when the queue is not a List or the deadlines not a
-    /// sorted set; timeouts and connection errors.
-    ///
-    /// # Cancel safety
-    /// Dropping the future does not take the command back: once written it runs, and
-    /// only its answer is lost.
-    pub async fn fair_force_release(&self, names: &LockNames) -> Result<bool> {
-        let budget = self.write_budget(names.key()).await?;
-        let reply: i64 = scripts::FAIR_FORCE_RELEASE
-            .run(
-                &self.client,
-                names.key(),
-                budget,
-                fair_keys(names),
-                vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()],
-            )
-            .await?;
-        Ok(reply == 1)
-    }
-
-    /// Runs `force_release.lua`: delete the lock whoever holds it. Returns `true` if a
-    /// lock was deleted (and the unlock message published).
-    ///
-    /// # Errors
-    /// Timeouts and connection errors.
-    ///
-    /// # Cancel safety
-    /// Dropping the future does not take the command back: once written it runs, and
-    /// only its answer is lost.
-    pub async fn force_release(&self, names: &LockNames) -> Result<bool> {
-        let keys = vec![names.key().to_owned(), names.channel().to_owned()];
-        let budget = self.write_budget(names.key()).await?;
-        let reply: i64 = scripts::FORCE_RELEASE
-            .run(&self.client, names.key(), budget, keys, vec![UNLOCK_MESSAGE.to_owned(), self.publish.to_owned()])
-            .await?;
+    pub async fn force_release(&self, kind: &LockKind, names: &LockNames) -> Result<bool> {
+        let settings = self.call_settings();
+        let build = || kind.force_release_args(names, settings);
+        let (reply, _): (i64, _) = self.run_script(names.key(), kind.force_release_script(), build, None).await?;
         Ok(reply == 1)
     }
 
@@ -529,17 +492,17 @@ impl LockStore {
 
 /// A whole number as a script argument: fred sends an integer as the bulk string of its
 /// decimal digits (what `to_string` would send) without allocating one.
-fn int_arg(n: u64) -> Value {
+pub(crate) fn int_arg(n: u64) -> Value {
     i64::try_from(n).map_or_else(|_| Value::from(n.to_string()), Value::Integer)
 }
 
 /// A static string (a command name) as a script argument: nothing is allocated.
-fn static_arg(text: &'static str) -> Value {
+pub(crate) fn static_arg(text: &'static str) -> Value {
     Value::Bytes(fred::bytes::Bytes::from_static(text.as_bytes()))
 }
 
 /// [`UNLOCK_MESSAGE`] as a script argument (static: nothing is allocated).
-fn unlock_message() -> Value {
+pub(crate) fn unlock_message() -> Value {
     Value::Bytes(fred::bytes::Bytes::from_static(UNLOCK_MESSAGE.as_bytes()))
 }
 

@@ -1,0 +1,167 @@
+//! A lock's acquire path: [`Lock`]'s attempt, as the wait engine (`wait.rs`) sees it.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{args, LockNames, Result, WaitChannel};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::guard::LockGuard;
+use crate::hold::LeaseMode;
+use crate::lock::{spawn_set_holds, Lock, LockShared};
+use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitEnv, WaitPlan};
+
+/// One acquire call of a lock: what each attempt sends (the lease, its mode) and how the
+/// call waits (from the lock's kind).
+struct LockAttempt<'a> {
+    lock: &'a Arc<LockShared>,
+    names: &'a LockNames,
+    lease: Duration,
+    lease_ms: u64,
+    mode: LeaseMode,
+    plan: WaitPlan,
+}
+
+impl<'a> LockAttempt<'a> {
+    fn new(lock: &'a Arc<LockShared>, names: &'a LockNames, lease: Duration, lease_ms: u64, mode: LeaseMode) -> Self {
+        let kind = lock.kind;
+        // A fair lock's waiter listens on its own channel
+        // (`redisson_lock__channel:{NAME}:OWNER`, to which a release publishes for the
+        // queue head only); the others on the lock's.
+        let channel = match kind.wait_channel() {
+            WaitChannel::Lock => names.channel_arc().clone(),
+            WaitChannel::Own => Arc::from(names.waiter_channel(lock.owner.as_str())),
+        };
+        let plan = WaitPlan {
+            key: names.key_arc().clone(),
+            channel,
+            channel_kind: kind.wait_channel(),
+            queue: kind.queue(),
+            keepalive: lock.queue_keepalive(),
+            kind: lock.telemetry_kind(),
+        };
+        LockAttempt { lock, names, lease, lease_ms, mode, plan }
+    }
+}
+
+impl Attempt for LockAttempt<'_> {
+    type Acquired = LockGuard;
+
+    fn plan(&self) -> &WaitPlan {
+        &self.plan
+    }
+
+    fn server_queue(&self) -> ServerQueue {
+        ServerQueue { channel: Arc::from(self.names.lock_queue_channel()), owner: Arc::from(self.lock.owner.as_str()) }
+    }
+
+    fn attempt(
+        &self,
+        waiting: bool,
+    ) -> impl std::future::Future<Output = Result<std::result::Result<LockGuard, NotAcquired>>> + Send {
+        self.lock.attempt(self.names, self.lease, self.lease_ms, self.mode, waiting)
+    }
+
+    fn held_until(guard: &LockGuard) -> Instant {
+        guard.lease_deadline().into()
+    }
+
+    fn holds_already(&self) -> bool {
+        self.lock.holds.has_current()
+    }
+
+    fn queue_entered(&self) {
+        self.lock.queued_waits.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn queue_left(&self) {
+        self.lock.queued_waits.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// With one attempt under the owner's turn (so it cannot land after a later acquire
+    /// of the same owner and remove that one's entry). Another wait of the same owner
+    /// still live (tasks sharing one `Arc<Lock>`, or a wait started right after) keeps
+    /// the entry, and its own end cleans up.
+    async fn leave(&self) -> bool {
+        let lock = self.lock;
+        let _turn = lock.holds.turn().await;
+        if lock.has_live_queued_wait() {
+            return true;
+        }
+        // The accounted holds: a live hold of this owner stays as it is, an abandoned
+        // acquire's hold (if it was taken) is given back, and the queue entry goes.
+        match lock.reset_holds(self.names).await {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::debug!(lock = %self.names.key(), %error, "wait clean-up failed; retrying in the background");
+                false
+            }
+        }
+    }
+
+    /// As the undo of an abandoned acquire does (same script, same turn discipline,
+    /// retries bounded by the replay window; nothing is sent if by then another wait of
+    /// the owner is live).
+    fn leave_in_background(&self) {
+        spawn_set_holds(self.lock.clone(), self.names.clone(), "cancelled wait cleaned up");
+    }
+}
+
+impl Lock {
+    /// The shared acquire path. `wait`: `None` = unbounded, `Some(ZERO)` = one attempt.
+    pub(crate) async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
+        let start = Instant::now();
+        let shared = &self.shared;
+        // Every check happens before anything is sent.
+        let names = shared.names()?;
+        let lease = match mode {
+            LeaseMode::Watchdog => shared.client.config.watchdog_timeout,
+            LeaseMode::Fixed(lease) => lease,
+        };
+        let lease_ms = args::lease_millis(lease, "lease")?;
+        let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
+        let waits = wait != Some(Duration::ZERO);
+        let kind = shared.telemetry_kind();
+        let client = &shared.client;
+        let env = WaitEnv {
+            line: &client.subscriber,
+            telemetry: &client.telemetry,
+            subscribe_timeout: client.config.command_timeout,
+            redisson_waiters: client.config.redisson_waiters,
+        };
+        let attempt = LockAttempt::new(shared, names, lease, lease_ms, mode);
+        let mut run = crate::wait::AcquireRun::default();
+        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+            // The lock name is a field, never part of the span's name (bounded names).
+            let span = tracing::debug_span!(
+                "leasehold.acquire",
+                lock = %names.key(),
+                kind = kind.as_str(),
+                mode = if waits { "wait" } else { "try" },
+                lease_ms,
+                watchdog = mode == LeaseMode::Watchdog,
+                wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+                db.system.name = "redis",
+                attempts = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                token = tracing::field::Empty,
+            );
+            let acquire = crate::wait::wait_for(&attempt, &env, deadline, &mut run);
+            let result = acquire.instrument(span.clone()).await;
+            span.record("attempts", run.attempts);
+            span.record("outcome", crate::telemetry::Outcome::of(&result, waits).as_str());
+            if let Some(token) = result.as_ref().ok().and_then(|g| g.as_ref()).and_then(LockGuard::token) {
+                span.record("token", token);
+            }
+            result
+        } else {
+            // No span to fill: skip building it on the hot path.
+            crate::wait::wait_for(&attempt, &env, deadline, &mut run).await
+        };
+        let outcome = crate::telemetry::Outcome::of(&result, waits);
+        client.telemetry.acquire_done(names.key(), kind, waits, outcome, start.elapsed());
+        result
+    }
+}

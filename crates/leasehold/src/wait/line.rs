@@ -1,0 +1,109 @@
+//! Where a wait hears that it may try again: its place in a local line, woken by
+//! release and queue messages. lock-pubsub's [`Subscriber`] and [`Waiter`] are the real
+//! [`Line`] and [`Slot`]; the engine's unit tests use a fake.
+
+use std::future::Future;
+
+use lock_pubsub::{Subscriber, Waiter};
+use tokio::time::Instant;
+
+use super::attempt::{ServerQueue, WaitPlan};
+
+/// How a wait joins its line.
+#[derive(Debug)]
+pub(crate) enum Join {
+    /// In the local line of its key on its channel (first in line starts with a turn).
+    InLine,
+    /// As [`Join::InLine`], for a waiter whose last attempt, sent then, was answered
+    /// "held": no turn when nothing was heard since (a waiter alone on its own channel).
+    InLineAfter(Instant),
+    /// As a waiter whose place a server queue keeps (see
+    /// [`Subscriber::register_queued`]).
+    Queued {
+        /// The queue's channel and owner.
+        queue: ServerQueue,
+        /// Its place as the last call answered (`None`: not queued yet).
+        position: Option<u64>,
+        /// When that call was sent.
+        sent_at: Instant,
+    },
+}
+
+/// The registry of local lines (one per client).
+pub(crate) trait Line: Sync {
+    /// One wait's place.
+    type Slot: Slot;
+
+    /// How many local waiters are in the line of `plan`'s key on its channel now.
+    fn local_waiters(&self, plan: &WaitPlan) -> usize;
+
+    /// Joins the line of `plan` (register before the next attempt: a release from now
+    /// on is heard).
+    fn join(&self, plan: &WaitPlan, how: Join) -> Self::Slot;
+}
+
+/// One wait's place in its line; dropping it leaves the line.
+pub(crate) trait Slot: Send + Sync {
+    /// Waits until the channel's subscription is confirmed or `deadline`; whether it is.
+    fn subscribed_by(&self, deadline: Instant) -> impl Future<Output = bool> + Send;
+    /// Whether the waiter may try now; consumes the turn.
+    fn take_turn(&self) -> bool;
+    /// The lease end a waiter ahead left when it acquired, if any (taking it clears it).
+    fn take_held_until(&self) -> Option<Instant>;
+    /// Whether the waiter is first in line (only the first keeps the TTL timer).
+    fn is_first(&self) -> bool;
+    /// The waiter's place in the server queue, as its last call answered.
+    fn set_position(&self, position: Option<u64>);
+    /// Waits for a turn, a change of place, or `deadline`.
+    fn wait_until(&self, deadline: Instant) -> impl Future<Output = bool> + Send;
+    /// Leaves the line because the waiter acquired, holding until about `held_until`.
+    fn acquired(self, held_until: Instant);
+}
+
+impl Line for Subscriber {
+    type Slot = Waiter;
+
+    fn local_waiters(&self, plan: &WaitPlan) -> usize {
+        self.lock_waiters(&plan.channel, &plan.key)
+    }
+
+    fn join(&self, plan: &WaitPlan, how: Join) -> Waiter {
+        match how {
+            Join::InLine => self.register_lock(&plan.channel, &plan.key),
+            Join::InLineAfter(sent_at) => self.register_lock_after(&plan.channel, &plan.key, sent_at),
+            Join::Queued { queue, position, sent_at } => {
+                self.register_queued(&plan.channel, &queue.channel, &plan.key, &queue.owner, position, sent_at)
+            }
+        }
+    }
+}
+
+impl Slot for Waiter {
+    fn subscribed_by(&self, deadline: Instant) -> impl Future<Output = bool> + Send {
+        Waiter::subscribed_by(self, deadline)
+    }
+
+    fn take_turn(&self) -> bool {
+        Waiter::take_turn(self)
+    }
+
+    fn take_held_until(&self) -> Option<Instant> {
+        Waiter::take_held_until(self)
+    }
+
+    fn is_first(&self) -> bool {
+        Waiter::is_first(self)
+    }
+
+    fn set_position(&self, position: Option<u64>) {
+        Waiter::set_position(self, position);
+    }
+
+    fn wait_until(&self, deadline: Instant) -> impl Future<Output = bool> + Send {
+        Waiter::wait_until(self, deadline)
+    }
+
+    fn acquired(self, held_until: Instant) {
+        Waiter::acquired(self, held_until);
+    }
+}

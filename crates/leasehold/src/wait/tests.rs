@@ -1,0 +1,336 @@
+//! Paused-time tests of the wait engine.
+//!
+//! The engine waits for a [`FakeAttempt`] that answers from a script the test writes
+//! (acquired, held with a TTL, a transient or a definite error) and records when each
+//! attempt was made and each clean-up ran, in a [`FakeLine`] whose only wake-up is the
+//! one the test gives. Time is tokio's paused clock, so every instant asserted below is
+//! exact and the tests are instant.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{Error, ErrorKind, QueueKind, Result, WaitChannel};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::*;
+use crate::telemetry::{Kind, Telemetry};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// One answer of the fake attempt.
+#[derive(Debug, Clone)]
+enum Answer {
+    Acquired,
+    Held(Option<Duration>),
+    Transient,
+    Definite,
+}
+
+#[derive(Debug, Default)]
+struct AttemptState {
+    /// Answers still to give, in order; once empty, "held, no TTL".
+    answers: VecDeque<Answer>,
+    /// When each attempt was made, and whether it was part of a wait.
+    attempts: Vec<(Instant, bool)>,
+    entered: usize,
+    left: usize,
+    leaves: usize,
+    background_leaves: usize,
+    /// Whether the inline clean-up succeeds.
+    leave_fails: bool,
+}
+
+/// An in-memory [`Attempt`]; its plan is the test's.
+struct FakeAttempt {
+    plan: WaitPlan,
+    state: Mutex<AttemptState>,
+}
+
+impl FakeAttempt {
+    fn new(queue: QueueKind, keepalive: Duration, answers: impl IntoIterator<Item = Answer>) -> Self {
+        let plan = WaitPlan {
+            key: Arc::from("k"),
+            channel: Arc::from("redisson_lock__channel:{k}"),
+            channel_kind: WaitChannel::Lock,
+            queue,
+            keepalive,
+            kind: Kind::Lock,
+        };
+        let state = AttemptState { answers: answers.into_iter().collect(), ..AttemptState::default() };
+        FakeAttempt { plan, state: Mutex::new(state) }
+    }
+
+    /// Offsets from `t0`, in ms, of every attempt made.
+    fn offsets(&self, t0: Instant) -> Vec<u64> {
+        let state = self.state.lock();
+        state.attempts.iter().map(|(at, _)| u64::try_from((*at - t0).as_millis()).expect("fits")).collect()
+    }
+
+    fn counts(&self) -> (usize, usize, usize, usize) {
+        let s = self.state.lock();
+        (s.entered, s.left, s.leaves, s.background_leaves)
+    }
+}
+
+impl Attempt for FakeAttempt {
+    type Acquired = Instant;
+
+    fn plan(&self) -> &WaitPlan {
+        &self.plan
+    }
+
+    fn server_queue(&self) -> ServerQueue {
+        ServerQueue { channel: Arc::from("leasehold_lock__queue:{k}"), owner: Arc::from("u:1") }
+    }
+
+    async fn attempt(&self, waiting: bool) -> Result<std::result::Result<Instant, NotAcquired>> {
+        let answer = {
+            let mut state = self.state.lock();
+            state.attempts.push((Instant::now(), waiting));
+            state.answers.pop_front().unwrap_or(Answer::Held(None))
+        };
+        match answer {
+            Answer::Acquired => Ok(Ok(Instant::now() + Duration::from_secs(30))),
+            Answer::Held(pttl) => Ok(Err(NotAcquired { pttl, position: Some(1) })),
+            Answer::Transient => Err(Error::new(ErrorKind::Connection, "fake: connection refused")),
+            Answer::Definite => Err(Error::new(ErrorKind::WrongType, "fake: WRONGTYPE")),
+        }
+    }
+
+    fn held_until(until: &Instant) -> Instant {
+        *until
+    }
+
+    fn holds_already(&self) -> bool {
+        false
+    }
+
+    fn queue_entered(&self) {
+        self.state.lock().entered += 1;
+    }
+
+    fn queue_left(&self) {
+        self.state.lock().left += 1;
+    }
+
+    async fn leave(&self) -> bool {
+        let mut state = self.state.lock();
+        state.leaves += 1;
+        !state.leave_fails
+    }
+
+    fn leave_in_background(&self) {
+        self.state.lock().background_leaves += 1;
+    }
+}
+
+/// The one local line of the tests: a single waiter, always first, subscribed at once,
+/// woken only by [`FakeLine::wake`].
+#[derive(Default)]
+struct FakeLine {
+    turn: Arc<AtomicBool>,
+    signal: Arc<Notify>,
+    joins: AtomicUsize,
+}
+
+impl FakeLine {
+    /// A release message: the waiter gets a turn.
+    fn wake(&self) {
+        self.turn.store(true, Ordering::Release);
+        self.signal.notify_one();
+    }
+}
+
+struct FakeSlot {
+    turn: Arc<AtomicBool>,
+    signal: Arc<Notify>,
+}
+
+impl Line for FakeLine {
+    type Slot = FakeSlot;
+
+    fn local_waiters(&self, _plan: &WaitPlan) -> usize {
+        0
+    }
+
+    fn join(&self, _plan: &WaitPlan, _how: Join) -> FakeSlot {
+        self.joins.fetch_add(1, Ordering::Relaxed);
+        // First in line: it starts with a turn, as lock-pubsub's first waiter does.
+        self.turn.store(true, Ordering::Release);
+        FakeSlot { turn: self.turn.clone(), signal: self.signal.clone() }
+    }
+}
+
+impl Slot for FakeSlot {
+    async fn subscribed_by(&self, _deadline: Instant) -> bool {
+        true
+    }
+
+    fn take_turn(&self) -> bool {
+        self.turn.swap(false, Ordering::AcqRel)
+    }
+
+    fn take_held_until(&self) -> Option<Instant> {
+        None
+    }
+
+    fn is_first(&self) -> bool {
+        true
+    }
+
+    fn set_position(&self, _position: Option<u64>) {}
+
+    async fn wait_until(&self, deadline: Instant) -> bool {
+        if self.turn.load(Ordering::Acquire) {
+            return true;
+        }
+        tokio::select! {
+            () = self.signal.notified() => {}
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+        self.turn.load(Ordering::Acquire)
+    }
+
+    fn acquired(self, _held_until: Instant) {}
+}
+
+fn env<'a>(line: &'a FakeLine, telemetry: &'a Telemetry) -> WaitEnv<'a, FakeLine> {
+    WaitEnv { line, telemetry, subscribe_timeout: Duration::from_secs(5), redisson_waiters: true }
+}
+
+/// A wake-up (a release message) makes the waiter try at once, long before the
+/// holder's TTL would have.
+#[tokio::test(start_paused = true)]
+async fn a_wake_up_retries_at_once() {
+    let attempt = Arc::new(FakeAttempt::new(
+        QueueKind::Local,
+        Duration::ZERO,
+        [Answer::Held(Some(Duration::from_secs(10))), Answer::Held(Some(Duration::from_secs(10))), Answer::Acquired],
+    ));
+    let line = Arc::new(FakeLine::default());
+    let t0 = Instant::now();
+    let waiter = tokio::spawn({
+        let (attempt, line) = (attempt.clone(), line.clone());
+        async move {
+            let telemetry = Telemetry::default();
+            wait_for(&*attempt, &env(&line, &telemetry), None, &mut AcquireRun::default()).await
+        }
+    });
+    // The fast path, then the first-in-line turn the waiter registers with.
+    tokio::time::sleep(ms(1_000)).await;
+    assert_eq!(attempt.offsets(t0), [0, 0], "fast path and the first turn");
+    line.wake();
+    let acquired = waiter.await.expect("task").expect("no error");
+    assert!(acquired.is_some());
+    assert_eq!(attempt.offsets(t0), [0, 0, 1_000], "the wake-up retried at once, not at the TTL (10 s)");
+}
+
+/// A queued waiter refreshes its queue entry every third of the keep-alive, however
+/// long the holder's TTL.
+#[tokio::test(start_paused = true)]
+async fn a_queued_wait_refreshes_at_a_third_of_the_keepalive() {
+    let attempt =
+        FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Held(Some(Duration::from_secs(60)))]);
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let result = wait_for(&attempt, &env(&line, &telemetry), Some(t0 + ms(10_000)), &mut AcquireRun::default()).await;
+    assert!(matches!(result, Ok(None)), "timed out");
+    assert_eq!(attempt.offsets(t0), [0, 0, 3_000, 6_000, 9_000], "fast path, first turn, then every 3 s");
+    assert!(attempt.state.lock().attempts.iter().all(|(_, waiting)| *waiting), "every attempt of a wait queues");
+}
+
+/// A bounded wait that only meets transient errors returns at its deadline, with the
+/// last error.
+#[tokio::test(start_paused = true)]
+async fn a_bounded_wait_returns_at_its_deadline_with_the_last_error() {
+    let attempt = FakeAttempt::new(QueueKind::Local, Duration::ZERO, std::iter::repeat_n(Answer::Transient, 1_000));
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let result = wait_for(&attempt, &env(&line, &telemetry), Some(t0 + ms(2_000)), &mut AcquireRun::default()).await;
+    let error = result.expect_err("the last error");
+    assert!(error.is_connection(), "{error:?}");
+    assert_eq!(t0.elapsed(), ms(2_000), "returned at the deadline, not before or after");
+    assert!(attempt.offsets(t0).len() > 3, "kept retrying until then: {:?}", attempt.offsets(t0));
+}
+
+/// A transient error is retried after a back-off (50 ms doubling, from the upper half
+/// of each), not at once and not on the TTL.
+#[tokio::test(start_paused = true)]
+async fn a_transient_error_backs_off() {
+    let attempt = FakeAttempt::new(
+        QueueKind::Local,
+        Duration::ZERO,
+        [Answer::Transient, Answer::Transient, Answer::Transient, Answer::Acquired],
+    );
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let result = wait_for(&attempt, &env(&line, &telemetry), None, &mut AcquireRun::default()).await;
+    assert!(result.expect("acquired").is_some());
+    let offsets = attempt.offsets(t0);
+    assert_eq!(offsets.len(), 4, "{offsets:?}");
+    let gaps: Vec<u64> = offsets.windows(2).map(|pair| pair[1] - pair[0]).collect();
+    // The first turn after the failed fast path is spent: the back-off says when.
+    assert!((25..=50).contains(&gaps[0]), "first back-off in [25, 50] ms: {gaps:?}");
+    assert!((50..=100).contains(&gaps[1]), "then [50, 100] ms: {gaps:?}");
+    assert!((100..=200).contains(&gaps[2]), "then [100, 200] ms: {gaps:?}");
+}
+
+/// Dropping a queued wait (cancellation) gives its queue place up once, in the
+/// background, and never inline.
+#[tokio::test(start_paused = true)]
+async fn cancelling_a_queued_wait_leaves_once() {
+    let attempt = FakeAttempt::new(QueueKind::Fair, Duration::from_secs(9), []);
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let (env, mut run) = (env(&line, &telemetry), AcquireRun::default());
+    let wait = wait_for(&attempt, &env, None, &mut run);
+    assert!(tokio::time::timeout(ms(5_000), wait).await.is_err(), "still waiting when dropped");
+    assert_eq!(attempt.counts(), (1, 1, 0, 1), "entered, left, no inline leave, one background leave");
+}
+
+/// A wait that ends without the lock cleans up inline, once; if that fails, once in
+/// the background; one that acquires leaves nothing to clean up.
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_ends_cleans_up_once() {
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let deadline = Some(Instant::now() + ms(1_000));
+    let timed_out = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), []);
+    let result = wait_for(&timed_out, &env(&line, &telemetry), deadline, &mut AcquireRun::default()).await;
+    assert!(matches!(result, Ok(None)));
+    assert_eq!(timed_out.counts(), (1, 1, 1, 0), "inline");
+
+    let failing = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Held(None), Answer::Definite]);
+    failing.state.lock().leave_fails = true;
+    let result = wait_for(&failing, &env(&line, &telemetry), None, &mut AcquireRun::default()).await;
+    assert!(result.expect_err("definite").is_wrong_type());
+    assert_eq!(failing.counts(), (1, 1, 1, 1), "inline failed: then in the background");
+
+    let acquired = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Held(None), Answer::Acquired]);
+    let result = wait_for(&acquired, &env(&line, &telemetry), None, &mut AcquireRun::default()).await;
+    assert!(result.expect("acquired").is_some());
+    assert_eq!(acquired.counts(), (1, 1, 0, 0), "nothing to clean up");
+}
+
+/// A single try (a deadline already passed) sends one attempt that does not queue, and
+/// has no queue place to clean up.
+#[tokio::test(start_paused = true)]
+async fn a_single_try_neither_waits_nor_queues() {
+    let attempt = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Held(Some(ms(500)))]);
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let result = wait_for(&attempt, &env(&line, &telemetry), Some(Instant::now()), &mut AcquireRun::default()).await;
+    assert!(matches!(result, Ok(None)));
+    assert_eq!(attempt.state.lock().attempts.iter().map(|(_, w)| *w).collect::<Vec<_>>(), [false]);
+    assert_eq!(attempt.counts(), (0, 0, 0, 0));
+    assert_eq!(line.joins.load(Ordering::Relaxed), 0, "never joined a line");
+}

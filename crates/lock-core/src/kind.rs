@@ -1,0 +1,398 @@
+//! The lock kinds, each one closed variant of [`LockKind`] that owns everything that sets
+//! it apart: the scripts it runs (acquire, release, force-release), their KEYS and ARGV,
+//! how its acquire reply is read (with or without a fencing token), and how its waiters
+//! wait (the channel they listen on, the queue that orders them).
+//!
+//! Only the kinds that exist can be written: a fenced fair lock, say, is not a value of
+//! the type (the old `AcquireSpec { fair, fence_ttl_ms }` pair could hold both, and then
+//! silently meant fair). A new kind (a read or write hold, a semaphore permit) is a new
+//! variant, and the compiler lists every `match` that must learn it.
+//!
+//! The store runs every call of every kind through one entry point (its `run_script`,
+//! behind [`LockStore::acquire`](crate::LockStore::acquire),
+//! [`LockStore::release`](crate::LockStore::release) and
+//! [`LockStore::force_release`](crate::LockStore::force_release)): the write gate, the
+//! `WAIT` pipeline, `NOSCRIPT` reloads and redirects are the same for all of them.
+
+use fred::types::{Key, Value};
+
+use crate::error::Result;
+use crate::names::LockNames;
+use crate::owner::OwnerId;
+use crate::script::LuaScript;
+use crate::scripts;
+use crate::store::{acquire_from_reply, int_arg, non_negative, static_arg, unexpected, unlock_message, Acquire};
+
+/// One kind of reentrant lock on Redisson's `RLock` Hash: which scripts its calls run and
+/// how its waiters wait. Fixed for the life of a lock handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// A plain reentrant lock (`acquire.lua`, `release.lua`, `force_release.lua`). Its
+    /// waiting calls queue up in leasehold's wait queue on the server
+    /// (`leasehold_lock_queue:{NAME}`) and a release hands the lock to the first live one.
+    Reentrant {
+        /// A queue entry's life without a refresh, in ms (> 0).
+        queue_keepalive_ms: u64,
+    },
+    /// A reentrant lock whose fresh holds get a fencing token (`fenced_acquire.lua`,
+    /// then `release.lua` and `force_release.lua` as [`LockKind::Reentrant`]). Its
+    /// waiters queue in leasehold's wait queue as [`LockKind::Reentrant`]'s do; a waiter
+    /// handed the lock gets its token when it claims it (`fenced_acquire.lua`'s header).
+    Fenced {
+        /// The TTL the counter `redisson_lock_token:{NAME}` is given with each token, in
+        /// ms (> 0).
+        counter_ttl_ms: u64,
+        /// A queue entry's life without a refresh, in ms (> 0).
+        queue_keepalive_ms: u64,
+    },
+    /// Redisson's `RFairLock` (`fair_acquire.lua`, `fair_release.lua`,
+    /// `fair_force_release.lua`): granted in the order of `redisson_lock_queue:{NAME}`,
+    /// each waiter told on its own channel.
+    Fair {
+        /// A queue entry's deadline is the server's time + this, in ms (> 0).
+        keepalive_ms: u64,
+    },
+}
+
+/// The channel a kind's waiters listen on for a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitChannel {
+    /// The lock's release channel, `redisson_lock__channel:{NAME}`, shared by every
+    /// waiter of the lock (and of the locks that share it, `x` and `{x}`).
+    Lock,
+    /// The waiter's own channel, `redisson_lock__channel:{NAME}:OWNER`: a release tells
+    /// the queue head only.
+    Own,
+}
+
+/// What orders a kind's waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// Only a local line per lock in each client (first come, first tried); nothing on
+    /// the server.
+    Local,
+    /// leasehold's wait queue beside the `RLock` layout (`leasehold_lock_queue:{NAME}`,
+    /// `leasehold_lock_waiters:{NAME}`, queue messages on `leasehold_lock__queue:{NAME}`):
+    /// a release hands the lock to the first live waiter.
+    Server,
+    /// Redisson's fair queue (`redisson_lock_queue:{NAME}`, `redisson_lock_timeout:{NAME}`).
+    Fair,
+}
+
+/// The settings of a store that a script call of any kind may need.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallSettings {
+    /// `publish` or `spublish`.
+    pub(crate) publish: &'static str,
+    /// `release.lua`'s ARGV[5].
+    pub(crate) always_read_queue: bool,
+    /// `release.lua`'s ARGV[8].
+    pub(crate) redisson_waiters: bool,
+}
+
+/// The KEYS and ARGV of one script call in fred's types (shared byte strings and
+/// integers): made anew for each send by the store's entry point, so nothing is copied
+/// for a retry that rarely happens.
+pub(crate) type ScriptArgs = (Vec<Key>, Vec<Value>);
+
+impl LockKind {
+    /// The kind's name in spans and metric labels: `lock`, `fenced` or `fair`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LockKind::Reentrant { .. } => "lock",
+            LockKind::Fenced { .. } => "fenced",
+            LockKind::Fair { .. } => "fair",
+        }
+    }
+
+    /// Where its waiters hear a release.
+    pub fn wait_channel(&self) -> WaitChannel {
+        match self {
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => WaitChannel::Lock,
+            LockKind::Fair { .. } => WaitChannel::Own,
+        }
+    }
+
+    /// What orders its waiters.
+    pub fn queue(&self) -> QueueKind {
+        match self {
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => QueueKind::Server,
+            LockKind::Fair { .. } => QueueKind::Fair,
+        }
+    }
+
+    /// The life of a queue entry without a refresh, in ms, for the kinds whose waiters
+    /// hold a place in a server queue (`None`: [`QueueKind::Local`]; no kind today).
+    pub fn queue_keepalive_ms(&self) -> Option<u64> {
+        match *self {
+            LockKind::Reentrant { queue_keepalive_ms } | LockKind::Fenced { queue_keepalive_ms, .. } => {
+                Some(queue_keepalive_ms)
+            }
+            LockKind::Fair { keepalive_ms } => Some(keepalive_ms),
+        }
+    }
+
+    /// Whether a fresh hold of this kind carries a fencing token.
+    pub fn issues_tokens(&self) -> bool {
+        matches!(self, LockKind::Fenced { .. })
+    }
+
+    /// The KEYS and ARGV of its acquire script ([`LockKind::acquire_script`]): take or
+    /// re-enter the lock for `owner`, ending with `target` holds. `waiting`: a waiting
+    /// call (not a single try), which a server-queued kind queues up (or refreshes) when
+    /// it does not acquire, a fair one too, and a fenced one uses to flag the holder.
+    pub(crate) fn acquire_args(
+        &self,
+        names: &LockNames,
+        owner: &OwnerId,
+        lease_ms: u64,
+        target: u64,
+        waiting: bool,
+        settings: CallSettings,
+    ) -> ScriptArgs {
+        match *self {
+            LockKind::Reentrant { queue_keepalive_ms } => {
+                let mut keys = vec![Key::from(names.key_arg())];
+                let keepalive = if waiting { queue_keepalive_ms.max(1) } else { 0 };
+                let mut args =
+                    vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1)), int_arg(keepalive)];
+                // A single try names only the lock key and publishes nothing.
+                if waiting {
+                    keys.extend(names.queue_args().iter().cloned().map(Key::from));
+                    args.push(static_arg(settings.publish));
+                }
+                (keys, args)
+            }
+            LockKind::Fenced { counter_ttl_ms, queue_keepalive_ms } => {
+                // acquire.lua's KEYS and ARGV (the queue keys even for a single try, so
+                // that the counter stays KEYS[5]), then the counter and its TTL.
+                let mut keys = vec![Key::from(names.key_arg())];
+                keys.extend(names.queue_args().iter().cloned().map(Key::from));
+                keys.push(Key::from(names.token_key()));
+                let keepalive = if waiting { queue_keepalive_ms.max(1) } else { 0 };
+                let args = vec![
+                    int_arg(lease_ms),
+                    Value::Bytes(owner.arg()),
+                    int_arg(target.max(1)),
+                    int_arg(keepalive),
+                    static_arg(settings.publish),
+                    int_arg(counter_ttl_ms),
+                ];
+                (keys, args)
+            }
+            LockKind::Fair { keepalive_ms } => {
+                let args = vec![
+                    int_arg(lease_ms),
+                    Value::Bytes(owner.arg()),
+                    int_arg(target.max(1)),
+                    int_arg(keepalive_ms.max(1)),
+                    int_arg(u64::from(waiting)),
+                    unlock_message(),
+                    static_arg(settings.publish),
+                ];
+                (fair_keys(names), args)
+            }
+        }
+    }
+
+    /// Reads an acquire script's reply: what it answered, and the hold's fencing token
+    /// when this kind issues one and the lock was acquired.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Redis`](crate::ErrorKind::Redis) for a reply of another shape (a
+    /// fenced acquire that acquired without a token included).
+    pub(crate) fn parse_acquire(&self, names: &LockNames, reply: &[i64]) -> Result<(Acquire, Option<u64>)> {
+        let script = self.acquire_script().name();
+        let acquire = acquire_from_reply(script, names, reply)?;
+        let token = match (acquire, self.issues_tokens(), reply) {
+            (Acquire::Acquired { .. }, true, [_, _, token]) => Some(non_negative(*token)),
+            (Acquire::Acquired { .. }, true, other) => return Err(unexpected(script, names, other)),
+            _ => None,
+        };
+        Ok((acquire, token))
+    }
+
+    /// The script that acquires a lock of this kind.
+    pub(crate) fn acquire_script(&self) -> &'static LuaScript {
+        match self {
+            LockKind::Reentrant { .. } => &scripts::ACQUIRE,
+            LockKind::Fenced { .. } => &scripts::FENCED_ACQUIRE,
+            LockKind::Fair { .. } => &scripts::FAIR_ACQUIRE,
+        }
+    }
+
+    /// The script that releases a lock of this kind (and undoes an acquire, and cleans
+    /// up a wait).
+    pub(crate) fn release_script(&self) -> &'static LuaScript {
+        match self {
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => &scripts::RELEASE,
+            LockKind::Fair { .. } => &scripts::FAIR_RELEASE,
+        }
+    }
+
+    /// The KEYS and ARGV of its release script: set `owner`'s hold count to `target`
+    /// (at 0 remove it and tell the waiters), raising the TTL to `need_ms` while holds
+    /// remain. `leave_queue`: also remove the owner's entry from leasehold's wait queue
+    /// (a wait that ended without the lock); only a server-queued kind has one. A fair
+    /// release always removes the owner's entry of the fair queue.
+    pub(crate) fn release_args(
+        &self,
+        names: &LockNames,
+        owner: &OwnerId,
+        target: u64,
+        need_ms: u64,
+        leave_queue: bool,
+        settings: CallSettings,
+    ) -> ScriptArgs {
+        match self {
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => {
+                let leave_queue = leave_queue && self.queue() == QueueKind::Server;
+                let mut keys = vec![Key::from(names.key_arg()), Key::from(names.channel_arg())];
+                keys.extend(names.queue_args().iter().cloned().map(Key::from));
+                let args = vec![
+                    Value::Bytes(owner.arg()),
+                    int_arg(target),
+                    int_arg(need_ms),
+                    unlock_message(),
+                    int_arg(u64::from(settings.always_read_queue)),
+                    int_arg(u64::from(leave_queue)),
+                    static_arg(settings.publish),
+                    int_arg(u64::from(settings.redisson_waiters)),
+                ];
+                (keys, args)
+            }
+            LockKind::Fair { .. } => {
+                let args = vec![
+                    Value::Bytes(owner.arg()),
+                    int_arg(target),
+                    int_arg(need_ms),
+                    unlock_message(),
+                    static_arg(settings.publish),
+                ];
+                (fair_keys(names), args)
+            }
+        }
+    }
+
+    /// The script that deletes a lock of this kind whoever holds it and tells its
+    /// waiters (a fair lock: the queue head).
+    pub(crate) fn force_release_script(&self) -> &'static LuaScript {
+        match self {
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => &scripts::FORCE_RELEASE,
+            LockKind::Fair { .. } => &scripts::FAIR_FORCE_RELEASE,
+        }
+    }
+
+    /// The KEYS and ARGV of its force-release script.
+    pub(crate) fn force_release_args(&self, names: &LockNames, settings: CallSettings) -> ScriptArgs {
+        let args = vec![unlock_message(), static_arg(settings.publish)];
+        match self {
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => {
+                (vec![Key::from(names.key_arg()), Key::from(names.channel_arg())], args)
+            }
+            LockKind::Fair { .. } => (fair_keys(names), args),
+        }
+    }
+}
+
+/// The KEYS of the fair-lock scripts: the lock key, its queue, its deadlines and its
+/// release channel (the prefix of every waiter's own channel).
+fn fair_keys(names: &LockNames) -> Vec<Key> {
+    vec![
+        Key::from(names.key_arg()),
+        Key::from(names.queue_key()),
+        Key::from(names.timeout_key()),
+        Key::from(names.channel_arg()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> CallSettings {
+        CallSettings { publish: "spublish", always_read_queue: false, redisson_waiters: true }
+    }
+
+    fn text(values: &[Value]) -> Vec<String> {
+        values.iter().map(|v| v.as_string().unwrap_or_default()).collect()
+    }
+
+    fn key_text(keys: &[Key]) -> Vec<String> {
+        keys.iter().map(|k| k.as_str_lossy().into_owned()).collect()
+    }
+
+    const REENTRANT: LockKind = LockKind::Reentrant { queue_keepalive_ms: 10_000 };
+    const FENCED: LockKind = LockKind::Fenced { counter_ttl_ms: 5_000, queue_keepalive_ms: 9_000 };
+    const FAIR: LockKind = LockKind::Fair { keepalive_ms: 7_000 };
+
+    #[test]
+    fn each_kind_runs_its_own_scripts() {
+        let scripts = |kind: LockKind| {
+            (kind.acquire_script().name(), kind.release_script().name(), kind.force_release_script().name())
+        };
+        assert_eq!(scripts(REENTRANT), ("acquire.lua", "release.lua", "force_release.lua"));
+        assert_eq!(scripts(FENCED), ("fenced_acquire.lua", "release.lua", "force_release.lua"));
+        assert_eq!(scripts(FAIR), ("fair_acquire.lua", "fair_release.lua", "fair_force_release.lua"));
+    }
+
+    #[test]
+    fn the_plan_of_each_kind() {
+        assert_eq!((REENTRANT.wait_channel(), REENTRANT.queue()), (WaitChannel::Lock, QueueKind::Server));
+        assert_eq!((FENCED.wait_channel(), FENCED.queue()), (WaitChannel::Lock, QueueKind::Server));
+        assert_eq!((FAIR.wait_channel(), FAIR.queue()), (WaitChannel::Own, QueueKind::Fair));
+        assert_eq!([REENTRANT, FENCED, FAIR].map(|k| k.queue_keepalive_ms()), [Some(10_000), Some(9_000), Some(7_000)]);
+        assert_eq!([REENTRANT, FENCED, FAIR].map(|k| k.name()), ["lock", "fenced", "fair"]);
+    }
+
+    #[test]
+    fn a_single_try_of_the_plain_lock_names_only_its_key() {
+        let names = LockNames::new("k").expect("valid");
+        let owner = crate::ClientId::new_random().next_owner();
+        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, false, settings());
+        assert_eq!(key_text(&keys), ["k"]);
+        assert_eq!(text(&args), ["30000", owner.as_str(), "2", "0"]);
+        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, true, settings());
+        assert_eq!(keys.len(), 4);
+        assert_eq!(text(&args), ["30000", owner.as_str(), "2", "10000", "spublish"]);
+    }
+
+    #[test]
+    fn fenced_and_fair_arguments_are_as_their_headers_say() {
+        let names = LockNames::new("k").expect("valid");
+        let owner = crate::ClientId::new_random().next_owner();
+        // acquire.lua's KEYS and ARGV, then the counter and its TTL; a single try names
+        // the queue keys too (the counter stays KEYS[5]) with a keep-alive of 0.
+        let queue = ["leasehold_lock_queue:{k}", "leasehold_lock_waiters:{k}", "leasehold_lock__queue:{k}"];
+        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, true, settings());
+        assert_eq!(key_text(&keys), ["k", queue[0], queue[1], queue[2], "redisson_lock_token:{k}"]);
+        assert_eq!(text(&args), ["30000", owner.as_str(), "1", "9000", "spublish", "5000"]);
+        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, false, settings());
+        assert_eq!(keys.len(), 5);
+        assert_eq!(text(&args), ["30000", owner.as_str(), "1", "0", "spublish", "5000"]);
+        let (keys, args) = FAIR.acquire_args(&names, &owner, 30_000, 1, false, settings());
+        assert_eq!(
+            key_text(&keys),
+            ["k", "redisson_lock_queue:{k}", "redisson_lock_timeout:{k}", "redisson_lock__channel:{k}"]
+        );
+        assert_eq!(text(&args), ["30000", owner.as_str(), "1", "7000", "0", "0", "spublish"]);
+        // A fenced wait's clean-up leaves leasehold's wait queue, as a plain one's.
+        let (_, args) = FENCED.release_args(&names, &owner, 0, 0, true, settings());
+        assert_eq!(text(&args)[5], "1");
+        let (_, args) = REENTRANT.release_args(&names, &owner, 0, 0, true, settings());
+        assert_eq!(text(&args)[5], "1");
+    }
+
+    #[test]
+    fn only_a_fenced_acquire_answers_a_token() {
+        let names = LockNames::new("k").expect("valid");
+        assert_eq!(
+            FENCED.parse_acquire(&names, &[1, 1, 42]).expect("token"),
+            (Acquire::Acquired { holds: 1 }, Some(42))
+        );
+        assert!(FENCED.parse_acquire(&names, &[1, 1]).is_err(), "acquired without a token");
+        assert_eq!(REENTRANT.parse_acquire(&names, &[1, 2]).expect("plain"), (Acquire::Acquired { holds: 2 }, None));
+        let held = FENCED.parse_acquire(&names, &[0, 100]).expect("held");
+        assert_eq!(held.1, None);
+    }
+}
