@@ -146,7 +146,7 @@ fn fred_details(err: &leasehold::Error) -> String {
 async fn waiter_is_woken_by_the_release(holder: &Client, waiter: &Client, name: &str) {
     let guard = holder.lock(name).lock_with_lease(Duration::from_secs(30)).await.expect("lock");
     let channel = format!("redisson_lock__channel:{{{name}}}");
-    let messages_before = waiter.subscriber_stats().messages;
+    let messages_before = waiter.stats().subscriber.messages;
     let waiting = {
         let waiter = waiter.clone();
         let name = name.to_owned();
@@ -159,7 +159,7 @@ async fn waiter_is_woken_by_the_release(holder: &Client, waiter: &Client, name: 
     guard.unlock().await.expect("unlock");
     let woken = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("woken in time").expect("task");
     woken.expect("wait").expect("the waiter got the lock").unlock().await.expect("unlock");
-    assert!(waiter.subscriber_stats().messages > messages_before, "woken by a release message");
+    assert!(waiter.stats().subscriber.messages > messages_before, "woken by a release message");
 }
 
 /// `redis://:password@` (the default user's password, `requirepass`): both connections
@@ -202,13 +202,13 @@ async fn the_documented_acl_user_can_do_everything_a_client_does() {
     // Watchdog renewal: a 900 ms lease renewed every 300 ms, held for 5 leases.
     let lock = first.lock("app:order:2");
     let guard = lock.lock().await.expect("lock in watchdog mode");
-    let renewals_before = first.watchdog_stats().calls;
+    let renewals_before = first.stats().watchdog.calls;
     assert!(
-        wait_until(Duration::from_secs(15), || first.watchdog_stats().calls >= renewals_before + 15).await,
+        wait_until(Duration::from_secs(15), || first.stats().watchdog.calls >= renewals_before + 15).await,
         "the watchdog kept renewing"
     );
     assert!(!guard.is_lost(), "renewals succeeded");
-    assert_eq!(first.watchdog_stats().failed_calls, 0);
+    assert_eq!(first.stats().watchdog.failed_calls, 0);
     assert!(pttl(&server, "app:order:2") > 0, "the key outlived 5 leases");
 
     // Force-unlock from the other client: the holder learns it lost the lock.
@@ -351,9 +351,9 @@ async fn life_of_a_client(url: &str, name: &str) -> Result<(), String> {
     lock.is_locked().await.map_err(step("is_locked"))?;
     lock.hold_count().await.map_err(step("hold_count"))?;
     lock.remaining_ttl().await.map_err(step("remaining_ttl"))?;
-    let calls = first.watchdog_stats().calls;
-    wait_until(Duration::from_secs(3), || first.watchdog_stats().calls >= calls + 2).await;
-    if held.is_lost() || first.watchdog_stats().failed_calls > 0 {
+    let calls = first.stats().watchdog.calls;
+    wait_until(Duration::from_secs(3), || first.stats().watchdog.calls >= calls + 2).await;
+    if held.is_lost() || first.stats().watchdog.failed_calls > 0 {
         return Err("renewal failed".into());
     }
     second.lock(name).force_unlock().await.map_err(step("force unlock"))?;
@@ -453,13 +453,13 @@ async fn the_documented_acl_user_works_on_a_cluster_with_the_cluster_rules() {
 
     let name = format!("{prefix}order:2");
     let guard = first.lock(&name).lock().await.expect("lock in watchdog mode");
-    let renewals_before = first.watchdog_stats().calls;
+    let renewals_before = first.stats().watchdog.calls;
     assert!(
-        wait_until(Duration::from_secs(15), || first.watchdog_stats().calls >= renewals_before + 10).await,
+        wait_until(Duration::from_secs(15), || first.stats().watchdog.calls >= renewals_before + 10).await,
         "the watchdog kept renewing"
     );
     assert!(!guard.is_lost(), "renewals succeeded");
-    assert_eq!(first.watchdog_stats().failed_calls, 0);
+    assert_eq!(first.stats().watchdog.failed_calls, 0);
     assert!(second.lock(&name).force_unlock().await.expect("force unlock"), "the key existed");
     tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("the holder was told");
 

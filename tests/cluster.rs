@@ -131,7 +131,7 @@ async fn a_waiter_is_woken_by_a_release_on_another_node() {
         let handoff = woken.saturating_duration_since(released);
         assert!(handoff < Duration::from_secs(2), "{name}: woken {handoff:?} after the release");
     }
-    assert!(waiter.subscriber_stats().messages >= 3, "{:?}", waiter.subscriber_stats());
+    assert!(waiter.stats().subscriber.messages >= 3, "{:?}", waiter.stats().subscriber);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,12 +277,12 @@ async fn a_waiter_follows_its_locks_slot_to_another_node() {
     guard.unlock().await.expect("unlock after the migration");
     let acquired = tokio::time::timeout(Duration::from_secs(10), wait).await.expect("acquired in time").expect("task");
     let took = acquired.saturating_duration_since(released);
-    eprintln!("the waiter acquired {took:?} after the release; {:?}", waiting.subscriber_stats());
+    eprintln!("the waiter acquired {took:?} after the release; {:?}", waiting.stats().subscriber);
     assert!(
         took < Duration::from_secs(5),
         "acquired {took:?} after the release, not on a timer (30 s lease, 20 s refresh)"
     );
-    assert!(waiting.subscriber_stats().moved_channels >= 1, "{:?}", waiting.subscriber_stats());
+    assert!(waiting.stats().subscriber.moved_channels >= 1, "{:?}", waiting.stats().subscriber);
 
     // Waiting again: the subscription is on the target now.
     let guard = holder.lock(name).lock().await.expect("lock again");
@@ -313,9 +313,9 @@ async fn the_watchdog_renews_locks_on_every_slot() {
     for lock in &locks {
         guards.push(lock.lock().await.expect("lock"));
     }
-    let before = client.watchdog_stats();
+    let before = client.stats().watchdog;
     tokio::time::sleep(lease * 3).await;
-    let after = client.watchdog_stats();
+    let after = client.stats().watchdog;
     assert!(guards.iter().all(|g| !g.is_lost()), "no hold lost");
     for name in &names {
         let ttl = pttl(cluster, name);
@@ -446,7 +446,7 @@ async fn a_watchdog_lock_survives_a_migration_window_longer_than_its_lease() {
     let (asks, askings) = (cluster.error_count(&source, "ASK"), cluster.command_count(&target, "asking"));
     eprintln!("during the window: {asks} ASK replies on the source, {askings} ASKING on the target");
     assert!(asks >= 5 && askings >= 5, "renewals followed ASK: {asks} ASK, {askings} ASKING");
-    let stats = client.watchdog_stats();
+    let stats = client.stats().watchdog;
     assert_eq!(stats.lost, 0, "{stats:?}");
 
     migration.finish();
@@ -525,7 +525,7 @@ async fn a_renewal_batch_that_straddles_a_migration_is_split() {
         assert_eq!(holds(&cluster, lock.key()), vec![(lock.owner().to_owned(), "1".to_owned())]);
         guard.unlock().await.expect("unlock");
     }
-    assert_eq!(client.watchdog_stats().lost, 0);
+    assert_eq!(client.stats().watchdog.lost, 0);
 }
 
 /// Issue 17 item 4, the check after a reconnect: two fixed-lease holds in one slot whose
@@ -552,7 +552,7 @@ async fn the_check_after_a_reconnect_reaches_holds_whose_keys_moved() {
     migration.migrate_key(kept.key());
     migration.migrate_key(gone.key());
     assert_eq!(migration.on_target_asking(&["DEL", gone.key()]).as_int(), Some(1));
-    let before = client.watchdog_stats();
+    let before = client.stats().watchdog;
     let killed = cluster.on(&source, &["CLIENT", "KILL", "TYPE", "normal"]).as_int().expect("CLIENT KILL");
     assert!(killed >= 1, "the client's connection to the source was killed");
     let reconnected = Instant::now();
@@ -560,7 +560,7 @@ async fn the_check_after_a_reconnect_reaches_holds_whose_keys_moved() {
         .await
         .expect("the holder whose key was deleted on the target was not told within 5 s of the reconnect");
     eprintln!("the lost hold was told {:?} after the reconnect", reconnected.elapsed());
-    let after = client.watchdog_stats();
+    let after = client.stats().watchdog;
     assert!(after.checks > before.checks && after.failed_checks == before.failed_checks, "{before:?} → {after:?}");
     assert_eq!(after.lost, before.lost + 1, "{after:?}");
     assert!(!kept_guard.is_lost(), "the hold whose key moved intact is still held");
@@ -827,12 +827,12 @@ async fn a_waiter_follows_a_failover_of_its_shard() {
         leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &new, &channel)).await,
         "subscribed on the new primary"
     );
-    assert!(waiting.subscriber_stats().moved_channels >= 1, "{:?}", waiting.subscriber_stats());
+    assert!(waiting.stats().subscriber.moved_channels >= 1, "{:?}", waiting.stats().subscriber);
     let released = Instant::now();
     guard.unlock().await.expect("unlock after the failover");
     let acquired = tokio::time::timeout(Duration::from_secs(10), wait).await.expect("acquired in time").expect("task");
     let took = acquired.saturating_duration_since(released);
-    eprintln!("the waiter acquired {took:?} after the release; {:?}", waiting.subscriber_stats());
+    eprintln!("the waiter acquired {took:?} after the release; {:?}", waiting.stats().subscriber);
     assert!(took < Duration::from_secs(2), "woken by the release on the new primary: {took:?}");
 }
 
@@ -1083,7 +1083,7 @@ async fn a_fixed_lease_holder_is_told_when_its_shard_changes_primary_under_a_liv
         .await
         .expect("the holder was not told lost() within 5 s of the promotion");
     eprintln!("the holder was told lost() {:?} after the promotion", promoted.elapsed());
-    let stats = holder.watchdog_stats();
+    let stats = holder.stats().watchdog;
     assert!(
         stats.topology_changes >= 1 && stats.checks >= 1 && stats.lost == 1,
         "found by the topology check, then gone by a check: {stats:?}"

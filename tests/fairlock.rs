@@ -553,8 +553,8 @@ async fn a_fair_lock_keeps_the_lock_guarantees(on: ServerKind) {
     assert!(other.try_lock().await.expect("try").is_none(), "still held after n-1 releases");
 
     // Renewed past several leases.
-    let start = client.watchdog_stats().calls;
-    assert!(wait_until(Duration::from_secs(10), || client.watchdog_stats().calls >= start + 6).await, "renewed");
+    let start = client.stats().watchdog.calls;
+    assert!(wait_until(Duration::from_secs(10), || client.stats().watchdog.calls >= start + 6).await, "renewed");
     assert!(!outer.is_lost() && pttl(&server, "fair:basic") > 0);
 
     // Force-unlocked by another owner: the holder is told.

@@ -345,9 +345,9 @@ async fn dropped_guard_is_released_in_the_background(t: &Topology) {
     let name = t.name("dropped-guard");
     let lock = client.lock(&name);
     let guard = lock.lock().await.expect("lock");
-    assert_eq!(client.watchdog_stats().registered, 1);
+    assert_eq!(client.stats().watchdog.registered, 1);
     drop(guard);
-    assert_eq!(client.watchdog_stats().registered, 0, "renewal stops at once");
+    assert_eq!(client.stats().watchdog.registered, 0, "renewal stops at once");
     assert!(wait_until(Duration::from_secs(2), || t.pttl(&name) == -2).await);
 }
 both_topologies!(dropped_guard_is_released_in_the_background);
@@ -554,7 +554,7 @@ async fn shutdown_releases_what_is_held_and_stops_the_background_tasks(on: Serve
     let fenced_guard = fenced.lock().await.expect("fenced");
     let simple_guard = simple.try_lock(LEASE).await.expect("simple").expect("free");
     std::mem::forget(forgotten.lock().await.expect("forgotten"));
-    assert!(holder.watchdog_stats().registered >= 3);
+    assert!(holder.stats().watchdog.registered >= 3);
     for key in keys {
         assert_eq!(leasehold_tests::raw(&server, &["EXISTS", key]), RespValue::Integer(1), "{key} held");
     }
@@ -609,7 +609,7 @@ async fn shutdown_releases_what_is_held_and_stops_the_background_tasks(on: Serve
     // `Client` (and a forgotten guard holding it) is still alive.
     let ended = wait_until(Duration::from_secs(5), || metrics.num_alive_tasks() <= tasks_before).await;
     assert!(ended, "background tasks left: {} alive, {tasks_before} before", metrics.num_alive_tasks());
-    assert_eq!(holder.watchdog_stats().registered, 0, "nothing renewed");
+    assert_eq!(holder.stats().watchdog.registered, 0, "nothing renewed");
     drop(holder);
 }
 both_servers!(shutdown_releases_what_is_held_and_stops_the_background_tasks);

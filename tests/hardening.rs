@@ -65,7 +65,7 @@ async fn one_owner_shared_by_four_tasks_keeps_its_books_straight(on: ServerKind)
         tokio::time::timeout(Duration::from_secs(60), task).await.expect("tasks finish").expect("task");
     }
     assert_eq!(raw(&server, &["EXISTS", "shared-owner"]).as_int(), Some(0), "{:?}", hgetall(&server, "shared-owner"));
-    assert_eq!(client.watchdog_stats().registered, 0);
+    assert_eq!(client.stats().watchdog.registered, 0);
 }
 both_servers!(one_owner_shared_by_four_tasks_keeps_its_books_straight, worker_threads = 4);
 
@@ -271,7 +271,7 @@ async fn a_restart_is_reported_lost_to_fixed_lease_holders_within_a_reconnect(on
     }
     eprintln!("both fixed-lease holders told {:?} after the restart", restarted.elapsed());
     assert!(restarted.elapsed() < Duration::from_secs(3));
-    assert!(client.watchdog_stats().checks >= 1, "{:?}", client.watchdog_stats());
+    assert!(client.stats().watchdog.checks >= 1, "{:?}", client.stats().watchdog);
     assert!(waited.unlock().await.expect_err("lost").is_lock_lost());
     assert!(tried.unlock().await.expect_err("lost").is_lock_lost());
 }
@@ -286,19 +286,19 @@ async fn the_check_after_a_reconnect_never_extends_a_fixed_lease(on: ServerKind)
     let lease = Duration::from_secs(20);
     let guard = client.lock("reconnected:fixed").lock_with_lease(lease).await.expect("lock");
     let acquired = Instant::now();
-    let before = client.watchdog_stats();
+    let before = client.stats().watchdog;
     assert_eq!(before.tracked, 1, "{before:?}");
     // Kill the client's connections (not this raw one): fred reconnects, the data stays.
     let killed = raw(&server, &["CLIENT", "KILL", "TYPE", "normal"]).as_int().expect("killed");
     assert!(killed >= 1);
     assert!(
-        wait_until(Duration::from_secs(5), || client.watchdog_stats().checks > before.checks).await,
+        wait_until(Duration::from_secs(5), || client.stats().watchdog.checks > before.checks).await,
         "checked after the reconnect: {:?}",
-        client.watchdog_stats()
+        client.stats().watchdog
     );
     // A command sent after the check on the same connection is answered after it.
     assert!(client.lock("reconnected:fixed").is_locked().await.expect("is_locked"));
-    assert_eq!(client.watchdog_stats().failed_checks, before.failed_checks, "the check was answered");
+    assert_eq!(client.stats().watchdog.failed_checks, before.failed_checks, "the check was answered");
     // Read the clock before PTTL: the server's TTL started before `acquired`, so by the
     // time PTTL runs no more than `bound` is left (plus the server's 1 ms rounding).
     let bound = lease.saturating_sub(acquired.elapsed());
@@ -461,7 +461,7 @@ async fn a_stalled_server_tells_the_holder_before_a_waiter_gets_in(on: ServerKin
             guard.unlock().await.expect("waiter unlock");
         })
     };
-    assert!(wait_until(Duration::from_secs(5), || holder.watchdog_stats().calls >= 1).await);
+    assert!(wait_until(Duration::from_secs(5), || holder.stats().watchdog.calls >= 1).await);
     server.pause();
     tokio::time::timeout(Duration::from_secs(3), guard.lost()).await.expect("lost while the server is stalled");
     let lost_at = u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX);

@@ -218,7 +218,7 @@ async fn dropped_waiters_leak_nothing(t: &Topology) {
     holder.unlock().await.expect("unlock");
     assert!(wait_until(Duration::from_secs(5), || t.channels().is_empty()).await);
     assert!(!t.exists(&name), "no lock acquired in the background");
-    assert_eq!(client.watchdog_stats().registered, 0);
+    assert_eq!(client.stats().watchdog.registered, 0);
 }
 both_topologies!(dropped_waiters_leak_nothing);
 
@@ -245,7 +245,7 @@ async fn local_waiters_are_served_in_fifo_order(t: &Topology) {
     for task in tasks {
         task.await.expect("task");
     }
-    assert_eq!(*order.lock().expect("poisoned"), vec![0, 1, 2, 3, 4, 5], "{:?}", client.subscriber_stats());
+    assert_eq!(*order.lock().expect("poisoned"), vec![0, 1, 2, 3, 4, 5], "{:?}", client.stats().subscriber);
 }
 both_topologies!(local_waiters_are_served_in_fifo_order);
 

@@ -34,9 +34,9 @@ async fn renewed_for_ten_timeouts_then_gone_for_good(t: &Topology) {
         assert!(!guard.is_lost());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(client.watchdog_stats().calls >= 20, "renewed every period: {:?}", client.watchdog_stats());
+    assert!(client.stats().watchdog.calls >= 20, "renewed every period: {:?}", client.stats().watchdog);
     guard.unlock().await.expect("unlock");
-    assert_eq!(client.watchdog_stats().registered, 0);
+    assert_eq!(client.stats().watchdog.registered, 0);
     let node = t.node_for(&name);
     let monitor = Monitor::start(&node);
     // Three periods without any renewal touching the key. (The PTTLs straight to the
@@ -68,7 +68,7 @@ async fn deleted_key_is_reported_lost_within_a_period(t: &Topology) {
     tokio::time::timeout(PERIOD + Duration::from_millis(400), guard.lost()).await.expect("lost within one period");
     assert!(guard.is_lost());
     assert!(start.elapsed() <= PERIOD + Duration::from_millis(400));
-    assert_eq!(client.watchdog_stats().registered, 0, "a lost hold is never renewed again");
+    assert_eq!(client.stats().watchdog.registered, 0, "a lost hold is never renewed again");
     tokio::time::sleep(PERIOD * 3).await;
     assert_eq!(t.pttl(&name), -2, "nothing recreated the key");
     let err = guard.unlock().await.expect_err("lost");
@@ -169,7 +169,7 @@ async fn lock_cancelled_mid_wait_leaves_nothing(t: &Topology) {
     assert_eq!(client.local_waiters(&name), 0);
     holder.unlock().await.expect("unlock");
     tokio::time::sleep(PERIOD * 3).await;
-    assert_eq!(client.watchdog_stats().registered, 0);
+    assert_eq!(client.stats().watchdog.registered, 0);
     assert_eq!(t.pttl(&name), -2);
 }
 both_topologies!(lock_cancelled_mid_wait_leaves_nothing);
@@ -200,7 +200,7 @@ async fn lock_cancelled_while_acquiring_gives_the_hold_back(on: ServerKind) {
         "the acquire did reach the server"
     );
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "inflight") == -2).await, "the hold was given back");
-    assert_eq!(client.watchdog_stats().registered, 0);
+    assert_eq!(client.stats().watchdog.registered, 0);
 }
 both_servers!(lock_cancelled_while_acquiring_gives_the_hold_back);
 
@@ -212,14 +212,14 @@ async fn reentrant_holds_share_one_renewal(t: &Topology) {
     let lock = client.lock(&name);
     let first = lock.lock().await.expect("first");
     let second = lock.lock().await.expect("second");
-    assert_eq!(client.watchdog_stats().registered, 1, "one entry for both holds");
+    assert_eq!(client.stats().watchdog.registered, 1, "one entry for both holds");
     second.unlock().await.expect("unlock second");
     assert!(first.is_renewed());
     tokio::time::sleep(WATCHDOG * 3).await;
     assert!(lock.is_held().await.expect("held"), "still renewed after three timeouts");
     assert_eq!(lock.hold_count().await.expect("count"), 1);
     first.unlock().await.expect("unlock first");
-    assert_eq!(client.watchdog_stats().registered, 0);
+    assert_eq!(client.stats().watchdog.registered, 0);
     assert_eq!(t.pttl(&name), -2);
 }
 both_topologies!(reentrant_holds_share_one_renewal);
@@ -229,7 +229,7 @@ async fn explicit_lease_is_never_renewed(t: &Topology) {
     let client = t.client_with(WATCHDOG).await;
     let name = t.name("fixed");
     let guard = client.lock(&name).lock_with_lease(Duration::from_millis(400)).await.expect("lock");
-    assert_eq!(client.watchdog_stats().registered, 0);
+    assert_eq!(client.stats().watchdog.registered, 0);
     assert!(!guard.is_renewed());
     tokio::time::timeout(Duration::from_secs(2), guard.lost()).await.expect("lost at the lease deadline");
     assert!(wait_until(Duration::from_secs(2), || t.pttl(&name) == -2).await);
@@ -246,10 +246,10 @@ async fn cancelled_unlock_leaves_no_renewal(on: ServerKind) {
     let guard = lock.lock().await.expect("lock");
     lock.try_lock().await.expect("re-enter").expect("re-entered").unlock().await.expect("warm release");
     proxy.set_latency(Duration::from_millis(200));
-    assert_eq!(client.watchdog_stats().registered, 1);
+    assert_eq!(client.stats().watchdog.registered, 1);
     let cancelled = tokio::time::timeout(Duration::from_millis(50), guard.unlock()).await;
     assert!(cancelled.is_err(), "the unlock was cancelled mid-flight");
-    assert_eq!(client.watchdog_stats().registered, 0, "renewal stopped before the release was answered");
+    assert_eq!(client.stats().watchdog.registered, 0, "renewal stopped before the release was answered");
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "cancel-unlock") == -2).await);
 }
 both_servers!(cancelled_unlock_leaves_no_renewal);
@@ -262,27 +262,27 @@ async fn a_detached_guard_is_not_renewed_and_expires_with_its_lease(t: &Topology
     for fenced in [false, true] {
         let name = t.name(if fenced { "detached-fenced" } else { "detached" });
         let node = t.node_for(&name);
-        let calls = client.watchdog_stats().calls;
+        let calls = client.stats().watchdog.calls;
         let (lock, fenced_lock) = (client.lock(&name), client.fenced_lock(&name));
         let guard = if fenced { None } else { Some(lock.lock().await.expect("lock")) };
         let fenced_guard = if fenced { Some(fenced_lock.lock().await.expect("fenced lock")) } else { None };
         // Renewed while attached: the key outlives its first lease.
         assert!(
-            wait_until(Duration::from_secs(5), || client.watchdog_stats().calls >= calls + 2).await,
+            wait_until(Duration::from_secs(5), || client.stats().watchdog.calls >= calls + 2).await,
             "renewed while attached: {:?}",
-            client.watchdog_stats()
+            client.stats().watchdog
         );
         let monitor = Monitor::start(&node);
         // A renewal scheduled before the detach may still be on its way (the monitor
         // starts a few ms earlier): it is allowed; one scheduled after it is not.
-        let scheduled = client.watchdog_stats().calls;
+        let scheduled = client.stats().watchdog.calls;
         let detached_at = Instant::now();
         match (guard, fenced_guard) {
             (Some(guard), _) => guard.detach(),
             (_, Some(guard)) => guard.detach(),
             _ => unreachable!(),
         }
-        assert_eq!(client.watchdog_stats().registered, 0, "deregistered synchronously");
+        assert_eq!(client.stats().watchdog.registered, 0, "deregistered synchronously");
         let pttl = || match leasehold_tests::raw_command(&node, &[b"PTTL", name.as_bytes()]) {
             RespValue::Integer(ms) => ms,
             other => panic!("PTTL answered {other:?}"),
@@ -292,7 +292,7 @@ async fn a_detached_guard_is_not_renewed_and_expires_with_its_lease(t: &Topology
         assert!(wait_until(Duration::from_secs(2), || pttl() == -2).await, "the key expires with its lease");
         let expired_after = detached_at.elapsed();
         assert!(expired_after <= WATCHDOG + Duration::from_millis(100), "not renewed: gone after {expired_after:?}");
-        assert_eq!(client.watchdog_stats().calls, scheduled, "no renewal scheduled after the detach");
+        assert_eq!(client.stats().watchdog.calls, scheduled, "no renewal scheduled after the detach");
         monitor.sync(&node);
         let quoted = format!("\"{name}\"");
         let touched: Vec<String> =

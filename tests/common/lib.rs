@@ -481,8 +481,8 @@ pub async fn assert_unreplicated_holders_told_and_no_waiter_stuck<T>(
     // The watchdog counts a loss before it marks the hold; the wait only covers the
     // stats' relaxed ordering, never a check still to come.
     let counted = |s: &leasehold::WatchdogStats| s.checks >= 1 && s.lost >= 2;
-    wait_until(Duration::from_secs(1), || counted(&holder.watchdog_stats())).await;
-    let stats = holder.watchdog_stats();
+    wait_until(Duration::from_secs(1), || counted(&holder.stats().watchdog)).await;
+    let stats = holder.stats().watchdog;
     assert!(counted(&stats), "the fixed lease was found gone by a check: {stats:?}");
     tokio::time::timeout(Duration::from_secs(20), async {
         for task in tasks {

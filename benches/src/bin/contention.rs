@@ -341,7 +341,7 @@ async fn run(
 
 /// A client's subscriber counters: SUBSCRIBE calls, UNSUBSCRIBE calls, messages, wake-alls.
 fn subscriber_counters(client: &Client) -> [u64; 4] {
-    let s = client.subscriber_stats();
+    let s = client.stats().subscriber;
     [s.subscribe_calls, s.unsubscribe_calls, s.messages, s.wake_alls]
 }
 

@@ -294,7 +294,7 @@ async fn settle(clients: &[Client]) {
 
 /// A client's subscriber counters: SUBSCRIBE calls, UNSUBSCRIBE calls, messages, wake-alls.
 fn subscriber_counters(client: &Client) -> [u64; 4] {
-    let s = client.subscriber_stats();
+    let s = client.stats().subscriber;
     [s.subscribe_calls, s.unsubscribe_calls, s.messages, s.wake_alls]
 }
 

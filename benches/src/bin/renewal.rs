@@ -257,13 +257,13 @@ async fn run(settings: &Settings, url: &str, batch: usize) -> Result<Figures, Bo
     // half-way between two rounds.
     let period = settings.watchdog / 3;
     let (first_round, _) = next_round(&client, &guards, settings.watchdog).await.ok_or("no renewal round ran")?;
-    let stats_before = client.watchdog_stats();
+    let stats_before = client.stats().watchdog;
     let commands_before = CommandStats::fetch(&fred).await?;
     let observe_start = Instant::now();
     let until = first_round + settings.observe + period / 2;
     f.round_times_us = sample_rounds(&client, &guards, until, settings.watchdog).await;
     tokio::time::sleep_until(until.into()).await;
-    let stats_after = client.watchdog_stats();
+    let stats_after = client.stats().watchdog;
     let commands = CommandStats::fetch(&fred).await?.since(&commands_before);
     f.observed = observe_start.elapsed();
     f.rounds = stats_after.rounds - stats_before.rounds;
@@ -297,7 +297,7 @@ async fn run(settings: &Settings, url: &str, batch: usize) -> Result<Figures, Bo
     f.latches_expired = f.keys_holding == keys_before + settings.locks as u64;
     f.redis_holding = used_memory(&fred).await?;
     f.rss_holding_kib = vm_rss_kib().unwrap_or(0);
-    f.lost = client.watchdog_stats().lost;
+    f.lost = client.stats().watchdog.lost;
     if f.lost != 0 {
         f.problems.push(format!("the watchdog reported {} holds lost", f.lost));
     }
@@ -324,7 +324,7 @@ async fn run(settings: &Settings, url: &str, batch: usize) -> Result<Figures, Bo
     if f.left_after_unlock > 0 {
         f.problems.push(format!("{} lock keys remain after unlocking all", f.left_after_unlock));
     }
-    let registered = client.watchdog_stats().registered;
+    let registered = client.stats().watchdog.registered;
     if registered != 0 {
         f.problems.push(format!("{registered} holds still registered with the watchdog after unlock"));
     }
@@ -339,10 +339,10 @@ async fn run(settings: &Settings, url: &str, batch: usize) -> Result<Figures, Bo
 async fn next_round(client: &Client, guards: &[LockGuard], timeout: Duration) -> Option<(Instant, u64)> {
     let period = timeout / 3;
     let give_up = Instant::now() + 2 * period;
-    let seen = client.watchdog_stats().rounds;
+    let seen = client.stats().watchdog.rounds;
     let detected = loop {
         tokio::time::sleep(Duration::from_millis(1)).await;
-        if client.watchdog_stats().rounds != seen {
+        if client.stats().watchdog.rounds != seen {
             break Instant::now();
         }
         if Instant::now() >= give_up {

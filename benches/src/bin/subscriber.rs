@@ -171,16 +171,16 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let channel = format!("redisson_lock__channel:{{{}}}", names[0]);
-    println!("subscribed: {} channels in {} SUBSCRIBE call(s)", channels, measured.subscriber_stats().subscribe_calls);
+    println!("subscribed: {} channels in {} SUBSCRIBE call(s)", channels, measured.stats().subscriber.subscribe_calls);
 
     // Paced: keep at most `backlog` messages between the server and the subscriber.
-    let before = measured.subscriber_stats();
+    let before = measured.stats().subscriber;
     let commands_before = CommandStats::fetch(measured.fred()).await?;
     let start = Instant::now();
     let mut published = 0;
     let mut last_progress = (0, Instant::now());
     let paced_messages = loop {
-        let processed = measured.subscriber_stats().messages - before.messages;
+        let processed = measured.stats().subscriber.messages - before.messages;
         if processed >= settings.messages {
             break processed;
         }
@@ -200,7 +200,7 @@ async fn run(
         }
     };
     let paced_elapsed = start.elapsed();
-    let after = measured.subscriber_stats();
+    let after = measured.stats().subscriber;
     let paced_wake_alls = after.wake_alls - before.wake_alls;
     let commands = CommandStats::fetch(measured.fred()).await?.since(&commands_before);
     println!(
@@ -214,12 +214,12 @@ async fn run(
     );
 
     // Burst: one script, no pacing.
-    let before = measured.subscriber_stats();
+    let before = measured.stats().subscriber;
     let start = Instant::now();
     publish(publisher, &channel, settings.burst).await?;
     let mut last = (0, Instant::now());
     let burst_processed = loop {
-        let processed = measured.subscriber_stats().messages - before.messages;
+        let processed = measured.stats().subscriber.messages - before.messages;
         if processed >= settings.burst {
             break processed;
         }
@@ -232,7 +232,7 @@ async fn run(
         tokio::time::sleep(Duration::from_micros(200)).await;
     };
     let burst_elapsed = last.1.duration_since(start);
-    let after = measured.subscriber_stats();
+    let after = measured.stats().subscriber;
     let burst_wake_alls = after.wake_alls - before.wake_alls;
     println!(
         "burst: {} sent, {burst_processed} processed in {:.3} s, {} lost; wake_alls {}",
@@ -258,7 +258,7 @@ async fn run(
     println!(
         "after the waiters left: {} channel(s) still subscribed; subscriber stats {:?}",
         measured.subscribed_channels().len(),
-        measured.subscriber_stats()
+        measured.stats().subscriber
     );
     Ok(Outcome {
         channels,

@@ -352,9 +352,11 @@ impl Client {
     /// and renewed holds now. Cheap (atomic reads, and one short lock of the watchdog's
     /// table); see [`ClientStats`](crate::ClientStats) and `docs/observability.md`.
     ///
-    /// The older accessors ([`Client::watchdog_stats`], [`Client::subscriber_stats`],
-    /// [`Client::local_waiters`], [`Client::subscribed_channels`]) stay, as diagnostics
-    /// of one part each.
+    /// The watchdog's and the subscriber's detailed counters are in it too
+    /// ([`ClientStats::watchdog`](crate::ClientStats::watchdog),
+    /// [`ClientStats::subscriber`](crate::ClientStats::subscriber)). Per-name
+    /// diagnostics stay methods: [`Client::local_waiters`],
+    /// [`Client::subscribed_channels`].
     pub fn stats(&self) -> crate::ClientStats {
         let mut stats = crate::ClientStats::default();
         self.inner.telemetry.fill(&mut stats);
@@ -362,12 +364,15 @@ impl Client {
         stats.lost = watchdog.lost;
         stats.renewals = watchdog.renewed;
         stats.watchdog_locks = watchdog.registered;
+        stats.watchdog = watchdog;
+        stats.subscriber = self.inner.subscriber.stats();
         stats
     }
 
     /// Diagnostic: a snapshot of the waiting side: subscribe and unsubscribe calls, release
     /// messages, and how often every waiter was woken because messages may have been
-    /// lost.
+    /// lost. Deprecated: the same snapshot is `client.stats().subscriber`.
+    #[deprecated(since = "0.2.0", note = "use `Client::stats().subscriber`; removed in the next release")]
     pub fn subscriber_stats(&self) -> SubscriberStats {
         self.inner.subscriber.stats()
     }
@@ -397,7 +402,8 @@ impl Client {
     }
 
     /// Diagnostic: a snapshot of the watchdog: holds renewed now, rounds, calls, failures, holds
-    /// found lost.
+    /// found lost. Deprecated: the same snapshot is `client.stats().watchdog`.
+    #[deprecated(since = "0.2.0", note = "use `Client::stats().watchdog`; removed in the next release")]
     pub fn watchdog_stats(&self) -> WatchdogStats {
         self.inner.watchdog.stats()
     }

@@ -7,6 +7,10 @@
 /// [`SimpleLock`](crate::SimpleLock)), shared by all its clones. Each field is read on
 /// its own (relaxed atomics), so a snapshot taken while locks are busy need not add up
 /// exactly. `docs/observability.md` has the same list with the metrics.
+///
+/// It replaces the part snapshots `Client::watchdog_stats()` and
+/// `Client::subscriber_stats()` (deprecated): their values are [`ClientStats::watchdog`]
+/// and [`ClientStats::subscriber`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClientStats {
@@ -34,4 +38,11 @@ pub struct ClientStats {
     pub waiters: usize,
     /// Holds the watchdog renews now.
     pub watchdog_locks: usize,
+    /// The watchdog's own counters in detail (rounds, renewal calls and their failures,
+    /// checks after reconnects, topology changes); `lost`, `renewals` and
+    /// `watchdog_locks` above are read from the same snapshot.
+    pub watchdog: lock_watchdog::WatchdogStats,
+    /// The waiting side's counters (subscribe and unsubscribe calls, release messages,
+    /// wake-alls after messages may have been lost).
+    pub subscriber: lock_pubsub::SubscriberStats,
 }

@@ -50,7 +50,8 @@ pub struct Subscriber {
     pub(crate) shared: Arc<Shared>,
 }
 
-/// Counters for tests and benchmarks.
+/// The subscriber's counters since it started: what `leasehold::ClientStats::subscriber`
+/// shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SubscriberStats {

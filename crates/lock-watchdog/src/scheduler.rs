@@ -62,7 +62,8 @@ impl WatchdogConfig {
     }
 }
 
-/// Counters for tests and benchmarks.
+/// The watchdog's counters since it started (and the holds registered now): what
+/// `leasehold::ClientStats::watchdog` shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WatchdogStats {
