@@ -4,14 +4,17 @@
 //! which on the try-lock hot path is several lookups per pair. A handle records without
 //! either (the facade's advice for hot paths).
 //!
-//! Keyed by the recorder's address: the facade's global recorder is installed at most
-//! once, so the cache is built again only when the first recorder arrives (a record made
-//! before went to the facade's no-op recorder) or under a thread-local recorder of a test.
+//! Kept per thread, keyed by the recorder's address: a thread reads its own copy with no
+//! atomic read-modify-write (a lock shared by the runtime's threads would bounce its
+//! cache line between cores on every record), and the handles of one series registered
+//! on several threads are the same storage in the recorder. The facade's global
+//! recorder is installed at most once, so a thread builds its copy again only when the
+//! first recorder arrives (a record made before went to the facade's no-op recorder) or
+//! under a thread-local recorder of a test.
 
-use std::sync::Arc;
+use std::cell::RefCell;
 
 use metrics::{Gauge, Histogram, Recorder};
-use parking_lot::RwLock;
 
 use crate::telemetry::{HoldEnd, Kind, Outcome};
 
@@ -28,21 +31,29 @@ pub(crate) struct Handles {
     pub(crate) watchdog_locks: Gauge,
 }
 
-/// The handles and the address of the recorder they belong to.
-static CACHE: RwLock<Option<(usize, Arc<Handles>)>> = RwLock::new(None);
+thread_local! {
+    /// This thread's handles and the address of the recorder they belong to.
+    static CACHE: RefCell<Option<(usize, Handles)>> = const { RefCell::new(None) };
+}
 
-/// Runs `f` with the handles of the recorder in effect, registering them first if that
-/// recorder has none yet.
-pub(crate) fn with<T>(f: impl FnOnce(&Handles) -> T) -> T {
+/// Runs `f` with the handles of the recorder in effect, registering them first if this
+/// thread has none of that recorder yet.
+pub(crate) fn with(f: impl Fn(&Handles)) {
     let recorder = metrics::with_recorder(|recorder| std::ptr::from_ref::<dyn Recorder>(recorder).cast::<()>().addr());
-    if let Some((owner, handles)) = &*CACHE.read() {
-        if *owner == recorder {
-            return f(handles);
+    let cached = CACHE.try_with(|cache| {
+        // Never borrowed twice: `f` only records, it does not come back here.
+        let Ok(mut cache) = cache.try_borrow_mut() else { return false };
+        match &*cache {
+            Some((owner, handles)) if *owner == recorder => f(handles),
+            _ => f(&cache.insert((recorder, Handles::register())).1),
         }
+        true
+    });
+    if cached != Ok(true) {
+        // The thread is being torn down (its cache is gone) or the cache is in use: the
+        // handles just for this record.
+        f(&Handles::register());
     }
-    let handles = Arc::new(Handles::register());
-    *CACHE.write() = Some((recorder, Arc::clone(&handles)));
-    f(&handles)
 }
 
 impl Handles {
