@@ -148,8 +148,10 @@ mod lock;
 mod lock_wait;
 #[cfg(feature = "metrics")]
 mod metric_handles;
+mod read_write;
 mod replicas;
 mod retry;
+mod rw_guard;
 mod sentinel;
 mod simple;
 mod stats;
@@ -172,6 +174,8 @@ pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};
 pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;
+pub use read_write::ReadWriteLock;
+pub use rw_guard::{ReadGuard, WriteGuard};
 pub use simple::{SimpleGuard, SimpleLock};
 pub use stats::ClientStats;
 
