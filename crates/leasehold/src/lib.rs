@@ -20,6 +20,8 @@
 //! - **Fair, if asked**: [`Client::fair_lock`] grants the lock strictly in queue order
 //!   across processes, in Redisson's `RFairLock` layout; a waiter that died or gave up
 //!   leaves no entry that blocks the others.
+//! - **Read/write, if asked**: [`Client::read_write_lock`] lets many readers share a lock
+//!   that a writer holds alone, in Redisson's `RReadWriteLock` layout ([`ReadWriteLock`]).
 //! - **Replicated, if asked**: [`ClientBuilder::sync_replicas`] makes every acquire wait
 //!   for replica acknowledgements (`WAIT`) and gives it back when too few answered.
 //!
