@@ -247,3 +247,108 @@ fn bounds() {
     send_sync_static::<leasehold::ReadGuard>();
     send_sync_static::<leasehold::WriteGuard>();
 }
+
+/// Writer preference: while a leasehold writer waits, no new leasehold reader enters
+/// (its entry in `leasehold_rwlock_writers:{NAME}`), a reader already holding re-enters,
+/// and the writer gets in at the last release; a writer that gives up lets the readers
+/// it held back in at once (its clean-up publishes `1`).
+async fn a_waiting_writer_keeps_new_readers_out(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let first = a.read_write_lock("rw:pref");
+    let read = first.read().await.expect("read");
+    let writer = b.read_write_lock("rw:pref");
+    let waiting = tokio::spawn(async move {
+        let guard = writer.try_write_with(Duration::from_secs(10), LEASE).await;
+        (Instant::now(), guard, writer)
+    });
+    let writers = "leasehold_rwlock_writers:{rw:pref}";
+    assert!(
+        wait_until(Duration::from_secs(5), || raw(&server, &["ZCARD", writers]).as_int() == Some(1)).await,
+        "the waiting writer recorded itself"
+    );
+    let newcomer = a.read_write_lock("rw:pref");
+    assert!(newcomer.try_read().await.expect("try").is_none(), "a new reader waits behind the writer");
+    assert!(b.read_write_lock("rw:pref").try_read().await.expect("try").is_none(), "in every client");
+    let again = first.try_read().await.expect("try").expect("a holding reader re-enters");
+    again.unlock().await.expect("unlock");
+    let released = Instant::now();
+    read.unlock().await.expect("unlock");
+    let (at, write, _writer) = timeout(Duration::from_secs(5), waiting).await.expect("in time").expect("task");
+    let write = write.expect("wait").expect("the writer got in");
+    assert!(at.duration_since(released) < Duration::from_secs(2), "woken by the last read release");
+    assert_eq!(raw(&server, &["EXISTS", writers]).as_int(), Some(0), "its entry went when it acquired");
+    write.unlock().await.expect("unlock");
+    let read = newcomer.try_read().await.expect("try").expect("readers enter again");
+
+    // A writer that gives up: the reader it held back enters at once.
+    let writer = b.read_write_lock("rw:pref");
+    let waiting =
+        tokio::spawn(
+            async move { writer.try_write_with(Duration::from_millis(800), LEASE).await.map(|g| g.is_none()) },
+        );
+    assert!(
+        wait_until(Duration::from_secs(5), || raw(&server, &["ZCARD", writers]).as_int() == Some(1)).await,
+        "recorded"
+    );
+    let held_back = a.read_write_lock("rw:pref");
+    let reader = tokio::spawn(async move {
+        let guard = held_back.try_read_with(Duration::from_secs(20), LEASE).await.expect("wait").expect("in");
+        (Instant::now(), guard)
+    });
+    assert!(waiting.await.expect("task").expect("wait"), "the writer timed out");
+    let gave_up = Instant::now();
+    let (at, guard) = timeout(Duration::from_secs(5), reader).await.expect("in time").expect("task");
+    assert!(at.duration_since(gave_up) < Duration::from_secs(2), "woken when the writer left, not at its keep-alive");
+    assert_eq!(raw(&server, &["EXISTS", writers]).as_int(), Some(0), "nothing left behind");
+    guard.unlock().await.expect("unlock");
+    read.unlock().await.expect("unlock");
+}
+both_servers!(a_waiting_writer_keeps_new_readers_out);
+
+/// A writer whose process died while waiting (its entry not refreshed) keeps new
+/// readers out at most its keep-alive.
+async fn a_dead_waiting_writer_blocks_readers_at_most_its_keepalive(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let RespValue::Array(time) = raw(&server, &["TIME"]) else { panic!("TIME") };
+    let now_ms = time[0].as_str().and_then(|s| s.parse::<u64>().ok()).expect("secs") * 1000
+        + time[1].as_str().and_then(|s| s.parse::<u64>().ok()).expect("us") / 1000;
+    let deadline = (now_ms + 700).to_string();
+    raw(&server, &["ZADD", "leasehold_rwlock_writers:{rw:deadw}", &deadline, "dead:1:write"]);
+    let rw = client.read_write_lock("rw:deadw");
+    assert!(rw.try_read().await.expect("try").is_none(), "held back while the entry lives");
+    let start = Instant::now();
+    let read = rw.try_read_with(Duration::from_secs(5), LEASE).await.expect("wait").expect("in");
+    assert!(start.elapsed() < Duration::from_secs(2), "in once the dead writer's entry expired");
+    read.unlock().await.expect("unlock");
+}
+both_servers!(a_dead_waiting_writer_blocks_readers_at_most_its_keepalive);
+
+/// Readers waiting behind a writer whose lease ran out (it died holding the lock: no
+/// message) all get in soon after, not one per reader's lease: a read hold does not
+/// make the next reader in line wait for it.
+async fn readers_behind_an_expired_writer_enter_together(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let dead = client.read_write_lock("rw:expired");
+    dead.write_with_lease(Duration::from_millis(600)).await.expect("write").detach();
+    let start = Instant::now();
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let rw = client.read_write_lock("rw:expired");
+            tokio::spawn(
+                async move { rw.try_read_with(Duration::from_secs(20), LEASE).await.expect("wait").expect("in") },
+            )
+        })
+        .collect();
+    let mut guards = Vec::new();
+    for reader in readers {
+        guards.push(timeout(Duration::from_secs(4), reader).await.expect("in soon after the lease").expect("task"));
+    }
+    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+    for guard in guards {
+        guard.unlock().await.expect("unlock");
+    }
+}
+both_servers!(readers_behind_an_expired_writer_enter_together);

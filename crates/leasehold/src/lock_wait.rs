@@ -67,6 +67,11 @@ impl Attempt for LockAttempt<'_> {
     }
 
     fn held_until(guard: &LockGuard) -> Instant {
+        if guard.is_shared() {
+            // A read hold does not exclude the next reader in line: it tries at once
+            // (a writer behind it is answered "held" and keeps its place).
+            return Instant::now();
+        }
         guard.lease_deadline().into()
     }
 

@@ -31,6 +31,14 @@ use crate::rw_guard::{ReadGuard, WriteGuard};
 /// publishes nothing then), and the last read release wakes a writer. A waiter also
 /// retries when the holder's lease runs out, as for [`Lock`].
 ///
+/// Writers are preferred: while a leasehold writer waits
+/// (`leasehold_rwlock_writers:{NAME}`, beside Redisson's layout), no new leasehold
+/// reader enters; readers that already hold a read re-enter. Redisson's readers do not
+/// know it, so a mixed fleet gets no writer preference from its Java readers. Take
+/// nested reads through the same handle: a fresh read through a second handle while the
+/// first holds one and a writer waits would wait for that writer, which waits for the
+/// first read.
+///
 /// # Examples
 /// ```no_run
 /// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
@@ -66,7 +74,8 @@ impl ReadWriteLock {
         let owner = client.id.next_owner();
         let writer_owner = owner.writer();
         let reader = Lock::with_owner(client.clone(), key, LockKind::Read, owner);
-        let writer = Lock::with_owner(client, key, LockKind::Write, writer_owner);
+        let queue_keepalive_ms = crate::lock::keepalive_ms(&client);
+        let writer = Lock::with_owner(client, key, LockKind::Write { queue_keepalive_ms }, writer_owner);
         ReadWriteLock { reader, writer }
     }
 
@@ -106,7 +115,8 @@ impl ReadWriteLock {
     /// (nothing sent); otherwise as [`ReadWriteLock::read`].
     ///
     /// # Cancel safety
-    /// As [`ReadWriteLock::read`].
+    /// As [`ReadWriteLock::read`]; the writer's entry among the waiting writers (which
+    /// keeps new readers out) is removed too, in the background.
     pub async fn write(&self) -> Result<WriteGuard> {
         self.refuse_upgrade()?;
         unbounded(self.writer.acquire(None, LeaseMode::Watchdog).await).map(WriteGuard::new)

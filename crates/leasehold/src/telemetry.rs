@@ -41,7 +41,7 @@ impl Kind {
             lock_core::LockKind::Fenced { .. } => Kind::Fenced,
             lock_core::LockKind::Fair { .. } => Kind::Fair,
             lock_core::LockKind::Read => Kind::Read,
-            lock_core::LockKind::Write => Kind::Write,
+            lock_core::LockKind::Write { .. } => Kind::Write,
         }
     }
 

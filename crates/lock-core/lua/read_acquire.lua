@@ -13,9 +13,16 @@
 -- died) are pruned first (rw_prune.lua), so a dead reader blocks nobody past its lease;
 -- and a Hash without a mode field (a plain lock) is refused instead of joined.
 --
+-- Writer preference: a fresh read (the owner holds no read, and the lock is not in its
+-- own write mode) is refused while KEYS[3] has a live waiting writer (see
+-- write_acquire.lua); dead entries (deadline passed, server clock) are purged first.
+-- Re-entries always enter, so a reader never waits for a writer that waits for it.
+-- Redisson's readers do not know KEYS[3]: a mixed fleet gets no writer preference.
+--
 -- KEYS[1]  lock key NAME (Hash)
 -- KEYS[2]  this owner's timeout-key prefix "{NAME}:OWNER:rwlock_timeout" (the script
 --          appends ":k"; Redisson's layout)
+-- KEYS[3]  waiting writers "leasehold_rwlock_writers:{NAME}" (ZSet writer -> deadline ms)
 -- ARGV[1]  lease in ms (> 0): the new hold's timeout key gets it; the Hash's TTL is
 --          raised to it, never lowered
 -- ARGV[2]  reader owner field "CLIENT_UUID:N"
@@ -27,6 +34,8 @@
 --   {1, 1}        acquired fresh (the owner had no live read hold): count = 1
 --   {1, ARGV[3]}  re-entered: the owner's count is now ARGV[3]
 --   {0, pttl}     write-locked by another owner; pttl = the Hash's PTTL (-1: no expiry)
+--   {0, wait}     a fresh read while a leasehold writer waits; wait = ms until the first
+--                 waiting writer's entry expires (at least 1)
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type, or a Hash without "mode"; nothing written
 local mode = redis.call('hget', KEYS[1], 'mode')
@@ -59,12 +68,22 @@ local function prune_readers(prefix)
   end
   return live, longest
 end
-if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'read')
-else
+if mode ~= false then
   prune_readers(ARGV[4])
 end
 local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or 0)
+if held == 0 and mode ~= 'write' and redis.call('exists', KEYS[3]) == 1 then
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('zremrangebyscore', KEYS[3], '-inf', now)
+  local first = redis.call('zrange', KEYS[3], 0, 0, 'WITHSCORES')
+  if first[1] then
+    return {0, math.max(tonumber(first[2]) - now, 1)}
+  end
+end
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'read')
+end
 local target = tonumber(ARGV[3])
 if held == 0 then
   target = 1

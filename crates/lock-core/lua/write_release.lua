@@ -12,6 +12,7 @@
 --
 -- KEYS[1]  lock key NAME (Hash)
 -- KEYS[2]  channel "redisson_rwlock:{NAME}"
+-- KEYS[3]  waiting writers "leasehold_rwlock_writers:{NAME}" (see write_acquire.lua)
 -- ARGV[1]  writer field "CLIENT_UUID:N:write"
 -- ARGV[2]  the owner's write hold count after this release (>= 0)
 -- ARGV[3]  TTL in ms the remaining holds need, or 0: while holds remain the Hash's
@@ -20,6 +21,9 @@
 --          contains "{"
 -- ARGV[5]  the publish command: "publish" or "spublish" (sharded, in a cluster)
 -- ARGV[6]  write-unlock message ("1", Redisson's READ_UNLOCK_MESSAGE: wakes all)
+-- ARGV[7]  "1": also remove the writer's entry from KEYS[3] (a wait that ended without
+--          the lock), publishing ARGV[6] if there was one, so that the readers it held
+--          back retry; else "0"
 --
 -- Replies:
 --   -1  the owner holds no write on KEYS[1] (or KEYS[1] is not write-locked): nothing
@@ -29,6 +33,9 @@
 --    N  N = ARGV[2] > 0 write holds remain; the Hash's TTL is at least ARGV[3]
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type; nothing written
+if ARGV[7] == '1' and redis.call('zrem', KEYS[3], ARGV[1]) == 1 then
+  redis.call(ARGV[5], KEYS[2], ARGV[6])
+end
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' then
   return -1
 end

@@ -57,6 +57,9 @@ pub fn fence_key(resource: &str) -> String {
 
 /// Payload published on the release channel when a lock is released.
 pub const UNLOCK_MESSAGE: &str = "0";
+/// The prefix of a read/write lock's waiting writers, `leasehold_rwlock_writers:{NAME}`
+/// (a sorted set writer -> deadline, leasehold's writer preference; Redisson ignores it).
+pub const RW_WRITERS_PREFIX: &str = "leasehold_rwlock_writers";
 /// The prefix of a read/write lock's channel, `redisson_rwlock:{NAME}` (Redisson's
 /// `RReadWriteLock`; readers and writers share it).
 pub const RWLOCK_CHANNEL_PREFIX: &str = "redisson_rwlock";
@@ -334,6 +337,12 @@ impl LockNames {
         } else {
             format!("{{{}}}:{}", slot_tag(key_slot(self.key.as_bytes())), self.key)
         }
+    }
+
+    /// The read/write lock's waiting writers, `leasehold_rwlock_writers:{NAME}` (see
+    /// [`RW_WRITERS_PREFIX`]; one per lock key, [`unique_key`]).
+    pub fn rw_writers_key(&self) -> String {
+        unique_key(RW_WRITERS_PREFIX, &self.key)
     }
 
     /// One reader owner's timeout-key prefix, `{NAME}:OWNER:rwlock_timeout` (the read
