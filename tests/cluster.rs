@@ -1268,3 +1268,60 @@ async fn scenario_19_four_processes_through_a_slot_migration_and_a_failover() {
     let inside = format!("{resource}:inside");
     assert_eq!(cluster.on(&keeper, &["EXISTS", &inside]).as_int(), Some(0));
 }
+
+/// The read/write lock on every shard (issue 18 item 4): readers of two clients share,
+/// the timeout keys live on the lock's primary (they carry its hash tag), a waiting
+/// writer is woken through sharded pub/sub by the last read release, and waiting
+/// readers by the write release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_write_lock_on_every_shard() {
+    let cluster = RedisCluster::shared();
+    let a = client_with(&cluster.url(), WATCHDOG).await;
+    let b = client_with(&cluster.url(), WATCHDOG).await;
+    let mut per_node = std::collections::BTreeMap::new();
+    for name in names("rw", 64) {
+        per_node.entry(cluster.primary_for(&name)).or_insert(name);
+    }
+    assert_eq!(per_node.len(), 3);
+    for name in per_node.values() {
+        let (ra, rb) = (a.read_write_lock(name), b.read_write_lock(name));
+        let read_a = ra.read().await.expect("read a");
+        let read_b = rb.try_read().await.expect("try").expect("readers share");
+        let timeout_key = format!("{{{name}}}:{}:rwlock_timeout:1", ra.owner());
+        assert_eq!(cluster.on_key(&timeout_key, &["GET", &timeout_key]).as_str(), Some("1"));
+        assert_eq!(holds(cluster, name).len(), 3, "mode and two readers");
+        let writer = b.read_write_lock(name);
+        let waiting = tokio::spawn(async move {
+            let guard = writer.try_write_with(Duration::from_secs(10), WATCHDOG).await;
+            (Instant::now(), guard)
+        });
+        let channel = format!("redisson_rwlock:{{{name}}}");
+        assert!(
+            leasehold_tests::wait_until(Duration::from_secs(5), || b.subscribed_channels().contains(&channel)).await,
+            "the writer subscribed to {channel}"
+        );
+        read_b.unlock().await.expect("unlock b");
+        let released = Instant::now();
+        read_a.unlock().await.expect("unlock a");
+        let (at, write) = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("in time").expect("task");
+        let write = write.expect("wait").expect("the writer got in");
+        assert!(at.saturating_duration_since(released) < Duration::from_secs(2), "woken by the release");
+        let reader = a.read_write_lock(name);
+        let read = tokio::spawn(async move {
+            reader.try_read_with(Duration::from_secs(10), WATCHDOG).await.map(|g| (Instant::now(), g))
+        });
+        let a_channel = channel.clone();
+        assert!(
+            leasehold_tests::wait_until(Duration::from_secs(5), || a.subscribed_channels().contains(&a_channel)).await,
+            "the reader subscribed"
+        );
+        let released = Instant::now();
+        write.unlock().await.expect("unlock write");
+        let (at, guard) =
+            tokio::time::timeout(Duration::from_secs(5), read).await.expect("in time").expect("task").expect("wait");
+        let guard = guard.expect("the reader got in");
+        assert!(at.saturating_duration_since(released) < Duration::from_secs(2), "woken by the write release");
+        guard.unlock().await.expect("unlock");
+        assert_eq!(cluster.on_key(name, &["EXISTS", name]).as_int(), Some(0));
+    }
+}

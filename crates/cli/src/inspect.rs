@@ -29,7 +29,8 @@ pub(crate) struct Status {
     pub(crate) name: String,
     /// The Redis type of the lock key (`none` when free).
     pub(crate) redis_type: String,
-    /// `lock`, `fenced`, `fair`, `simple`, `none` (no key) or `other` (not a lock).
+    /// `lock`, `fenced`, `fair`, `read_write`, `simple`, `none` (no key) or `other` (not
+    /// a lock).
     pub(crate) kind: &'static str,
     /// The key's remaining TTL in ms, `None` without a key or an expiry.
     pub(crate) pttl_ms: Option<i64>,
@@ -121,16 +122,24 @@ pub(crate) async fn read_status(client: &Client, name: &str) -> leasehold::Resul
         "none" => "none",
         "hash" => {
             let mut owners_only = true;
+            // A read/write lock (Redisson's `RReadWriteLock`): `mode`, reader owners,
+            // writer owners `OWNER:write`.
+            let mut rw_mode = false;
             for pair in body.chunks(2) {
                 let (field, value) = (&pair[0], pair.get(1).map(String::as_str).unwrap_or_default());
-                if is_owner(field, ':') {
+                if field == "mode" && matches!(value, "read" | "write") {
+                    rw_mode = true;
+                } else if is_owner(field, ':') || field.strip_suffix(":write").is_some_and(|owner| is_owner(owner, ':'))
+                {
                     holders.push(Holder { owner: field.clone(), holds: value.parse().unwrap_or(0) });
                 } else if !field.strip_suffix(":w").is_some_and(|owner| is_owner(owner, ':')) {
                     // Neither an owner nor a leasehold waiter flag: not a lock's Hash.
                     owners_only = false;
                 }
             }
-            if !owners_only || holders.is_empty() {
+            if rw_mode && owners_only {
+                "read_write"
+            } else if !owners_only || holders.is_empty() {
                 holders.clear();
                 "other"
             } else if !fair_queue.is_empty() {

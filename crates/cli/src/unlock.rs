@@ -35,6 +35,8 @@ async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
     }
     let deleted = match &args.owner {
         None if status.kind == "fair" => client.fair_lock(&args.name).force_unlock().await?,
+        // rw_force_release.lua: publishes on redisson_rwlock:{NAME}, waking every waiter.
+        None if status.kind == "read_write" => client.read_write_lock(&args.name).force_unlock().await?,
         // force_release.lua: deletes the key whatever its type, publishes the release.
         None => client.lock(&args.name).force_unlock().await?,
         Some(owner) => {

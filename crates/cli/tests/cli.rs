@@ -311,3 +311,24 @@ async fn unlock_leaves_keys_that_are_not_locks() {
     let exists = raw_command(&server.addr(), &[b"EXISTS", b"app:key", b"app:hash"]);
     assert!(matches!(exists, RespValue::Integer(2)), "both keys are still there: {exists:?}");
 }
+
+/// A read/write lock (Redisson's `RReadWriteLock` layout, written here by hand) shows
+/// as `read_write` with its reader and writer owners, and `unlock --force` deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_unlock_know_the_read_write_lock() {
+    use leasehold_test_support::{raw_command, RespValue};
+    let server = RedisServer::start();
+    let url = server.url();
+    let reader = b"7c9e6679-7425-40de-944b-e07fc1f90ae7:1";
+    let writer = b"7c9e6679-7425-40de-944b-e07fc1f90ae7:1:write";
+    raw_command(&server.addr(), &[b"HSET", b"rw", b"mode", b"write", writer, b"1", reader, b"2"]);
+    raw_command(&server.addr(), &[b"PEXPIRE", b"rw", b"30000"]);
+    let (code, json) = output(&url, &["status", "rw", "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    assert!(json.contains(r#""kind":"read_write""#), "{json}");
+    assert!(json.contains("e07fc1f90ae7:1:write"), "the writer is listed: {json}");
+    let (code, out) = output(&url, &["unlock", "rw", "--force"]).await;
+    assert_eq!(code, Some(0), "{out}");
+    let exists = raw_command(&server.addr(), &[b"EXISTS", b"rw"]);
+    assert!(matches!(exists, RespValue::Integer(0)), "deleted: {exists:?}");
+}

@@ -317,6 +317,13 @@ impl Client {
         FairLock::new(self.inner.clone(), &self.full_key(name.as_ref()))
     }
 
+    /// A handle on the read/write lock `name`, in Redisson's `RReadWriteLock` layout
+    /// (see [`ReadWriteLock`](crate::ReadWriteLock)). Cheap: nothing is sent. Each call
+    /// makes a new owner, as [`Client::lock`] does.
+    pub fn read_write_lock(&self, name: impl AsRef<str>) -> crate::ReadWriteLock {
+        crate::ReadWriteLock::new(self.inner.clone(), &self.full_key(name.as_ref()))
+    }
+
     /// A handle on the minimal lock `name` (`SET NX PX` and compare-and-delete; not
     /// reentrant, not renewed). See [`SimpleLock`].
     pub fn simple_lock(&self, name: impl AsRef<str>) -> SimpleLock {

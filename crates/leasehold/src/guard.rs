@@ -80,6 +80,12 @@ impl LockGuard {
         self
     }
 
+    /// Whether this guard is a read hold of a read/write lock (shared: the waiter behind
+    /// it may enter at once).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.lock.kind == lock_core::LockKind::Read
+    }
+
     /// The fencing token of a fenced acquire.
     pub(crate) fn token(&self) -> Option<u64> {
         self.token

@@ -20,6 +20,8 @@
 //! - **Fair, if asked**: [`Client::fair_lock`] grants the lock strictly in queue order
 //!   across processes, in Redisson's `RFairLock` layout; a waiter that died or gave up
 //!   leaves no entry that blocks the others.
+//! - **Read/write, if asked**: [`Client::read_write_lock`] lets many readers share a lock
+//!   that a writer holds alone, in Redisson's `RReadWriteLock` layout ([`ReadWriteLock`]).
 //! - **Replicated, if asked**: [`ClientBuilder::sync_replicas`] makes every acquire wait
 //!   for replica acknowledgements (`WAIT`) and gives it back when too few answered.
 //!
@@ -148,8 +150,10 @@ mod lock;
 mod lock_wait;
 #[cfg(feature = "metrics")]
 mod metric_handles;
+mod read_write;
 mod replicas;
 mod retry;
+mod rw_guard;
 mod sentinel;
 mod simple;
 mod stats;
@@ -172,6 +176,8 @@ pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};
 pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;
+pub use read_write::ReadWriteLock;
+pub use rw_guard::{ReadGuard, WriteGuard};
 pub use simple::{SimpleGuard, SimpleLock};
 pub use stats::ClientStats;
 

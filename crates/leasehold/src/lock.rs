@@ -75,8 +75,14 @@ impl Lock {
 
     /// A lock of `kind`: the handle every lock variant wraps.
     pub(crate) fn with_kind(client: Arc<ClientShared>, key: &str, kind: LockKind) -> Self {
-        let names = LockNames::new(key).map_err(|e| e.to_string());
         let owner = client.id.next_owner();
+        Self::with_owner(client, key, kind, owner)
+    }
+
+    /// A lock of `kind` held by `owner` (a read/write lock's reader and writer share
+    /// one id: `OWNER` and `OWNER:write`).
+    pub(crate) fn with_owner(client: Arc<ClientShared>, key: &str, kind: LockKind, owner: OwnerId) -> Self {
+        let names = LockNames::new(key).map_err(|e| e.to_string());
         let holds = OwnerHolds::default();
         let queued_waits = AtomicUsize::new(0);
         Lock { shared: Arc::new(LockShared { client, names, owner, holds, kind, queued_waits }) }
@@ -261,6 +267,17 @@ impl LockShared {
         crate::telemetry::Kind::of(&self.kind)
     }
 
+    /// How the watchdog renews this kind's holds: a read hold's own timeout keys with
+    /// the Hash, every other kind's owner field's key.
+    fn renew_spec(&self, names: &LockNames) -> lock_watchdog::RenewSpec {
+        match self.kind {
+            LockKind::Read => lock_watchdog::RenewSpec::ReadHold {
+                timeout_prefix: Arc::from(names.rw_timeout_prefix(self.owner.as_str())),
+            },
+            _ => lock_watchdog::RenewSpec::Field,
+        }
+    }
+
     /// Whether a wait of this owner that holds a place in the server's queue is live
     /// (see [`LockShared::queued_waits`]). Read under the owner's turn.
     pub(crate) fn has_live_queued_wait(&self) -> bool {
@@ -343,7 +360,13 @@ impl LockShared {
                 let watchdog = &self.client.watchdog;
                 let kind = self.telemetry_kind().as_str();
                 let hold = self.holds.acquired(turn.seq, holds, sent_at, lease, mode, |lease_state| {
-                    watchdog.register_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind)
+                    watchdog.register_spec(
+                        names.key_arc().clone(),
+                        self.owner.clone(),
+                        lease_state,
+                        kind,
+                        self.renew_spec(names),
+                    )
                 });
                 // Every hold, fixed lease included, is checked after each reconnect, with
                 // the owner recorded here (never one computed later).

@@ -33,6 +33,8 @@ impl<'a> LockAttempt<'a> {
         let channel = match kind.wait_channel() {
             WaitChannel::Lock => names.channel_arc().clone(),
             WaitChannel::Own => Arc::from(names.waiter_channel(lock.owner.as_str())),
+            // A read/write lock's readers and writers share `redisson_rwlock:{NAME}`.
+            WaitChannel::ReadWrite => Arc::from(names.rwlock_channel()),
         };
         let plan = WaitPlan {
             key: names.key_arc().clone(),
@@ -65,6 +67,11 @@ impl Attempt for LockAttempt<'_> {
     }
 
     fn held_until(guard: &LockGuard) -> Instant {
+        if guard.is_shared() {
+            // A read hold does not exclude the next reader in line: it tries at once
+            // (a writer behind it is answered "held" and keeps its place).
+            return Instant::now();
+        }
         guard.lease_deadline().into()
     }
 

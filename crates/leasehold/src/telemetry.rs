@@ -19,12 +19,14 @@ pub(crate) enum Kind {
     Fenced,
     Fair,
     Simple,
+    Read,
+    Write,
 }
 
 impl Kind {
     /// Every kind, in [`Kind::index`] order.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) const ALL: [Kind; 4] = [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple];
+    pub(crate) const ALL: [Kind; 6] = [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple, Kind::Read, Kind::Write];
 
     /// The kind's place in [`Kind::ALL`].
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -38,6 +40,8 @@ impl Kind {
             lock_core::LockKind::Reentrant { .. } => Kind::Lock,
             lock_core::LockKind::Fenced { .. } => Kind::Fenced,
             lock_core::LockKind::Fair { .. } => Kind::Fair,
+            lock_core::LockKind::Read => Kind::Read,
+            lock_core::LockKind::Write { .. } => Kind::Write,
         }
     }
 
@@ -47,6 +51,8 @@ impl Kind {
             Kind::Fenced => "fenced",
             Kind::Fair => "fair",
             Kind::Simple => "simple",
+            Kind::Read => "read",
+            Kind::Write => "write",
         }
     }
 }

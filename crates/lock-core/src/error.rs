@@ -39,6 +39,9 @@ pub enum ErrorKind {
     /// The client was shut down (`Client::shutdown`): nothing was sent. Not transient:
     /// waits end with it.
     Shutdown,
+    /// The call would wait for its own owner forever: a write acquire of a read/write
+    /// lock by an owner that holds only reads of it (an upgrade). Nothing was sent.
+    WouldDeadlock,
 }
 
 impl ErrorKind {
@@ -54,6 +57,7 @@ impl ErrorKind {
             ErrorKind::ReplicaSync => "replica sync",
             ErrorKind::Redis => "redis error",
             ErrorKind::Shutdown => "shut down",
+            ErrorKind::WouldDeadlock => "would deadlock",
         }
     }
 }
@@ -88,7 +92,7 @@ impl Error {
 
     /// An error of `kind` for a command that was never handed to the Redis client
     /// ([`Error::is_not_sent`]).
-    pub(crate) fn unsent(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+    pub fn unsent(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
         Error { not_sent: true, ..Self::new(kind, message) }
     }
 

@@ -52,6 +52,21 @@ pub enum LockKind {
         /// A queue entry's deadline is the server's time + this, in ms (> 0).
         keepalive_ms: u64,
     },
+    /// A read hold of Redisson's `RReadWriteLock` (`read_acquire.lua`,
+    /// `read_release.lua`, `rw_force_release.lua`): the owner is the reader field
+    /// `CLIENT_UUID:N`, each hold has its timeout key
+    /// `{NAME}:OWNER:rwlock_timeout:k`. Waiters listen on `redisson_rwlock:{NAME}` in a
+    /// local line; nothing is queued on the server.
+    Read,
+    /// The write hold of Redisson's `RReadWriteLock` (`write_acquire.lua`,
+    /// `write_release.lua`, `rw_force_release.lua`): the owner is the writer field
+    /// `CLIENT_UUID:N:write`. Waits on [`LockKind::Read`]'s channel; a waiting writer
+    /// records itself in `leasehold_rwlock_writers:{NAME}` ([`QueueKind::WriterIntent`]),
+    /// which keeps new leasehold readers out until it got the lock or gave up.
+    Write {
+        /// The life of the writer's entry without a refresh, in ms (> 0).
+        queue_keepalive_ms: u64,
+    },
 }
 
 /// The channel a kind's waiters listen on for a release.
@@ -63,6 +78,10 @@ pub enum WaitChannel {
     /// The waiter's own channel, `redisson_lock__channel:{NAME}:OWNER`: a release tells
     /// the queue head only.
     Own,
+    /// A read/write lock's channel, `redisson_rwlock:{NAME}`, shared by its readers and
+    /// writers: a read release publishes `0` (one waiter per lock tries), a write
+    /// release `1` (every waiter tries).
+    ReadWrite,
 }
 
 /// What orders a kind's waiters.
@@ -77,6 +96,11 @@ pub enum QueueKind {
     Server,
     /// Redisson's fair queue (`redisson_lock_queue:{NAME}`, `redisson_lock_timeout:{NAME}`).
     Fair,
+    /// A read/write lock's waiting writers (`leasehold_rwlock_writers:{NAME}`, writer ->
+    /// deadline): no order among waiters (a local line per client), but while a live
+    /// writer waits no new leasehold reader enters. Kept alive by the waiter's calls and
+    /// removed when its wait ends, as a queue entry.
+    WriterIntent,
 }
 
 /// The settings of a store that a script call of any kind may need.
@@ -102,6 +126,8 @@ impl LockKind {
             LockKind::Reentrant { .. } => "lock",
             LockKind::Fenced { .. } => "fenced",
             LockKind::Fair { .. } => "fair",
+            LockKind::Read => "read",
+            LockKind::Write { .. } => "write",
         }
     }
 
@@ -110,6 +136,7 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => WaitChannel::Lock,
             LockKind::Fair { .. } => WaitChannel::Own,
+            LockKind::Read | LockKind::Write { .. } => WaitChannel::ReadWrite,
         }
     }
 
@@ -118,17 +145,21 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => QueueKind::Server,
             LockKind::Fair { .. } => QueueKind::Fair,
+            LockKind::Read => QueueKind::Local,
+            LockKind::Write { .. } => QueueKind::WriterIntent,
         }
     }
 
     /// The life of a queue entry without a refresh, in ms, for the kinds whose waiters
-    /// hold a place in a server queue (`None`: [`QueueKind::Local`]; no kind today).
+    /// hold a place in a server queue (`None`: [`QueueKind::Local`], a read hold's).
     pub fn queue_keepalive_ms(&self) -> Option<u64> {
         match *self {
             LockKind::Reentrant { queue_keepalive_ms } | LockKind::Fenced { queue_keepalive_ms, .. } => {
                 Some(queue_keepalive_ms)
             }
             LockKind::Fair { keepalive_ms } => Some(keepalive_ms),
+            LockKind::Write { queue_keepalive_ms } => Some(queue_keepalive_ms),
+            LockKind::Read => None,
         }
     }
 
@@ -192,6 +223,20 @@ impl LockKind {
                 ];
                 (fair_keys(names), args)
             }
+            LockKind::Read => {
+                let keys = vec![
+                    Key::from(names.key_arg()),
+                    Key::from(names.rw_timeout_prefix(owner.as_str())),
+                    Key::from(names.rw_writers_key()),
+                ];
+                (keys, rw_acquire_args(names, owner, lease_ms, target))
+            }
+            LockKind::Write { queue_keepalive_ms } => {
+                let keys = vec![Key::from(names.key_arg()), Key::from(names.rw_writers_key())];
+                let mut args = rw_acquire_args(names, owner, lease_ms, target);
+                args.push(int_arg(if waiting { queue_keepalive_ms.max(1) } else { 0 }));
+                (keys, args)
+            }
         }
     }
 
@@ -218,6 +263,8 @@ impl LockKind {
             LockKind::Reentrant { .. } => &scripts::ACQUIRE,
             LockKind::Fenced { .. } => &scripts::FENCED_ACQUIRE,
             LockKind::Fair { .. } => &scripts::FAIR_ACQUIRE,
+            LockKind::Read => &scripts::READ_ACQUIRE,
+            LockKind::Write { .. } => &scripts::WRITE_ACQUIRE,
         }
     }
 
@@ -227,6 +274,8 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => &scripts::RELEASE,
             LockKind::Fair { .. } => &scripts::FAIR_RELEASE,
+            LockKind::Read => &scripts::READ_RELEASE,
+            LockKind::Write { .. } => &scripts::WRITE_RELEASE,
         }
     }
 
@@ -271,6 +320,28 @@ impl LockKind {
                 ];
                 (fair_keys(names), args)
             }
+            LockKind::Read | LockKind::Write { .. } => {
+                let reads = *self == LockKind::Read;
+                let mut keys = vec![Key::from(names.key_arg()), Key::from(names.rwlock_channel())];
+                let message = if reads { unlock_message() } else { read_unlock_message() };
+                keys.push(Key::from(if reads {
+                    names.rw_timeout_prefix(owner.as_str())
+                } else {
+                    names.rw_writers_key()
+                }));
+                let mut args = vec![
+                    Value::Bytes(owner.arg()),
+                    int_arg(target),
+                    int_arg(need_ms),
+                    Value::from(names.rw_key_prefix()),
+                    static_arg(settings.publish),
+                    message,
+                ];
+                if !reads {
+                    args.push(int_arg(u64::from(leave_queue)));
+                }
+                (keys, args)
+            }
         }
     }
 
@@ -280,6 +351,7 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => &scripts::FORCE_RELEASE,
             LockKind::Fair { .. } => &scripts::FAIR_FORCE_RELEASE,
+            LockKind::Read | LockKind::Write { .. } => &scripts::RW_FORCE_RELEASE,
         }
     }
 
@@ -287,12 +359,29 @@ impl LockKind {
     pub(crate) fn force_release_args(&self, names: &LockNames, settings: CallSettings) -> ScriptArgs {
         let args = vec![unlock_message(), static_arg(settings.publish)];
         match self {
+            LockKind::Read | LockKind::Write { .. } => (
+                vec![Key::from(names.key_arg()), Key::from(names.rwlock_channel())],
+                // "1" whoever held it: every waiter, reader or writer, may try.
+                vec![read_unlock_message(), static_arg(settings.publish)],
+            ),
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => {
                 (vec![Key::from(names.key_arg()), Key::from(names.channel_arg())], args)
             }
             LockKind::Fair { .. } => (fair_keys(names), args),
         }
     }
+}
+
+/// The ARGV of `read_acquire.lua` and `write_acquire.lua`: lease, owner field (the
+/// reader's, or the writer's `OWNER:write`), hold count, the timeout keys' prefix.
+fn rw_acquire_args(names: &LockNames, owner: &OwnerId, lease_ms: u64, target: u64) -> Vec<Value> {
+    vec![int_arg(lease_ms), Value::Bytes(owner.arg()), int_arg(target.max(1)), Value::from(names.rw_key_prefix())]
+}
+
+/// [`READ_UNLOCK_MESSAGE`](crate::names::READ_UNLOCK_MESSAGE) (`"1"`) as a script
+/// argument: wakes every waiter.
+fn read_unlock_message() -> Value {
+    static_arg(crate::names::READ_UNLOCK_MESSAGE)
 }
 
 /// The KEYS of the fair-lock scripts: the lock key, its queue, its deadlines and its
@@ -381,6 +470,57 @@ mod tests {
         assert_eq!(text(&args)[5], "1");
         let (_, args) = REENTRANT.release_args(&names, &owner, 0, 0, true, settings());
         assert_eq!(text(&args)[5], "1");
+    }
+
+    #[test]
+    fn read_and_write_holds_use_the_rwlock_layout() {
+        const WRITE: LockKind = LockKind::Write { queue_keepalive_ms: 8_000 };
+        let names = LockNames::new("k").expect("valid");
+        let reader = crate::ClientId::new_random().next_owner();
+        let writer = reader.writer();
+        assert_eq!(writer.as_str(), format!("{reader}:write"));
+        let scripts = |kind: LockKind| {
+            (kind.acquire_script().name(), kind.release_script().name(), kind.force_release_script().name())
+        };
+        assert_eq!(scripts(LockKind::Read), ("read_acquire.lua", "read_release.lua", "rw_force_release.lua"));
+        assert_eq!(scripts(WRITE), ("write_acquire.lua", "write_release.lua", "rw_force_release.lua"));
+        let plan = |kind: LockKind| (kind.wait_channel(), kind.queue(), kind.queue_keepalive_ms());
+        assert_eq!(plan(LockKind::Read), (WaitChannel::ReadWrite, QueueKind::Local, None));
+        assert_eq!(plan(WRITE), (WaitChannel::ReadWrite, QueueKind::WriterIntent, Some(8_000)));
+        let timeout = format!("{{k}}:{reader}:rwlock_timeout");
+        let writers = "leasehold_rwlock_writers:{k}";
+        let (keys, args) = LockKind::Read.acquire_args(&names, &reader, 30_000, 2, true, settings());
+        assert_eq!(key_text(&keys), ["k", timeout.as_str(), writers]);
+        assert_eq!(text(&args), ["30000", reader.as_str(), "2", "{k}"]);
+        let (keys, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, false, settings());
+        assert_eq!(key_text(&keys), ["k", writers]);
+        assert_eq!(text(&args), ["30000", writer.as_str(), "1", "{k}", "0"], "a single try records no intent");
+        let (_, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, true, settings());
+        assert_eq!(text(&args)[4], "8000");
+        let (keys, args) = LockKind::Read.release_args(&names, &reader, 0, 0, true, settings());
+        assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", timeout.as_str()]);
+        assert_eq!(text(&args), [reader.as_str(), "0", "0", "{k}", "spublish", "0"]);
+        let (keys, args) = WRITE.release_args(&names, &writer, 1, 30_000, false, settings());
+        assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", writers]);
+        assert_eq!(text(&args), [writer.as_str(), "1", "30000", "{k}", "spublish", "1", "0"]);
+        let (_, args) = WRITE.release_args(&names, &writer, 0, 0, true, settings());
+        assert_eq!(text(&args)[6], "1", "a wait's clean-up leaves the waiting writers");
+        let (keys, args) = LockKind::Read.force_release_args(&names, settings());
+        assert_eq!(
+            (key_text(&keys), text(&args)),
+            (vec!["k".to_owned(), "redisson_rwlock:{k}".to_owned()], vec!["1".to_owned(), "spublish".to_owned()])
+        );
+        // A name with a hash tag is its own prefix (Redisson's suffixName rule).
+        let tagged = LockNames::new("{a}b").expect("valid");
+        assert_eq!(tagged.rw_timeout_prefix("o"), "{a}b:o:rwlock_timeout");
+        assert_eq!(tagged.rwlock_channel(), "redisson_rwlock:{a}b");
+        let tagged_writers = tagged.rw_writers_key();
+        assert_eq!(
+            crate::names::key_slot(tagged_writers.as_bytes()),
+            crate::names::key_slot(b"{a}b"),
+            "{tagged_writers}"
+        );
+        assert_eq!([LockKind::Read.name(), WRITE.name()], ["read", "write"]);
     }
 
     #[test]

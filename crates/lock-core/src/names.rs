@@ -57,6 +57,12 @@ pub fn fence_key(resource: &str) -> String {
 
 /// Payload published on the release channel when a lock is released.
 pub const UNLOCK_MESSAGE: &str = "0";
+/// The prefix of a read/write lock's waiting writers, `leasehold_rwlock_writers:{NAME}`
+/// (a sorted set writer -> deadline, leasehold's writer preference; Redisson ignores it).
+pub const RW_WRITERS_PREFIX: &str = "leasehold_rwlock_writers";
+/// The prefix of a read/write lock's channel, `redisson_rwlock:{NAME}` (Redisson's
+/// `RReadWriteLock`; readers and writers share it).
+pub const RWLOCK_CHANNEL_PREFIX: &str = "redisson_rwlock";
 /// Payload published when a read lock is released: wakes every waiter.
 pub const READ_UNLOCK_MESSAGE: &str = "1";
 
@@ -311,6 +317,38 @@ impl LockNames {
     /// channel's hash tag, so it stays in the lock key's slot.
     pub fn waiter_channel(&self, owner: &str) -> String {
         format!("{}:{owner}", self.channel)
+    }
+
+    /// The read/write lock's channel, `redisson_rwlock:{NAME}` (derived like the
+    /// release channel: in the lock key's slot).
+    pub fn rwlock_channel(&self) -> String {
+        derived_key(RWLOCK_CHANNEL_PREFIX, &self.key)
+    }
+
+    /// The prefix of every read hold's timeout key of the read/write lock: `{NAME}`, or
+    /// NAME when it has a valid hash tag (Redisson's `suffixName`: NAME when it contains
+    /// `{`). A name with braces but no valid tag gets `{T}:NAME` (T a slot tag, as
+    /// [`derived_key`] does), where Redisson's keys would leave the lock's slot.
+    pub fn rw_key_prefix(&self) -> String {
+        if hash_tag(self.key.as_bytes()).is_some() {
+            self.key.to_string()
+        } else if !self.key.contains(['{', '}']) {
+            format!("{{{}}}", self.key)
+        } else {
+            format!("{{{}}}:{}", slot_tag(key_slot(self.key.as_bytes())), self.key)
+        }
+    }
+
+    /// The read/write lock's waiting writers, `leasehold_rwlock_writers:{NAME}` (see
+    /// [`RW_WRITERS_PREFIX`]; one per lock key, [`unique_key`]).
+    pub fn rw_writers_key(&self) -> String {
+        unique_key(RW_WRITERS_PREFIX, &self.key)
+    }
+
+    /// One reader owner's timeout-key prefix, `{NAME}:OWNER:rwlock_timeout` (the read
+    /// hold `k`'s key is this + `:k`).
+    pub fn rw_timeout_prefix(&self, owner: &str) -> String {
+        format!("{}:{owner}:rwlock_timeout", self.rw_key_prefix())
     }
 }
 

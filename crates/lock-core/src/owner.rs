@@ -96,6 +96,12 @@ impl OwnerId {
         OwnerId { text, arg }
     }
 
+    /// The writer field of this reader owner on a read/write lock, `OWNER:write`
+    /// (Redisson's write-lock owner).
+    pub fn writer(&self) -> Self {
+        OwnerId::from_text(crate::names::concat_shared(&[&self.text, ":write"]))
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.text

@@ -46,8 +46,23 @@ pub static FAIR_RELEASE: LazyLock<LuaScript> = lua!("fair_release.lua");
 /// `fair_force_release.lua`: delete the fair lock whoever holds it, and tell the head.
 pub static FAIR_FORCE_RELEASE: LazyLock<LuaScript> = lua!("fair_force_release.lua");
 
+/// `read_acquire.lua`: take or re-enter a read hold of a read/write lock.
+pub static READ_ACQUIRE: LazyLock<LuaScript> = lua!("read_acquire.lua");
+/// `write_acquire.lua`: take or re-enter the write hold of a read/write lock.
+pub static WRITE_ACQUIRE: LazyLock<LuaScript> = lua!("write_acquire.lua");
+/// `read_release.lua`: set a reader's read hold count; at 0 remove it, and publish `0`
+/// when no holder is left.
+pub static READ_RELEASE: LazyLock<LuaScript> = lua!("read_release.lua");
+/// `write_release.lua`: set the writer's hold count; at 0 remove it (a downgrade keeps
+/// its reads) and publish `1`.
+pub static WRITE_RELEASE: LazyLock<LuaScript> = lua!("write_release.lua");
+/// `rw_force_release.lua`: delete a read/write lock whoever holds it, and publish `1`.
+pub static RW_FORCE_RELEASE: LazyLock<LuaScript> = lua!("rw_force_release.lua");
+/// `read_renew_batch.lua`: extend this client's own read holds (timeout keys and Hash).
+pub static READ_RENEW_BATCH: LazyLock<LuaScript> = lua!("read_renew_batch.lua");
+
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 11] {
+pub fn all() -> [&'static LuaScript; 17] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -60,6 +75,12 @@ pub fn all() -> [&'static LuaScript; 11] {
         &FAIR_ACQUIRE,
         &FAIR_RELEASE,
         &FAIR_FORCE_RELEASE,
+        &READ_ACQUIRE,
+        &WRITE_ACQUIRE,
+        &READ_RELEASE,
+        &WRITE_RELEASE,
+        &RW_FORCE_RELEASE,
+        &READ_RENEW_BATCH,
     ]
 }
 

@@ -359,6 +359,36 @@ impl LockStore {
         self.run_hold_batch(&scripts::RENEW_BATCH, holds, Some(lease_ms.to_string())).await
     }
 
+    /// Runs `read_renew_batch.lua` for read holds of read/write locks, `(lock key,
+    /// reader owner, its timeout-key prefix)`: returns, per hold in order, `true` if
+    /// its reader field exists (its own timeout keys and the Hash were extended) and
+    /// `false` if it is gone. In a cluster every key of one call must be in one slot
+    /// (the prefixes carry their lock's hash tag; the watchdog groups by slot).
+    ///
+    /// # Errors
+    /// Timeouts and connection errors; then nothing is known about any hold of the batch.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
+    pub async fn read_renew_batch(&self, holds: &[(String, String, String)], lease_ms: u64) -> Result<Vec<bool>> {
+        let Some((first_key, _, _)) = holds.first() else { return Ok(Vec::new()) };
+        let build = || {
+            let keys = holds.iter().flat_map(|(key, _, prefix)| [Key::from(key.as_str()), Key::from(prefix.as_str())]);
+            let args =
+                std::iter::once(int_arg(lease_ms)).chain(holds.iter().map(|(_, owner, _)| Value::from(owner.as_str())));
+            (keys.collect(), args.collect())
+        };
+        let (reply, _): (Vec<i64>, _) = self.run_script(first_key, &scripts::READ_RENEW_BATCH, build, None).await?;
+        if reply.len() != holds.len() {
+            return Err(Error::new(
+                ErrorKind::Redis,
+                format!("read_renew_batch.lua answered {} results for {} holds", reply.len(), holds.len()),
+            ));
+        }
+        Ok(reply.into_iter().map(|answer| answer == 1).collect())
+    }
+
     /// Runs `verify_batch.lua` for `holds` (lock key, owner): returns, per hold in
     /// order, `true` if its owner field exists and `false` if it is gone. Read-only: no
     /// TTL is touched, so checking a fixed-lease hold never extends it.
@@ -464,6 +494,23 @@ impl LockStore {
     pub async fn hold_count(&self, key: &str, owner: &OwnerId) -> Result<u64> {
         let holds: Option<i64> = self.bounded(key, || self.client.hget(key, owner.as_str())).await?;
         Ok(holds.map_or(0, non_negative))
+    }
+
+    /// A read/write lock's `mode` field (`HGET key mode`) and its field count
+    /// (`HLEN`), in one pipeline-free pair of reads: `(None, 0)` when there is no key.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongType`] when the key is not a Hash; timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn rw_mode(&self, key: &str) -> Result<(Option<String>, u64)> {
+        let mode: Option<String> = self.bounded(key, || self.client.hget(key, "mode")).await?;
+        if mode.is_none() {
+            return Ok((None, 0));
+        }
+        let fields: i64 = self.bounded(key, || self.client.hlen(key)).await?;
+        Ok((mode, non_negative(fields)))
     }
 
     /// `PTTL key`: `None` when the key is absent, `Some(None)` when it has no expiry.

@@ -38,4 +38,4 @@ mod scheduler;
 
 pub use observer::{LostReason, WatchdogObserver};
 pub use renewer::Renewer;
-pub use scheduler::{Renewal, Tracking, Watchdog, WatchdogConfig, WatchdogStats};
+pub use scheduler::{RenewSpec, Renewal, Tracking, Watchdog, WatchdogConfig, WatchdogStats};

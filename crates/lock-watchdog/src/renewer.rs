@@ -14,6 +14,17 @@ pub trait Renewer: Clone + Send + Sync + 'static {
     /// Renews `holds` to `lease_ms`.
     fn renew(&self, holds: Vec<(String, String)>, lease_ms: u64) -> impl Future<Output = Result<Vec<bool>>> + Send;
 
+    /// Renews read holds of read/write locks to `lease_ms`: `(lock key, reader owner,
+    /// its timeout-key prefix)` triples ([`RenewSpec::ReadHold`](crate::RenewSpec)).
+    /// Default: [`Renewer::renew`] of the (key, owner) pairs (for fakes).
+    fn renew_reads(
+        &self,
+        holds: Vec<(String, String, String)>,
+        lease_ms: u64,
+    ) -> impl Future<Output = Result<Vec<bool>>> + Send {
+        self.renew(holds.into_iter().map(|(key, owner, _)| (key, owner)).collect(), lease_ms)
+    }
+
     /// Checks that the owner field of each of `holds` still exists, writing nothing: a
     /// check must never extend a lease.
     fn verify(&self, holds: Vec<(String, String)>) -> impl Future<Output = Result<Vec<bool>>> + Send;
@@ -32,6 +43,10 @@ impl Renewer for LockStore {
     async fn renew(&self, holds: Vec<(String, String)>, lease_ms: u64) -> Result<Vec<bool>> {
         let pairs: Vec<(&str, &str)> = holds.iter().map(|(k, o)| (k.as_str(), o.as_str())).collect();
         self.renew_batch(&pairs, lease_ms).await
+    }
+
+    async fn renew_reads(&self, holds: Vec<(String, String, String)>, lease_ms: u64) -> Result<Vec<bool>> {
+        self.read_renew_batch(&holds, lease_ms).await
     }
 
     async fn verify(&self, holds: Vec<(String, String)>) -> Result<Vec<bool>> {

@@ -161,10 +161,26 @@ impl Shared {
     }
 }
 
+/// How a registered hold is renewed: the renewal spec of its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RenewSpec {
+    /// While the owner field exists on the lock key (a Hash), raise the key's TTL
+    /// (`renew_batch.lua`: reentrant, fenced, fair locks and a read/write lock's write).
+    Field,
+    /// A read hold of a read/write lock (`read_renew_batch.lua`): while the owner's
+    /// reader field exists, raise the TTL of its own timeout keys (this prefix + `:k`)
+    /// and of the Hash; never another owner's.
+    ReadHold {
+        /// The owner's timeout-key prefix, `{NAME}:OWNER:rwlock_timeout`.
+        timeout_prefix: Arc<str>,
+    },
+}
+
 #[derive(Debug)]
 struct Entry {
     key: Arc<str>,
     owner: OwnerId,
+    spec: RenewSpec,
     lease: Weak<LeaseState>,
     /// The caller's label for the hold, handed back to [`WatchdogObserver::lost`].
     tag: &'static str,
@@ -294,8 +310,21 @@ impl Watchdog {
         lease: &Arc<LeaseState>,
         tag: &'static str,
     ) -> Renewal {
+        self.register_spec(key, owner, lease, tag, RenewSpec::Field)
+    }
+
+    /// [`Watchdog::register_tagged`] with the hold's renewal spec (how it is renewed;
+    /// holds of one spec are batched together, per slot in a cluster).
+    pub fn register_spec(
+        &self,
+        key: Arc<str>,
+        owner: OwnerId,
+        lease: &Arc<LeaseState>,
+        tag: &'static str,
+        spec: RenewSpec,
+    ) -> Renewal {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let entry = Entry { key, owner, lease: Arc::downgrade(lease), tag, failing: false };
+        let entry = Entry { key, owner, spec, lease: Arc::downgrade(lease), tag, failing: false };
         let was_empty = {
             let mut entries = self.shared.entries.lock();
             entries.insert(id, entry);
@@ -454,28 +483,52 @@ async fn run<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: watch::R
 /// still failing afterwards.
 async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> bool {
     shared.stats.rounds.fetch_add(1, Ordering::Relaxed);
-    let jobs: Vec<Job> = shared
-        .entries
-        .lock()
-        .iter()
-        .filter(|(_, e)| full || e.failing)
-        .map(|(id, e)| (*id, e.key.to_string(), e.owner.as_str().to_owned()))
-        .collect();
+    let mut jobs: Vec<Job> = Vec::new();
+    // Read holds go in batches of their own (another script); their prefixes by id.
+    let mut read_jobs: Vec<Job> = Vec::new();
+    let mut prefixes: HashMap<u64, Arc<str>> = HashMap::new();
+    for (id, e) in shared.entries.lock().iter().filter(|(_, e)| full || e.failing) {
+        let job = (*id, e.key.to_string(), e.owner.as_str().to_owned());
+        match &e.spec {
+            RenewSpec::Field => jobs.push(job),
+            RenewSpec::ReadHold { timeout_prefix } => {
+                prefixes.insert(*id, Arc::clone(timeout_prefix));
+                read_jobs.push(job);
+            }
+        }
+    }
+    let prefixes = Arc::new(prefixes);
     let mut calls = JoinSet::new();
-    for batch in batches(jobs, &shared.config) {
+    let field_batches = batches(jobs, &shared.config).into_iter().map(|b| (b, false));
+    let read_batches = batches(read_jobs, &shared.config).into_iter().map(|b| (b, true));
+    for (batch, reads) in field_batches.chain(read_batches) {
         let renewer = renewer.clone();
         let lease_ms = shared.lease_ms;
+        let prefixes = Arc::clone(&prefixes);
         shared.stats.calls.fetch_add(1, Ordering::Relaxed);
         calls.spawn(async move {
             let sent_at = Instant::now();
-            let holds: Vec<(String, String)> = batch.iter().map(|(_, k, o)| (k.clone(), o.clone())).collect();
+            let renew = async {
+                if reads {
+                    let holds: Vec<(String, String, String)> = batch
+                        .iter()
+                        .map(|(id, k, o)| {
+                            (k.clone(), o.clone(), prefixes.get(id).map(|p| p.to_string()).unwrap_or_default())
+                        })
+                        .collect();
+                    renewer.renew_reads(holds, lease_ms).await
+                } else {
+                    let holds: Vec<(String, String)> = batch.iter().map(|(_, k, o)| (k.clone(), o.clone())).collect();
+                    renewer.renew(holds, lease_ms).await
+                }
+            };
             let result = if tracing::enabled!(tracing::Level::DEBUG) {
                 use tracing::Instrument;
-                let span = tracing::debug_span!("leasehold.renew", batch = holds.len(), db.system.name = "redis");
-                renewer.renew(holds, lease_ms).instrument(span).await
+                let span = tracing::debug_span!("leasehold.renew", batch = batch.len(), db.system.name = "redis");
+                renew.instrument(span).await
             } else {
                 // No span to fill: skip building it.
-                renewer.renew(holds, lease_ms).await
+                renew.await
             };
             (batch, sent_at, result)
         });

@@ -1,0 +1,263 @@
+//! The read/write lock handle: Redisson's `RReadWriteLock`, its readers and its writer
+//! one owner.
+
+use std::time::Duration;
+
+use lock_core::{Error, ErrorKind, LockKind, Result};
+
+use crate::hold::LeaseMode;
+use crate::lock::Lock;
+use crate::rw_guard::{ReadGuard, WriteGuard};
+
+/// A handle on one read/write lock, and the owner that holds it: many readers share it,
+/// a writer excludes every reader and every other writer.
+///
+/// The data in Redis is Redisson 4.7's `RReadWriteLock` layout, byte for byte: the Hash
+/// `NAME` with field `mode` = `read`/`write`, this owner's reader field `CLIENT_UUID:N`
+/// = its read hold count, its writer field `CLIENT_UUID:N:write` = its write hold count,
+/// one String `{NAME}:CLIENT_UUID:N:rwlock_timeout:k` per read hold, and the channel
+/// `redisson_rwlock:{NAME}` (a read release publishes `0`, a write release `1`). A Java
+/// service using Redisson and a Rust service using leasehold share the same locks.
+///
+/// As [`Lock`], the handle *is* the owner: each
+/// [`Client::read_write_lock`](crate::Client::read_write_lock) call makes a new one.
+/// Through one handle, a read inside a read, a write inside a write and a read inside
+/// a write (a downgrade: release the write, keep reading) re-enter. A write while the
+/// handle holds only reads (an upgrade) would wait for itself forever, so it fails at
+/// once with [`ErrorKind::WouldDeadlock`], nothing sent.
+///
+/// Waiting never polls: waiters listen on `redisson_rwlock:{NAME}`; a write release
+/// wakes every waiting reader and a writer, a downgrade publishes too (Redisson
+/// publishes nothing then), and the last read release wakes a writer. A waiter also
+/// retries when the holder's lease runs out, as for [`Lock`].
+///
+/// Writers are preferred: while a leasehold writer waits
+/// (`leasehold_rwlock_writers:{NAME}`, beside Redisson's layout), no new leasehold
+/// reader enters; readers that already hold a read re-enter. Redisson's readers do not
+/// know it, so a mixed fleet gets no writer preference from its Java readers. Take
+/// nested reads through the same handle: a fresh read through a second handle while the
+/// first holds one and a writer waits would wait for that writer, which waits for the
+/// first read.
+///
+/// # Examples
+/// ```no_run
+/// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+/// let rw = client.read_write_lock("catalog");
+/// {
+///     let read = rw.read().await?; // shared with every other reader
+///     read.unlock().await?;
+/// }
+/// let write = client.read_write_lock("catalog").write().await?; // excludes all
+/// write.unlock().await?;
+/// # Ok(()) }
+/// ```
+pub struct ReadWriteLock {
+    /// The reader side: kind [`LockKind::Read`], owner `CLIENT_UUID:N`.
+    reader: Lock,
+    /// The writer side: kind [`LockKind::Write`], owner `CLIENT_UUID:N:write`.
+    writer: Lock,
+}
+
+impl std::fmt::Debug for ReadWriteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadWriteLock")
+            .field("key", &crate::debug::Bounded(self.reader.key()))
+            .field("owner", &self.reader.owner())
+            .field("reading", &self.reader.shared.holds.has_current())
+            .field("writing", &self.writer.shared.holds.has_current())
+            .finish()
+    }
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(client: std::sync::Arc<crate::client::ClientShared>, key: &str) -> Self {
+        let owner = client.id.next_owner();
+        let writer_owner = owner.writer();
+        let reader = Lock::with_owner(client.clone(), key, LockKind::Read, owner);
+        let queue_keepalive_ms = crate::lock::keepalive_ms(&client);
+        let writer = Lock::with_owner(client, key, LockKind::Write { queue_keepalive_ms }, writer_owner);
+        ReadWriteLock { reader, writer }
+    }
+
+    /// The lock's Redis key (the name with the client's key prefix, if any).
+    pub fn key(&self) -> &str {
+        self.reader.key()
+    }
+
+    /// This handle's reader owner id, `CLIENT_UUID:N` (its writer field is this +
+    /// `:write`).
+    pub fn owner(&self) -> &str {
+        self.reader.owner()
+    }
+
+    /// Waits as long as it takes for a read hold, in watchdog mode (the lease is the
+    /// client's watchdog timeout, renewed every third of it while the guard lives; the
+    /// watchdog renews this client's own read holds only).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] for an empty name; [`ErrorKind::WrongType`] when
+    /// the key holds another type or a lock that is not a read/write lock (a Hash
+    /// without `mode`), nothing written; [`ErrorKind::Redis`] for a script error.
+    /// Transient errors are retried as in [`Lock::lock`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves nothing behind: it leaves the local line, registers
+    /// no renewal, and a hold an acquire in flight may have taken is given back in the
+    /// background.
+    pub async fn read(&self) -> Result<ReadGuard> {
+        unbounded(self.reader.acquire(None, LeaseMode::Watchdog).await).map(ReadGuard::new)
+    }
+
+    /// Waits as long as it takes for the write hold, in watchdog mode.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WouldDeadlock`] when this handle holds reads but not the write
+    /// (nothing sent); otherwise as [`ReadWriteLock::read`].
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`]; the writer's entry among the waiting writers (which
+    /// keeps new readers out) is removed too, in the background.
+    pub async fn write(&self) -> Result<WriteGuard> {
+        self.refuse_upgrade()?;
+        unbounded(self.writer.acquire(None, LeaseMode::Watchdog).await).map(WriteGuard::new)
+    }
+
+    /// Waits as long as it takes, then holds a read for `lease` (never renewed).
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::read`]; a zero, sub-millisecond or over-a-year lease is
+    /// [`ErrorKind::InvalidArgument`] before anything is sent.
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`].
+    pub async fn read_with_lease(&self, lease: Duration) -> Result<ReadGuard> {
+        unbounded(self.reader.acquire(None, LeaseMode::Fixed(lease)).await).map(ReadGuard::new)
+    }
+
+    /// Waits as long as it takes, then holds the write for `lease` (never renewed).
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::write`] and [`ReadWriteLock::read_with_lease`].
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`].
+    pub async fn write_with_lease(&self, lease: Duration) -> Result<WriteGuard> {
+        self.refuse_upgrade()?;
+        unbounded(self.writer.acquire(None, LeaseMode::Fixed(lease)).await).map(WriteGuard::new)
+    }
+
+    /// One attempt for a read, no waiting: one round trip, `None` when another owner
+    /// holds the write. Watchdog mode.
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::read`], and any error of its one attempt.
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`].
+    pub async fn try_read(&self) -> Result<Option<ReadGuard>> {
+        Ok(self.reader.acquire(Some(Duration::ZERO), LeaseMode::Watchdog).await?.map(ReadGuard::new))
+    }
+
+    /// One attempt for the write, no waiting: one round trip, `None` when anyone else
+    /// holds a read or the write. Watchdog mode.
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::write`], and any error of its one attempt.
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`].
+    pub async fn try_write(&self) -> Result<Option<WriteGuard>> {
+        self.refuse_upgrade()?;
+        Ok(self.writer.acquire(Some(Duration::ZERO), LeaseMode::Watchdog).await?.map(WriteGuard::new))
+    }
+
+    /// Waits at most `wait` for a read, then holds it for `lease` (never renewed).
+    /// `None` when the wait ran out.
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::read_with_lease`]; when the last attempt before the
+    /// deadline failed with a transient error, that error.
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`].
+    pub async fn try_read_with(&self, wait: Duration, lease: Duration) -> Result<Option<ReadGuard>> {
+        Ok(self.reader.acquire(Some(wait), LeaseMode::Fixed(lease)).await?.map(ReadGuard::new))
+    }
+
+    /// Waits at most `wait` for the write, then holds it for `lease` (never renewed).
+    /// `None` when the wait ran out.
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::write_with_lease`] and [`ReadWriteLock::try_read_with`].
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`].
+    pub async fn try_write_with(&self, wait: Duration, lease: Duration) -> Result<Option<WriteGuard>> {
+        self.refuse_upgrade()?;
+        Ok(self.writer.acquire(Some(wait), LeaseMode::Fixed(lease)).await?.map(WriteGuard::new))
+    }
+
+    /// Whether anyone holds a read now (Redisson's `isLocked` of the read lock: read
+    /// mode, or write mode with a read of the writer's beside its write).
+    ///
+    /// # Errors
+    /// Empty name; [`ErrorKind::WrongType`]; connection errors and timeouts.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn is_read_locked(&self) -> Result<bool> {
+        let shared = &self.reader.shared;
+        let names = shared.names()?;
+        let (mode, fields) = shared.client.store.rw_mode(names.key()).await?;
+        Ok(match mode.as_deref() {
+            Some("read") => true,
+            Some("write") => fields > 2,
+            _ => false,
+        })
+    }
+
+    /// Whether anyone holds the write now.
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::is_read_locked`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn is_write_locked(&self) -> Result<bool> {
+        let shared = &self.reader.shared;
+        let names = shared.names()?;
+        Ok(shared.client.store.rw_mode(names.key()).await?.0.as_deref() == Some("write"))
+    }
+
+    /// Deletes the lock whoever holds it, readers and writer, and wakes every waiter.
+    /// Returns `true` if there was a lock to delete. Holders find out at their next
+    /// renewal (watchdog mode) or unlock (their `lost()` resolves then).
+    ///
+    /// # Errors
+    /// Empty name; [`ErrorKind::WrongType`] when the key holds another type or a lock
+    /// that is not a read/write lock (nothing deleted); connection errors and timeouts.
+    ///
+    /// # Cancel safety
+    /// Once sent, the delete happens whether or not the future is polled again.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.writer.force_unlock().await
+    }
+
+    /// An upgrade (a write while this owner holds only reads) would wait for its own
+    /// reads forever: refused before anything is sent.
+    fn refuse_upgrade(&self) -> Result<()> {
+        if self.reader.shared.holds.has_current() && !self.writer.shared.holds.has_current() {
+            return Err(Error::unsent(
+                ErrorKind::WouldDeadlock,
+                "a write while this owner holds only reads (an upgrade) would wait for itself forever: release the reads first",
+            )
+            .with_key(self.key()));
+        }
+        Ok(())
+    }
+}
+
+/// The guard of an unbounded wait (which ends only with one, or an error).
+fn unbounded<G>(acquired: Result<Option<G>>) -> Result<G> {
+    acquired?.ok_or_else(|| Error::new(ErrorKind::Timeout, "an unbounded wait ended without the lock"))
+}

@@ -1,0 +1,109 @@
+-- write_acquire.lua: take or re-enter the write hold of a read/write lock (Redisson's
+-- RReadWriteLock layout, see read_acquire.lua): the writer's field "OWNER:write" =
+-- its hold count, "mode" = "write". A writer excludes every reader and every other
+-- writer. An owner that holds only reads cannot take it (an upgrade would wait for
+-- itself forever); the client refuses that before sending (WouldDeadlock), and this
+-- script answers it "held" like any reader.
+--
+-- As acquire.lua, the client sends the count it wants (replay-safe). Better than
+-- Redisson: reader fields with no live timeout key are pruned first (rw_prune.lua), so
+-- a reader whose process died blocks writers at most its lease; a re-entry raises the
+-- TTL to the lease (never lowers it) where Redisson adds the lease to it each time.
+--
+-- Writer preference (leasehold's, beside the layout; Redisson ignores it): a waiting
+-- call that does not acquire records the writer in KEYS[2] (ZSet writer -> deadline on
+-- the server's clock, now + ARGV[5]), refreshed by each of its calls; while a live
+-- entry is there, read_acquire.lua admits no new leasehold reader (re-entries and the
+-- writer's own reads still enter). An acquire removes the writer's entry; a wait that
+-- ends without the lock removes it with write_release.lua (ARGV[7]). A writer that died
+-- stops blocking readers when its deadline passes.
+--
+-- KEYS[1]  lock key NAME (Hash)
+-- KEYS[2]  waiting writers "leasehold_rwlock_writers:{NAME}" (ZSet writer -> deadline ms)
+-- ARGV[1]  lease in ms (> 0)
+-- ARGV[2]  writer field "CLIENT_UUID:N:write"
+-- ARGV[3]  the owner's write hold count after this acquire (>= 1)
+-- ARGV[4]  the key prefix of every reader's timeout keys: "{NAME}", or NAME when it
+--          contains "{"
+-- ARGV[5]  keep-alive in ms of the writer's entry in KEYS[2] (> 0): a waiting call;
+--          "0": a single try, which records nothing
+--
+-- Replies:
+--   {1, 1}        acquired fresh: the lock was free (or only dead readers were left)
+--   {1, ARGV[3]}  re-entered: the owner's count is now ARGV[3]
+--   {0, pttl}     held by readers or another writer; pttl = in read mode the longest
+--                 live read hold's remaining lease, else the Hash's PTTL (-1: no
+--                 expiry)
+-- Errors:
+--   WRONGTYPE   KEYS[1] holds another type, or a Hash without "mode"; nothing written
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false and redis.call('exists', KEYS[1]) == 1 then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a lock that is not a read/write lock (a Hash without a mode field)')
+end
+local function prune_readers(prefix)
+  local live, longest = 0, 0
+  local fields = redis.call('hgetall', KEYS[1])
+  for i = 1, #fields, 2 do
+    local field, count = fields[i], tonumber(fields[i + 1])
+    if count ~= nil and field ~= 'mode' and string.sub(field, -6) ~= ':write' then
+      local alive = false
+      for k = count, 1, -1 do
+        local ttl = redis.call('pttl', prefix .. ':' .. field .. ':rwlock_timeout:' .. k)
+        if ttl ~= -2 then
+          alive = true
+          if ttl > longest then longest = ttl end
+        end
+      end
+      if alive then
+        live = live + 1
+      else
+        redis.call('hdel', KEYS[1], field)
+      end
+    end
+  end
+  return live, longest
+end
+local waiting = ARGV[5] ~= '0'
+-- Not acquired: a waiting writer records (or refreshes) its intent.
+local function held(wait)
+  if waiting then
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('zadd', KEYS[2], now + tonumber(ARGV[5]), ARGV[2])
+    if redis.call('pttl', KEYS[2]) < tonumber(ARGV[5]) then
+      redis.call('pexpire', KEYS[2], ARGV[5])
+    end
+  end
+  return {0, wait}
+end
+local function acquired(count)
+  if waiting then
+    redis.call('zrem', KEYS[2], ARGV[2])
+  end
+  return {1, count}
+end
+if mode == 'read' then
+  local live, longest = prune_readers(ARGV[4])
+  if live > 0 then
+    -- The soonest a retry can help is when the longest read hold ends (its timeout key
+    -- expires; nothing is published then), not the Hash's TTL, which a zombie renewal
+    -- of an older client may keep far longer.
+    return held(longest > 0 and longest or redis.call('pttl', KEYS[1]))
+  end
+  -- Every reader is gone: the lock is free.
+  redis.call('del', KEYS[1])
+  mode = false
+end
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return acquired(1)
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return held(redis.call('pttl', KEYS[1]))
+end
+redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
+if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+end
+return acquired(tonumber(ARGV[3]))

@@ -1,0 +1,26 @@
+-- rw_force_release.lua: delete a read/write lock whoever holds it (readers and writer),
+-- and publish the write-unlock message, which wakes every waiter. The readers' timeout
+-- keys are left to expire with their leases (as Redisson's forceUnlock does): without
+-- the Hash they grant nothing, and an acquire writes a fresh count over them.
+--
+-- KEYS[1]  lock key NAME (Hash)
+-- KEYS[2]  channel "redisson_rwlock:{NAME}"
+-- ARGV[1]  unlock message ("1": wakes every waiter)
+-- ARGV[2]  the publish command: "publish" or "spublish" (sharded, in a cluster)
+--
+-- Replies:
+--   1  the lock existed and was deleted; ARGV[1] published
+--   0  there was no such key; nothing published
+-- Errors:
+--   WRONGTYPE   KEYS[1] holds another type, or a Hash without "mode" (a plain lock);
+--               nothing written
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false and redis.call('exists', KEYS[1]) == 1 then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a lock that is not a read/write lock (a Hash without a mode field)')
+end
+if mode == false then
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[2], KEYS[2], ARGV[1])
+return 1
