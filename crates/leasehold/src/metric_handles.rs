@@ -85,16 +85,23 @@ impl Handles {
         }
     }
 
-    pub(crate) fn acquire(&self, kind: Kind, waits: bool, outcome: Outcome) -> &Histogram {
-        &self.acquire[acquire_index(kind, waits, outcome)]
+    // The three lookups below are `get`, not indexing: a kind added to `Kind` but left
+    // out of `Kind::ALL` loses its records instead of panicking on the hot path (and a
+    // guard's `Drop`). The unit tests below check that `ALL` has every variant.
+
+    /// The acquire histogram of (kind, mode, outcome), which `record` records into.
+    pub(crate) fn acquire(&self, kind: Kind, waits: bool, outcome: Outcome) -> Option<&Histogram> {
+        self.acquire.get(acquire_index(kind, waits, outcome))
     }
 
-    pub(crate) fn wait(&self, kind: Kind) -> &Histogram {
-        &self.wait[kind.index()]
+    /// The wait histogram of `kind`.
+    pub(crate) fn wait(&self, kind: Kind) -> Option<&Histogram> {
+        self.wait.get(kind.index())
     }
 
-    pub(crate) fn hold(&self, end: HoldEnd) -> &Histogram {
-        &self.hold[end.index()]
+    /// The hold histogram of `end`.
+    pub(crate) fn hold(&self, end: HoldEnd) -> Option<&Histogram> {
+        self.hold.get(end.index())
     }
 }
 
@@ -108,9 +115,22 @@ fn acquire_index(kind: Kind, waits: bool, outcome: Outcome) -> usize {
 mod tests {
     use super::*;
 
-    /// `index()` is the place in `ALL` (both come from the declaration order).
+    /// `ALL` has every variant (the matches are exhaustive: a new variant fails to compile
+    /// here until it is counted), and `index()` is the place in `ALL`.
     #[test]
-    fn indexes_follow_all() {
+    fn all_has_every_variant_and_indexes_follow_it() {
+        let kinds = |kind: Kind| match kind {
+            Kind::Lock | Kind::Fenced | Kind::Fair | Kind::Simple | Kind::Read | Kind::Write => 6,
+        };
+        let outcomes = |outcome: Outcome| match outcome {
+            Outcome::Acquired | Outcome::Busy | Outcome::TimedOut | Outcome::Error => 4,
+        };
+        let ends = |end: HoldEnd| match end {
+            HoldEnd::Released | HoldEnd::Lost | HoldEnd::Dropped => 3,
+        };
+        assert_eq!(Kind::ALL.len(), kinds(Kind::Lock));
+        assert_eq!(Outcome::ALL.len(), outcomes(Outcome::Busy));
+        assert_eq!(HoldEnd::ALL.len(), ends(HoldEnd::Lost));
         assert!(Kind::ALL.iter().enumerate().all(|(i, kind)| kind.index() == i));
         assert!(Outcome::ALL.iter().enumerate().all(|(i, outcome)| outcome.index() == i));
         assert!(HoldEnd::ALL.iter().enumerate().all(|(i, end)| end.index() == i));

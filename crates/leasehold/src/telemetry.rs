@@ -226,7 +226,11 @@ impl Telemetry {
                     metrics::histogram!("leasehold_hold_duration_seconds", "end" => end.as_str(), "lock" => lock)
                         .record(seconds);
                 }
-                None => crate::metric_handles::with(|handles| handles.hold(end).record(seconds)),
+                None => crate::metric_handles::with(|handles| {
+                    if let Some(histogram) = handles.hold(end) {
+                        histogram.record(seconds);
+                    }
+                }),
             }
         }
         #[cfg(not(feature = "metrics"))]
@@ -250,7 +254,11 @@ impl Telemetry {
                         "kind" => kind.as_str(), "mode" => mode, "outcome" => outcome.as_str(), "lock" => lock)
                     .record(seconds);
                 }
-                None => crate::metric_handles::with(|handles| handles.acquire(kind, waits, outcome).record(seconds)),
+                None => crate::metric_handles::with(|handles| {
+                    if let Some(histogram) = handles.acquire(kind, waits, outcome) {
+                        histogram.record(seconds);
+                    }
+                }),
             }
         }
     }
@@ -289,7 +297,9 @@ impl Drop for WaitScope<'_> {
             crate::metric_handles::with(|handles| {
                 handles.waiters.decrement(1.0);
                 if lock.is_none() {
-                    handles.wait(self.kind).record(seconds);
+                    if let Some(histogram) = handles.wait(self.kind) {
+                        histogram.record(seconds);
+                    }
                 }
             });
             if let Some(lock) = lock {
