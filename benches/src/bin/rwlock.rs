@@ -1,0 +1,979 @@
+//! `rwlock`: the read/write lock's figures (issue 18 item 6), as ratios in one run
+//! against one server.
+//!
+//! 1. **Uncontended pairs** on distinct keys, `--tasks` tasks × `--pairs` pairs each:
+//!    - `leasehold-read`: `rw.try_read()` + `guard.unlock()` (watchdog mode);
+//!    - `leasehold-write`: `rw.try_write()` + `guard.unlock()` (watchdog mode);
+//!    - `redisson-read`: Redisson 4.7's `RedissonReadLock` acquire and unlock scripts
+//!      (copies of `tests/rw_interop.rs`) through bare fred `EVALSHA`, with the KEYS and
+//!      ARGV Redisson sends (lease 30 s, owner `id:tid`), then the `DEL` of the unlock
+//!      latch Redisson sends after every unlock;
+//!    - `redisson-write`: the same for `RedissonWriteLock`.
+//!
+//!    Per pair: server commands (`INFO commandstats` delta, commands run inside scripts
+//!    included, `INFO` excluded) and Redis CPU (`INFO cpu` `used_cpu_sys +
+//!    used_cpu_user` delta). Target: leasehold's no more than Redisson's.
+//! 2. **One hand-off** (2a): a reader on one client releases, a writer waiting on the
+//!    other gets in; 20 tries, the p50 is "one hand-off" below.
+//!    **Readers and a writer**: 8 reader tasks (4 per client, 2 clients, each its own
+//!    handle) cycle `read()`, hold `--hold-ms` (a tokio sleep), `unlock()`, for
+//!    `--seconds`; one writer task cycles `write()`, hold 1 ms, `unlock()`, pause
+//!    `--writer-pause-ms`: once on the second client (sharing it with 4 readers, the
+//!    issue's shape), once on a third client of its own (a diagnostic). Figures: the
+//!    writer's wait (from the call to the guard) p50/p99/max, the longest read hold
+//!    (guard to `unlock()` returned), the last read release to the writer's guard.
+//!    Target: writer wait p99 <= 2 × (longest read hold + 2a's hand-off p50).
+//! 3. **64 readers behind a writer**: a writer holds the lock, 64 readers (32 per client,
+//!    each its own handle) call `read()` and queue; the writer's `unlock()`; each reader's
+//!    time from the `unlock()` call (and from its return) to its guard, in round trips
+//!    (one round trip = the PING p50 on that reader's client, measured just before).
+//!    `--rounds` rounds. Target: every reader in within 3 round trips of the release.
+//!
+//! Exits with 1 only when an invariant breaks: an uncontended acquire that does not
+//! acquire, a release that does not release, a failed call, a reader and the writer
+//! inside at once, a reader in before the writer released, keys left behind.
+//!
+//! Flags: `--pairs N` (2000 per task), `--tasks N` (8), `--seconds N` (5), `--hold-ms N`
+//! (3), `--writer-pause-ms N` (20), `--readers N` (64), `--rounds N` (5). `REDIS_URL`
+//! selects a server (it must be otherwise idle for the CPU figures); without it a
+//! throwaway `redis-server` is started.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, KeysInterface, LuaInterface, ReconnectPolicy};
+use fred::types::{ClusterHash, CustomCommand, InfoKind, Value};
+use leasehold::Client;
+use leasehold_benches::{
+    check_flags, dbsize, flag, info, info_field, micros, ms, percentile, ping_rtts, print_machine, print_table,
+    rerun_command, BoxError, CommandStats, Target,
+};
+
+const FLAGS: &[&str] = &["--pairs", "--tasks", "--seconds", "--hold-ms", "--writer-pause-ms", "--readers", "--rounds"];
+/// Redisson's default lease (its watchdog timeout), sent by the Redisson contenders.
+const REDISSON_LEASE_MS: &str = "30000";
+/// The latch TTL Redisson's unlock scripts get (its default timeout × retries, about).
+const LATCH_TTL_MS: &str = "20000";
+/// Sequential pairs before each contender's measurement (scripts loaded, connections warm).
+const WARMUP_PAIRS: usize = 50;
+/// A Redisson client id (`ServiceManager.id`); the thread id follows after a colon.
+const REDISSON_ID: &str = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+
+/// `RedissonReadLock.tryLockInnerAsync` (Redisson 4.7; as in `tests/rw_interop.rs`).
+/// KEYS = [N, `{N}:id:tid:rwlock_timeout`]; ARGV = [lease, `id:tid`, `id:tid:write`].
+const REDISSON_READ_ACQUIRE: &str = "local mode = redis.call('hget', KEYS[1], 'mode'); \
+if (mode == false) then \
+  redis.call('hset', KEYS[1], 'mode', 'read'); \
+  redis.call('hset', KEYS[1], ARGV[2], 1); \
+  redis.call('set', KEYS[2] .. ':1', 1); \
+  redis.call('pexpire', KEYS[2] .. ':1', ARGV[1]); \
+  redis.call('pexpire', KEYS[1], ARGV[1]); \
+  return nil; \
+end; \
+if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then \
+  local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); \
+  local key = KEYS[2] .. ':' .. ind; \
+  redis.call('set', key, 1); \
+  redis.call('pexpire', key, ARGV[1]); \
+  local remainTime = redis.call('pttl', KEYS[1]); \
+  redis.call('pexpire', KEYS[1], math.max(remainTime, ARGV[1])); \
+  return nil; \
+end; \
+return redis.call('pttl', KEYS[1]);";
+
+/// `RedissonReadLock.unlockInnerAsync`. KEYS = [N, channel, `{N}:id:tid:rwlock_timeout`,
+/// `{N}`, latch]; ARGV = [`0`, `id:tid`, publish command, latch TTL].
+const REDISSON_READ_UNLOCK: &str = "local val = redis.call('get', KEYS[5]); \
+if val ~= false then return tonumber(val); end; \
+local mode = redis.call('hget', KEYS[1], 'mode'); \
+if (mode == false) then \
+  redis.call(ARGV[3], KEYS[2], ARGV[1]); \
+  redis.call('set', KEYS[5], 1, 'px', ARGV[4]); \
+  return nil; \
+end; \
+local lockExists = redis.call('hexists', KEYS[1], ARGV[2]); \
+if (lockExists == 0) then return nil; end; \
+local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); \
+if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end; \
+redis.call('del', KEYS[3] .. ':' .. (counter+1)); \
+if (redis.call('hlen', KEYS[1]) > 1) then \
+  local maxRemainTime = -3; \
+  local keys = redis.call('hkeys', KEYS[1]); \
+  for n, key in ipairs(keys) do \
+    counter = tonumber(redis.call('hget', KEYS[1], key)); \
+    if type(counter) == 'number' then \
+      for i=counter, 1, -1 do \
+        local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i); \
+        maxRemainTime = math.max(remainTime, maxRemainTime); \
+      end; \
+    end; \
+  end; \
+  if maxRemainTime > 0 then \
+    redis.call('pexpire', KEYS[1], maxRemainTime); \
+    redis.call('set', KEYS[5], 0, 'px', ARGV[4]); \
+    return 0; \
+  end; \
+  if mode == 'write' then \
+    redis.call('set', KEYS[5], 0, 'px', ARGV[4]); \
+    return 0; \
+  end; \
+end; \
+redis.call('del', KEYS[1]); \
+redis.call(ARGV[3], KEYS[2], ARGV[1]); \
+redis.call('set', KEYS[5], 1, 'px', ARGV[4]); \
+return 1;";
+
+/// `RedissonWriteLock.tryLockInnerAsync`. KEYS = [N]; ARGV = [lease, `id:tid:write`].
+const REDISSON_WRITE_ACQUIRE: &str = "local mode = redis.call('hget', KEYS[1], 'mode'); \
+if (mode == false) then \
+  redis.call('hset', KEYS[1], 'mode', 'write'); \
+  redis.call('hset', KEYS[1], ARGV[2], 1); \
+  redis.call('pexpire', KEYS[1], ARGV[1]); \
+  return nil; \
+end; \
+if (mode == 'write') then \
+  if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
+    redis.call('hincrby', KEYS[1], ARGV[2], 1); \
+    local currentExpire = redis.call('pttl', KEYS[1]); \
+    redis.call('pexpire', KEYS[1], currentExpire + ARGV[1]); \
+    return nil; \
+  end; \
+end; \
+return redis.call('pttl', KEYS[1]);";
+
+/// `RedissonWriteLock.unlockInnerAsync`. KEYS = [N, channel, latch]; ARGV = [`1`,
+/// internal lease, `id:tid:write`, publish command, latch TTL].
+const REDISSON_WRITE_UNLOCK: &str = "local val = redis.call('get', KEYS[3]); \
+if val ~= false then return tonumber(val); end; \
+local mode = redis.call('hget', KEYS[1], 'mode'); \
+if (mode == false) then \
+  redis.call(ARGV[4], KEYS[2], ARGV[1]); \
+  redis.call('set', KEYS[3], 1, 'px', ARGV[5]); \
+  return nil; \
+end; \
+if (mode == 'write') then \
+  local lockExists = redis.call('hexists', KEYS[1], ARGV[3]); \
+  if (lockExists == 0) then \
+    return nil; \
+  else \
+    local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
+    if (counter > 0) then \
+      redis.call('pexpire', KEYS[1], ARGV[2]); \
+      redis.call('set', KEYS[3], 0, 'px', ARGV[5]); \
+      return 0; \
+    else \
+      redis.call('hdel', KEYS[1], ARGV[3]); \
+      if (redis.call('hlen', KEYS[1]) == 1) then \
+        redis.call('del', KEYS[1]); \
+        redis.call(ARGV[4], KEYS[2], ARGV[1]); \
+      else \
+        redis.call('hset', KEYS[1], 'mode', 'read'); \
+      end; \
+      redis.call('set', KEYS[3], 1, 'px', ARGV[5]); \
+      return 1; \
+    end; \
+  end; \
+end; \
+return nil;";
+
+#[derive(Debug, Clone)]
+struct Settings {
+    pairs: usize,
+    tasks: usize,
+    run_for: Duration,
+    hold: Duration,
+    writer_pause: Duration,
+    readers: usize,
+    rounds: usize,
+}
+
+impl Settings {
+    fn from_args(args: &[String]) -> Result<Self, BoxError> {
+        check_flags(args, FLAGS)?;
+        let settings = Settings {
+            pairs: flag(args, "--pairs")?.unwrap_or(2000),
+            tasks: flag(args, "--tasks")?.unwrap_or(8),
+            run_for: Duration::from_secs(flag(args, "--seconds")?.unwrap_or(5)),
+            hold: Duration::from_millis(flag(args, "--hold-ms")?.unwrap_or(3)),
+            writer_pause: Duration::from_millis(flag(args, "--writer-pause-ms")?.unwrap_or(20)),
+            readers: flag(args, "--readers")?.unwrap_or(64),
+            rounds: flag(args, "--rounds")?.unwrap_or(5),
+        };
+        if settings.pairs == 0
+            || settings.tasks == 0
+            || settings.run_for.is_zero()
+            || settings.readers == 0
+            || settings.rounds == 0
+        {
+            return Err("--pairs, --tasks, --seconds, --readers and --rounds must be above 0".into());
+        }
+        Ok(settings)
+    }
+}
+
+/// The uncontended contenders of part 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Contender {
+    LeaseholdRead,
+    LeaseholdWrite,
+    RedissonRead,
+    RedissonWrite,
+}
+
+impl Contender {
+    const ALL: [Contender; 4] =
+        [Contender::LeaseholdRead, Contender::RedissonRead, Contender::LeaseholdWrite, Contender::RedissonWrite];
+
+    fn name(self) -> &'static str {
+        match self {
+            Contender::LeaseholdRead => "leasehold-read",
+            Contender::LeaseholdWrite => "leasehold-write",
+            Contender::RedissonRead => "redisson-read",
+            Contender::RedissonWrite => "redisson-write",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Contender::LeaseholdRead => "leasehold rw.try_read() + unlock() (watchdog mode)",
+            Contender::LeaseholdWrite => "leasehold rw.try_write() + unlock() (watchdog mode)",
+            Contender::RedissonRead => "Redisson 4.7 read acquire + read unlock scripts (EVALSHA) + DEL latch",
+            Contender::RedissonWrite => "Redisson 4.7 write acquire + write unlock scripts (EVALSHA) + DEL latch",
+        }
+    }
+
+    fn tag(self) -> &'static str {
+        match self {
+            Contender::LeaseholdRead => "lr",
+            Contender::LeaseholdWrite => "lw",
+            Contender::RedissonRead => "rr",
+            Contender::RedissonWrite => "rw",
+        }
+    }
+}
+
+/// The loaded Redisson script hashes.
+struct Scripts {
+    read_acquire: String,
+    read_unlock: String,
+    write_acquire: String,
+    write_unlock: String,
+}
+
+/// One pair of `contender` on the fresh lock `name`, by task `task`; `n` numbers the
+/// latch.
+async fn pair(
+    leasehold: &Client,
+    fred: &FredClient,
+    scripts: &Scripts,
+    contender: Contender,
+    name: &str,
+    task: usize,
+    n: u64,
+) -> Result<(), BoxError> {
+    match contender {
+        Contender::LeaseholdRead => {
+            let guard = leasehold.read_write_lock(name).try_read().await?;
+            guard.ok_or_else(|| format!("try_read() did not acquire the distinct key {name}"))?.unlock().await?;
+        }
+        Contender::LeaseholdWrite => {
+            let guard = leasehold.read_write_lock(name).try_write().await?;
+            guard.ok_or_else(|| format!("try_write() did not acquire the distinct key {name}"))?.unlock().await?;
+        }
+        Contender::RedissonRead => {
+            let owner = format!("{REDISSON_ID}:{task}");
+            let prefix = format!("{{{name}}}:{owner}:rwlock_timeout");
+            let args = vec![REDISSON_LEASE_MS.to_owned(), owner.clone(), format!("{owner}:write")];
+            let reply: Value =
+                fred.evalsha(scripts.read_acquire.as_str(), vec![name.to_owned(), prefix.clone()], args).await?;
+            if !reply.is_null() {
+                return Err(format!("Redisson's read acquire did not acquire {name}: {reply:?}").into());
+            }
+            let latch = format!("redisson_unlock_latch:{{{name}}}:{task:08x}{n:024x}");
+            let keys = vec![
+                name.to_owned(),
+                format!("redisson_rwlock:{{{name}}}"),
+                prefix,
+                format!("{{{name}}}"),
+                latch.clone(),
+            ];
+            let args = vec!["0".to_owned(), owner, "publish".to_owned(), LATCH_TTL_MS.to_owned()];
+            let released: Value = fred.evalsha(scripts.read_unlock.as_str(), keys, args).await?;
+            if released.as_i64() != Some(1) {
+                return Err(format!("Redisson's read unlock of {name} answered {released:?}").into());
+            }
+            let _: i64 = fred.del(latch).await?;
+        }
+        Contender::RedissonWrite => {
+            let writer = format!("{REDISSON_ID}:{task}:write");
+            let args = vec![REDISSON_LEASE_MS.to_owned(), writer.clone()];
+            let reply: Value = fred.evalsha(scripts.write_acquire.as_str(), vec![name.to_owned()], args).await?;
+            if !reply.is_null() {
+                return Err(format!("Redisson's write acquire did not acquire {name}: {reply:?}").into());
+            }
+            let latch = format!("redisson_unlock_latch:{{{name}}}:{task:08x}{n:024x}");
+            let keys = vec![name.to_owned(), format!("redisson_rwlock:{{{name}}}"), latch.clone()];
+            let args = vec![
+                "1".to_owned(),
+                REDISSON_LEASE_MS.to_owned(),
+                writer,
+                "publish".to_owned(),
+                LATCH_TTL_MS.to_owned(),
+            ];
+            let released: Value = fred.evalsha(scripts.write_unlock.as_str(), keys, args).await?;
+            if released.as_i64() != Some(1) {
+                return Err(format!("Redisson's write unlock of {name} answered {released:?}").into());
+            }
+            let _: i64 = fred.del(latch).await?;
+        }
+    }
+    Ok(())
+}
+
+/// What one contender of part 1 measured.
+#[derive(Debug, Default)]
+struct PairOutcome {
+    pairs: u64,
+    wall: Duration,
+    commands: CommandStats,
+    cpu_us: f64,
+    /// Sorted pair latencies, µs.
+    latencies: Vec<u64>,
+    keys_left: u64,
+}
+
+impl PairOutcome {
+    fn per_pair(&self, value: f64) -> f64 {
+        value / self.pairs.max(1) as f64
+    }
+
+    fn commands_per_pair(&self) -> f64 {
+        self.per_pair(self.commands.total_calls() as f64)
+    }
+
+    fn cpu_per_pair(&self) -> f64 {
+        self.per_pair(self.cpu_us)
+    }
+
+    fn breakdown(&self) -> String {
+        let mut entries: Vec<(&String, u64)> = self.commands.0.iter().map(|(n, s)| (n, s.calls)).collect();
+        entries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        entries
+            .iter()
+            .map(|(name, calls)| format!("{name}={:.2}", self.per_pair(*calls as f64)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+async fn measure_pairs(
+    leasehold: &Client,
+    fred: &FredClient,
+    scripts: &Arc<Scripts>,
+    contender: Contender,
+    settings: &Settings,
+) -> Result<PairOutcome, BoxError> {
+    for i in 0..WARMUP_PAIRS {
+        pair(leasehold, fred, scripts, contender, &format!("rw:bench:{}:warm:{i}", contender.tag()), 0, i as u64)
+            .await?;
+    }
+    let commands_before = CommandStats::fetch(fred).await?;
+    let cpu_before = redis_cpu_us(fred).await?;
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(settings.tasks);
+    for task in 0..settings.tasks {
+        let (leasehold, fred, scripts, pairs) = (leasehold.clone(), fred.clone(), scripts.clone(), settings.pairs);
+        handles.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(pairs);
+            for n in 0..pairs as u64 {
+                let name = format!("rw:bench:{}:{task}:{n}", contender.tag());
+                let started = Instant::now();
+                pair(&leasehold, &fred, &scripts, contender, &name, task, n).await?;
+                latencies.push(micros(started.elapsed()));
+            }
+            Ok::<Vec<u64>, BoxError>(latencies)
+        }));
+    }
+    let mut out = PairOutcome::default();
+    let mut first_error: Option<BoxError> = None;
+    for handle in handles {
+        match handle.await {
+            Ok(Ok(latencies)) => out.latencies.extend(latencies),
+            Ok(Err(error)) => {
+                first_error.get_or_insert(error);
+            }
+            Err(join_error) => {
+                first_error.get_or_insert_with(|| Box::new(join_error));
+            }
+        }
+    }
+    out.wall = start.elapsed();
+    if let Some(error) = first_error {
+        return Err(error);
+    }
+    out.cpu_us = redis_cpu_us(fred).await? - cpu_before;
+    out.commands = CommandStats::fetch(fred).await?.since(&commands_before);
+    out.pairs = out.latencies.len() as u64;
+    out.latencies.sort_unstable();
+    out.keys_left = dbsize(fred).await?;
+    Ok(out)
+}
+
+/// What part 2 measured.
+#[derive(Debug, Default)]
+struct MixedOutcome {
+    /// Sorted writer waits, µs.
+    writer_waits: Vec<u64>,
+    /// Sorted read holds (guard to `unlock()` returned), µs.
+    read_holds: Vec<u64>,
+    /// Sorted hand-offs: the last read release returned → the writer's guard, µs
+    /// (negative values, the writer in before the reader heard its release's reply,
+    /// count as 0).
+    handoffs: Vec<u64>,
+    reads: u64,
+    writes: u64,
+    overlaps: u64,
+    wall: Duration,
+}
+
+/// Part 2: 8 readers (half per client) cycling and 1 writer (second client).
+async fn measure_mixed(
+    clients: &[Client; 2],
+    writer_client: &Client,
+    name: &str,
+    settings: &Settings,
+) -> Result<MixedOutcome, BoxError> {
+    const READERS: usize = 8;
+    let readers_in = Arc::new(AtomicUsize::new(0));
+    let writer_in = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicU64::new(0));
+    let last_read_release = Arc::new(Mutex::new(None::<Instant>));
+    let start = Instant::now();
+    let end = start + settings.run_for;
+    let mut readers = Vec::with_capacity(READERS);
+    for r in 0..READERS {
+        let rw = clients[r % 2].read_write_lock(name);
+        let (readers_in, writer_in, overlaps, last) =
+            (readers_in.clone(), writer_in.clone(), overlaps.clone(), last_read_release.clone());
+        let hold = settings.hold;
+        readers.push(tokio::spawn(async move {
+            let mut holds = Vec::new();
+            while Instant::now() < end {
+                let guard = rw.read().await?;
+                let got = Instant::now();
+                readers_in.fetch_add(1, Ordering::SeqCst);
+                if writer_in.load(Ordering::SeqCst) {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(hold).await;
+                if writer_in.load(Ordering::SeqCst) {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                readers_in.fetch_sub(1, Ordering::SeqCst);
+                guard.unlock().await?;
+                let released = Instant::now();
+                *last.lock().map_err(|_| "poisoned")? = Some(released);
+                holds.push(micros(released - got));
+            }
+            Ok::<Vec<u64>, BoxError>(holds)
+        }));
+    }
+    let writer = {
+        let rw = writer_client.read_write_lock(name);
+        let (readers_in, writer_in, overlaps, last) =
+            (readers_in.clone(), writer_in.clone(), overlaps.clone(), last_read_release.clone());
+        let pause = settings.writer_pause;
+        tokio::spawn(async move {
+            let (mut waits, mut handoffs) = (Vec::new(), Vec::new());
+            // Let the readers get going first.
+            tokio::time::sleep(pause).await;
+            while Instant::now() < end {
+                let asked = Instant::now();
+                let guard = rw.write().await?;
+                let got = Instant::now();
+                writer_in.store(true, Ordering::SeqCst);
+                if readers_in.load(Ordering::SeqCst) > 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                waits.push(micros(got - asked));
+                if let Some(released) = *last.lock().map_err(|_| "poisoned")? {
+                    handoffs.push(micros(got.saturating_duration_since(released)));
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                if readers_in.load(Ordering::SeqCst) > 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                writer_in.store(false, Ordering::SeqCst);
+                guard.unlock().await?;
+                tokio::time::sleep(pause).await;
+            }
+            Ok::<(Vec<u64>, Vec<u64>), BoxError>((waits, handoffs))
+        })
+    };
+    let mut out = MixedOutcome::default();
+    for handle in readers {
+        let holds = handle.await.map_err(|e| format!("reader task: {e}"))??;
+        out.reads += holds.len() as u64;
+        out.read_holds.extend(holds);
+    }
+    let (waits, handoffs) = writer.await.map_err(|e| format!("writer task: {e}"))??;
+    out.wall = start.elapsed();
+    out.writes = waits.len() as u64;
+    out.writer_waits = waits;
+    out.handoffs = handoffs;
+    out.writer_waits.sort_unstable();
+    out.read_holds.sort_unstable();
+    out.handoffs.sort_unstable();
+    out.overlaps = overlaps.load(Ordering::SeqCst);
+    Ok(out)
+}
+
+/// One hand-off, alone: a reader on the first client holds, a writer on the second
+/// waits (`write()`, queued), the reader's `unlock()`; µs from its return to the
+/// writer's guard (0 when the writer got in first), sorted, over `times` tries.
+async fn measure_handoff(clients: &[Client; 2], times: usize) -> Result<Vec<u64>, BoxError> {
+    let mut handoffs = Vec::with_capacity(times);
+    for i in 0..times {
+        let name = format!("rw:bench:handoff:{i}");
+        let reader = clients[0].read_write_lock(&name).read().await?;
+        let waiting_before = clients[1].stats().waiters;
+        let rw = clients[1].read_write_lock(&name);
+        let writer = tokio::spawn(async move {
+            let guard = rw.write().await?;
+            Ok::<_, BoxError>((Instant::now(), guard))
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while clients[1].stats().waiters <= waiting_before && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        reader.unlock().await?;
+        let released = Instant::now();
+        let (got, guard) = writer.await.map_err(|e| format!("writer task: {e}"))??;
+        handoffs.push(micros(got.saturating_duration_since(released)));
+        guard.unlock().await?;
+    }
+    handoffs.sort_unstable();
+    Ok(handoffs)
+}
+
+/// What one round of part 3 measured.
+#[derive(Debug, Default)]
+struct WakeRound {
+    /// Per reader: µs from the `unlock()` call to its guard, in round trips of its client.
+    from_call_rtts: Vec<f64>,
+    /// Per reader: the same from `unlock()` returned (negative: in before the reply).
+    from_return_rtts: Vec<f64>,
+    /// µs the `unlock()` call took.
+    unlock_us: u64,
+    /// Readers in before the writer's `unlock()` was called.
+    early: usize,
+    queued: usize,
+    /// µs from the `unlock()` call to the first and to the last reader in.
+    first_last_us: (u64, u64),
+    /// The PING p50 of each client, µs.
+    rtt_us: [u64; 2],
+    /// The floor: the same readers' `try_read()`s sent all at once on the free lock, per
+    /// reader the time from the start to its guard, in round trips, sorted.
+    burst_rtts: Vec<f64>,
+}
+
+/// Part 3: `readers` readers (half per client) queued behind a writer that releases.
+async fn measure_wake(clients: &[Client; 2], settings: &Settings, round: usize) -> Result<WakeRound, BoxError> {
+    let name = format!("rw:bench:wake:{round}");
+    // One round trip per client, just before.
+    let mut rtt_us = [0_u64; 2];
+    for (i, client) in clients.iter().enumerate() {
+        rtt_us[i] = percentile(&ping_rtts(client.fred(), 200).await?, 50.0).max(1);
+    }
+    let writer = clients[0].read_write_lock(&name).write().await?;
+    let waiting_before: usize = clients.iter().map(|c| c.stats().waiters).sum();
+    let mut handles = Vec::with_capacity(settings.readers);
+    for r in 0..settings.readers {
+        let rw = clients[r % 2].read_write_lock(&name);
+        handles.push(tokio::spawn(async move {
+            let guard = rw.read().await?;
+            let got = Instant::now();
+            Ok::<_, BoxError>((r % 2, got, guard))
+        }));
+    }
+    // Every reader queued (its first attempt answered "held"), within a deadline.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut queued = 0;
+    while Instant::now() < deadline {
+        queued = clients.iter().map(|c| c.stats().waiters).sum::<usize>() - waiting_before;
+        if queued >= settings.readers {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A little more, so that every queued reader is listening, not mid-call.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let called = Instant::now();
+    writer.unlock().await?;
+    let returned = Instant::now();
+    let mut out = WakeRound { unlock_us: micros(returned - called), queued, rtt_us, ..WakeRound::default() };
+    let (mut first, mut last) = (u64::MAX, 0);
+    let mut guards = Vec::with_capacity(settings.readers);
+    for handle in handles {
+        let (client, got, guard) = handle.await.map_err(|e| format!("reader task: {e}"))??;
+        let rtt = rtt_us[client] as f64;
+        if got < called {
+            out.early += 1;
+        }
+        let since_call = micros(got.saturating_duration_since(called));
+        (first, last) = (first.min(since_call), last.max(since_call));
+        out.from_call_rtts.push(since_call as f64 / rtt);
+        let from_return = leasehold_benches::signed_nanos(returned, got) as f64 / 1000.0;
+        out.from_return_rtts.push(from_return / rtt);
+        guards.push(guard);
+    }
+    for guard in guards {
+        guard.unlock().await?;
+    }
+    out.first_last_us = (first, last);
+    out.burst_rtts = burst(clients, settings, &format!("rw:bench:burst:{round}"), rtt_us).await?;
+    out.from_call_rtts.sort_by(f64::total_cmp);
+    out.from_return_rtts.sort_by(f64::total_cmp);
+    Ok(out)
+}
+
+/// The floor of part 3: `settings.readers` tasks (half per client) each send one
+/// `try_read()` at the same moment on a free lock; per reader, the time from that moment
+/// to its guard in round trips of its client, sorted. Every guard is released after.
+async fn burst(clients: &[Client; 2], settings: &Settings, name: &str, rtt_us: [u64; 2]) -> Result<Vec<f64>, BoxError> {
+    let barrier = Arc::new(tokio::sync::Barrier::new(settings.readers + 1));
+    let started = Arc::new(Mutex::new(None::<Instant>));
+    let mut handles = Vec::with_capacity(settings.readers);
+    for r in 0..settings.readers {
+        let rw = clients[r % 2].read_write_lock(name);
+        let barrier = barrier.clone();
+        handles.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let guard = rw.try_read().await?.ok_or("a try_read() on a lock only read did not acquire")?;
+            Ok::<_, BoxError>((r % 2, Instant::now(), guard))
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    *started.lock().map_err(|_| "poisoned")? = Some(Instant::now());
+    barrier.wait().await;
+    let start = started.lock().map_err(|_| "poisoned")?.ok_or("no start")?;
+    let mut rtts = Vec::with_capacity(settings.readers);
+    let mut guards = Vec::with_capacity(settings.readers);
+    for handle in handles {
+        let (client, got, guard) = handle.await.map_err(|e| format!("burst task: {e}"))??;
+        rtts.push(micros(got.saturating_duration_since(start)) as f64 / rtt_us[client] as f64);
+        guards.push(guard);
+    }
+    for guard in guards {
+        guard.unlock().await?;
+    }
+    rtts.sort_by(f64::total_cmp);
+    Ok(rtts)
+}
+
+/// Redis's CPU time so far (`used_cpu_sys + used_cpu_user` of `INFO cpu`), µs.
+async fn redis_cpu_us(fred: &FredClient) -> Result<f64, BoxError> {
+    let text = info(fred, InfoKind::Cpu).await?;
+    let field = |name: &str| -> Result<f64, BoxError> {
+        Ok(info_field(&text, name)
+            .and_then(|v| v.parse::<f64>().ok())
+            .ok_or_else(|| format!("INFO cpu has no {name}"))?)
+    };
+    Ok((field("used_cpu_sys")? + field("used_cpu_user")?) * 1_000_000.0)
+}
+
+/// `FLUSHALL` (own server only), `CONFIG RESETSTAT`, and a moment for the server.
+async fn reset(fred: &FredClient, target: &Target) -> Result<(), BoxError> {
+    if target.is_own() {
+        let command = CustomCommand::new_static("FLUSHALL", ClusterHash::Random, false);
+        let _: String = fred.custom(command, vec!["SYNC"]).await?;
+    }
+    let command = CustomCommand::new_static("CONFIG", ClusterHash::Random, false);
+    let _: String = fred.custom(command, vec!["RESETSTAT"]).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    Ok(())
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    a / b.max(f64::MIN_POSITIVE)
+}
+
+fn print_pairs(outcomes: &[(Contender, PairOutcome)], settings: &Settings) {
+    let mut header = vec!["metric".to_owned()];
+    header.extend(outcomes.iter().map(|(c, _)| c.name().to_owned()));
+    let row = |name: &str, cell: &dyn Fn(&PairOutcome) -> String| -> Vec<String> {
+        let mut cells = vec![name.to_owned()];
+        cells.extend(outcomes.iter().map(|(_, o)| cell(o)));
+        cells
+    };
+    let rows = vec![
+        row(&format!("pairs ({} tasks)", settings.tasks), &|o| o.pairs.to_string()),
+        row("pairs/s", &|o| format!("{:.0}", o.pairs as f64 / o.wall.as_secs_f64().max(f64::MIN_POSITIVE))),
+        row("pair p50 / p99 (ms)", &|o| {
+            format!("{} / {}", ms(percentile(&o.latencies, 50.0)), ms(percentile(&o.latencies, 99.0)))
+        }),
+        row("redis commands / pair (all)", &|o| format!("{:.2}", o.commands_per_pair())),
+        row("  of which evalsha / pair", &|o| format!("{:.2}", o.per_pair(o.commands.calls("evalsha") as f64))),
+        row("redis CPU µs / pair", &|o| format!("{:.2}", o.cpu_per_pair())),
+        row("keys left after", &|o| o.keys_left.to_string()),
+    ];
+    print_table(&header, &rows);
+    println!("commands per pair:");
+    for (contender, outcome) in outcomes {
+        println!("  {:<16} {}", contender.name(), outcome.breakdown());
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<ExitCode, BoxError> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!(
+            "usage: rwlock [--pairs N] [--tasks N] [--seconds N] [--hold-ms N] [--writer-pause-ms N] [--readers N] [--rounds N]"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let settings = Settings::from_args(&args)?;
+    println!("# rwlock: the read/write lock, uncontended pairs against Redisson's scripts, readers and a writer, readers woken by a write release");
+    println!("rerun: {}", rerun_command("rwlock"));
+    let target = Target::from_env();
+    let url = target.url().to_owned();
+    let clients = [Client::builder().url(&url).connect().await?, Client::builder().url(&url).connect().await?];
+    let mut builder = Builder::from_config(Config::from_url(&url)?);
+    builder.set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2));
+    let fred = builder.build()?;
+    fred.init().await?;
+    print_machine(&fred, &target).await?;
+    println!("commit           {}", git_head().unwrap_or_else(|| "unknown".to_owned()));
+    println!("settings: {settings:?}");
+    if !target.is_own() {
+        println!("note: REDIS_URL is set, so nothing is flushed and the keys-left figures include other keys");
+    }
+    let scripts = Arc::new(Scripts {
+        read_acquire: fred.script_load(REDISSON_READ_ACQUIRE).await?,
+        read_unlock: fred.script_load(REDISSON_READ_UNLOCK).await?,
+        write_acquire: fred.script_load(REDISSON_WRITE_ACQUIRE).await?,
+        write_unlock: fred.script_load(REDISSON_WRITE_UNLOCK).await?,
+    });
+    let mut problems: Vec<String> = Vec::new();
+
+    // Part 1.
+    let mut pairs = Vec::new();
+    for contender in Contender::ALL {
+        println!();
+        println!("## 1. {} — {}", contender.name(), contender.describe());
+        reset(&fred, &target).await?;
+        match measure_pairs(&clients[0], &fred, &scripts, contender, &settings).await {
+            Ok(outcome) => {
+                println!(
+                    "{} pairs in {:.2} s; {:.2} commands/pair: {}; Redis CPU {:.2} µs/pair; DBSIZE after {}",
+                    outcome.pairs,
+                    outcome.wall.as_secs_f64(),
+                    outcome.commands_per_pair(),
+                    outcome.breakdown(),
+                    outcome.cpu_per_pair(),
+                    outcome.keys_left
+                );
+                if target.is_own() && outcome.keys_left > 0 {
+                    problems.push(format!("{}: {} keys left after every pair", contender.name(), outcome.keys_left));
+                }
+                pairs.push((contender, outcome));
+            }
+            Err(error) => problems.push(format!("{}: {error}", contender.name())),
+        }
+    }
+
+    // Part 2.
+    println!();
+    println!("## 2a. one hand-off: a reader (client 1) releases, a waiting writer (client 2) gets in; 20 tries");
+    reset(&fred, &target).await?;
+    let handoffs = match measure_handoff(&clients, 20).await {
+        Ok(handoffs) => {
+            println!(
+                "reader unlock() returned -> writer's guard: p50 {} ms, max {} ms",
+                ms(percentile(&handoffs, 50.0)),
+                ms(handoffs.last().copied().unwrap_or(0))
+            );
+            handoffs
+        }
+        Err(error) => {
+            problems.push(format!("hand-off: {error}"));
+            Vec::new()
+        }
+    };
+    let writer_own = Client::builder().url(&url).connect().await?;
+    let mut mixed = Vec::new();
+    for (shape, writer_client) in
+        [("writer on client 2, with 4 readers", &clients[1]), ("writer on a 3rd client of its own", &writer_own)]
+    {
+        println!();
+        println!(
+            "## 2. 8 readers (4 per client, read() + hold {:?} + unlock()) and 1 writer (write() + hold 1 ms + unlock(), pause {:?}) for {:?}; {shape}",
+            settings.hold, settings.writer_pause, settings.run_for
+        );
+        reset(&fred, &target).await?;
+        let name = format!("rw:bench:mixed:{}", mixed.len());
+        match measure_mixed(&clients, writer_client, &name, &settings).await {
+            Ok(outcome) => {
+                println!(
+                    "{} reads, {} writes in {:.2} s; overlaps {} (must be 0); writer waits p50 / p99 / max {} / {} / {} ms",
+                    outcome.reads,
+                    outcome.writes,
+                    outcome.wall.as_secs_f64(),
+                    outcome.overlaps,
+                    ms(percentile(&outcome.writer_waits, 50.0)),
+                    ms(percentile(&outcome.writer_waits, 99.0)),
+                    ms(outcome.writer_waits.last().copied().unwrap_or(0))
+                );
+                if outcome.overlaps > 0 {
+                    problems
+                        .push(format!("{shape}: a reader and the writer inside at once {} times", outcome.overlaps));
+                }
+                if outcome.writes == 0 {
+                    problems.push(format!("{shape}: the writer never got the lock"));
+                }
+                mixed.push((shape, outcome));
+            }
+            Err(error) => problems.push(format!("{shape}: readers and writer: {error}")),
+        }
+    }
+    writer_own.shutdown().await?;
+
+    // Part 3.
+    println!();
+    println!(
+        "## 3. {} readers (half per client) behind 1 writer that releases, {} rounds",
+        settings.readers, settings.rounds
+    );
+    reset(&fred, &target).await?;
+    let mut rounds = Vec::new();
+    for round in 0..settings.rounds {
+        match measure_wake(&clients, &settings, round).await {
+            Ok(outcome) => {
+                println!(
+                    "round {round}: RTT {} / {} ms; {} queued before the release; unlock() took {} ms; first / last reader in {} / {} ms after the call; from the call, in RTTs: p50 {:.2}, max {:.2}; from its return: p50 {:.2}, max {:.2}; in before the call {}; floor (the same {} try_read() at once on a free lock) p50 {:.2}, max {:.2} RTTs",
+                    ms(outcome.rtt_us[0]),
+                    ms(outcome.rtt_us[1]),
+                    outcome.queued,
+                    ms(outcome.unlock_us),
+                    ms(outcome.first_last_us.0),
+                    ms(outcome.first_last_us.1),
+                    percentile(&outcome.from_call_rtts, 50.0),
+                    outcome.from_call_rtts.last().copied().unwrap_or(0.0),
+                    percentile(&outcome.from_return_rtts, 50.0),
+                    outcome.from_return_rtts.last().copied().unwrap_or(0.0),
+                    outcome.early,
+                    settings.readers,
+                    percentile(&outcome.burst_rtts, 50.0),
+                    outcome.burst_rtts.last().copied().unwrap_or(0.0)
+                );
+                if outcome.early > 0 {
+                    problems.push(format!("round {round}: {} readers in before the writer released", outcome.early));
+                }
+                rounds.push(outcome);
+            }
+            Err(error) => problems.push(format!("round {round}: {error}")),
+        }
+    }
+    let keys_left = dbsize(&fred).await?;
+    if target.is_own() && keys_left > 0 {
+        problems.push(format!("{keys_left} keys left after parts 2 and 3"));
+    }
+
+    println!();
+    println!("## summary");
+    print_pairs(&pairs, &settings);
+    println!();
+    println!("targets of issue 18 item 6 (printed, not asserted):");
+    let find = |c: Contender| pairs.iter().find(|(x, _)| *x == c).map(|(_, o)| o);
+    for (ours, theirs) in
+        [(Contender::LeaseholdRead, Contender::RedissonRead), (Contender::LeaseholdWrite, Contender::RedissonWrite)]
+    {
+        if let (Some(a), Some(b)) = (find(ours), find(theirs)) {
+            println!(
+                "  {} / {}: commands per pair {:.2} / {:.2} = {:.2}, Redis CPU per pair {:.2} / {:.2} µs = {:.2} (target <= 1)",
+                ours.name(),
+                theirs.name(),
+                a.commands_per_pair(),
+                b.commands_per_pair(),
+                ratio(a.commands_per_pair(), b.commands_per_pair()),
+                a.cpu_per_pair(),
+                b.cpu_per_pair(),
+                ratio(a.cpu_per_pair(), b.cpu_per_pair())
+            );
+        }
+    }
+    let handoff = percentile(&handoffs, 50.0);
+    for (shape, m) in &mixed {
+        let (p50, p99, max) = (
+            percentile(&m.writer_waits, 50.0),
+            percentile(&m.writer_waits, 99.0),
+            m.writer_waits.last().copied().unwrap_or(0),
+        );
+        let longest_hold = m.read_holds.last().copied().unwrap_or(0);
+        let bound = 2 * (longest_hold + handoff);
+        println!(
+            "  {shape}: {} reads, {} writes; writer wait p50 / p99 / max {} / {} / {} ms; read hold p50 {} ms, longest {} ms; last read release -> writer in p50 / p99 {} / {} ms",
+            m.reads,
+            m.writes,
+            ms(p50),
+            ms(p99),
+            ms(max),
+            ms(percentile(&m.read_holds, 50.0)),
+            ms(longest_hold),
+            ms(percentile(&m.handoffs, 50.0)),
+            ms(percentile(&m.handoffs, 99.0))
+        );
+        println!(
+            "  {shape}: writer wait p99 / (2 x (longest read hold + one hand-off, 2a's p50 {} ms)) = {} / {} ms = {:.2} (target <= 1)",
+            ms(handoff),
+            ms(p99),
+            ms(bound),
+            ratio(p99 as f64, bound as f64)
+        );
+    }
+    if !rounds.is_empty() {
+        let mut from_call: Vec<f64> = rounds.iter().flat_map(|r| r.from_call_rtts.iter().copied()).collect();
+        let mut from_return: Vec<f64> = rounds.iter().flat_map(|r| r.from_return_rtts.iter().copied()).collect();
+        from_call.sort_by(f64::total_cmp);
+        from_return.sort_by(f64::total_cmp);
+        let within = from_call.iter().filter(|v| **v <= 3.0).count();
+        let mut floor: Vec<f64> = rounds.iter().flat_map(|r| r.burst_rtts.iter().copied()).collect();
+        floor.sort_by(f64::total_cmp);
+        println!(
+            "  readers woken by a write release ({} readers x {} rounds), in RTTs of their client: from the unlock() call p50 / p99 / max {:.2} / {:.2} / {:.2}; from its return {:.2} / {:.2} / {:.2}; within 3 RTTs of the call: {} of {} (target: all)",
+            settings.readers,
+            rounds.len(),
+            percentile(&from_call, 50.0),
+            percentile(&from_call, 99.0),
+            from_call.last().copied().unwrap_or(0.0),
+            percentile(&from_return, 50.0),
+            percentile(&from_return, 99.0),
+            from_return.last().copied().unwrap_or(0.0),
+            within,
+            from_call.len()
+        );
+        println!(
+            "  floor: the same readers' try_read() sent at once on a free lock, in RTTs p50 / p99 / max {:.2} / {:.2} / {:.2}",
+            percentile(&floor, 50.0),
+            percentile(&floor, 99.0),
+            floor.last().copied().unwrap_or(0.0)
+        );
+    }
+    for problem in &problems {
+        println!("INVARIANT BROKEN: {problem}");
+    }
+    for client in &clients {
+        client.shutdown().await?;
+    }
+    Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `git rev-parse --short HEAD` of the working directory, if git answers.
+fn git_head() -> Option<String> {
+    let output = std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok()?;
+    output.status.success().then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
