@@ -62,7 +62,7 @@ const WARMUP_PAIRS: usize = 50;
 const REDISSON_ID: &str = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
 
 /// `RedissonReadLock.tryLockInnerAsync` (Redisson 4.7; as in `tests/rw_interop.rs`).
-/// KEYS = [N, `{N}:id:tid:rwlock_timeout`]; ARGV = [lease, `id:tid`, `id:tid:write`].
+/// KEYS = `[N, {N}:id:tid:rwlock_timeout]`; ARGV = `[lease, id:tid, id:tid:write]`.
 const REDISSON_READ_ACQUIRE: &str = "local mode = redis.call('hget', KEYS[1], 'mode'); \
 if (mode == false) then \
   redis.call('hset', KEYS[1], 'mode', 'read'); \
@@ -83,8 +83,8 @@ if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[
 end; \
 return redis.call('pttl', KEYS[1]);";
 
-/// `RedissonReadLock.unlockInnerAsync`. KEYS = [N, channel, `{N}:id:tid:rwlock_timeout`,
-/// `{N}`, latch]; ARGV = [`0`, `id:tid`, publish command, latch TTL].
+/// `RedissonReadLock.unlockInnerAsync`. KEYS = `[N, channel, {N}:id:tid:rwlock_timeout,
+/// {N}, latch]`; ARGV = `[0, id:tid, publish command, latch TTL]`.
 const REDISSON_READ_UNLOCK: &str = "local val = redis.call('get', KEYS[5]); \
 if val ~= false then return tonumber(val); end; \
 local mode = redis.call('hget', KEYS[1], 'mode'); \
@@ -125,7 +125,7 @@ redis.call(ARGV[3], KEYS[2], ARGV[1]); \
 redis.call('set', KEYS[5], 1, 'px', ARGV[4]); \
 return 1;";
 
-/// `RedissonWriteLock.tryLockInnerAsync`. KEYS = [N]; ARGV = [lease, `id:tid:write`].
+/// `RedissonWriteLock.tryLockInnerAsync`. KEYS = `[N]`; ARGV = `[lease, id:tid:write]`.
 const REDISSON_WRITE_ACQUIRE: &str = "local mode = redis.call('hget', KEYS[1], 'mode'); \
 if (mode == false) then \
   redis.call('hset', KEYS[1], 'mode', 'write'); \
@@ -143,8 +143,8 @@ if (mode == 'write') then \
 end; \
 return redis.call('pttl', KEYS[1]);";
 
-/// `RedissonWriteLock.unlockInnerAsync`. KEYS = [N, channel, latch]; ARGV = [`1`,
-/// internal lease, `id:tid:write`, publish command, latch TTL].
+/// `RedissonWriteLock.unlockInnerAsync`. KEYS = `[N, channel, latch]`; ARGV = `[1,
+/// internal lease, id:tid:write, publish command, latch TTL]`.
 const REDISSON_WRITE_UNLOCK: &str = "local val = redis.call('get', KEYS[3]); \
 if val ~= false then return tonumber(val); end; \
 local mode = redis.call('hget', KEYS[1], 'mode'); \
