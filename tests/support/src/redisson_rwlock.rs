@@ -6,8 +6,8 @@
 //! branch answers nil as `shared/notes/redisson-family.md` says 4.x does (a 2024 revision
 //! answers 1 there).
 
-/// `RedissonReadLock.tryLockInnerAsync`. KEYS = [N, `{N}:id:tid:rwlock_timeout`];
-/// ARGV = [lease, `id:tid`, `id:tid:write`]. nil = acquired, else the PTTL.
+/// `RedissonReadLock.tryLockInnerAsync`. KEYS = `[N, {N}:id:tid:rwlock_timeout]`;
+/// ARGV = `[lease, id:tid, id:tid:write]`. nil = acquired, else the PTTL.
 pub const REDISSON_READ_ACQUIRE: &str = "local mode = redis.call('hget', KEYS[1], 'mode'); \
 if (mode == false) then \
   redis.call('hset', KEYS[1], 'mode', 'read'); \
@@ -28,8 +28,8 @@ if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[
 end; \
 return redis.call('pttl', KEYS[1]);";
 
-/// `RedissonReadLock.unlockInnerAsync`. KEYS = [N, channel, `{N}:id:tid:rwlock_timeout`,
-/// `{N}`, latch]; ARGV = [`0`, `id:tid`, publish command, latch TTL].
+/// `RedissonReadLock.unlockInnerAsync`. KEYS = `[N, channel, {N}:id:tid:rwlock_timeout,
+/// {N}, latch]`; ARGV = `[0, id:tid, publish command, latch TTL]`.
 pub const REDISSON_READ_UNLOCK: &str = "local val = redis.call('get', KEYS[5]); \
 if val ~= false then return tonumber(val); end; \
 local mode = redis.call('hget', KEYS[1], 'mode'); \
@@ -70,7 +70,7 @@ redis.call(ARGV[3], KEYS[2], ARGV[1]); \
 redis.call('set', KEYS[5], 1, 'px', ARGV[4]); \
 return 1;";
 
-/// `RedissonWriteLock.tryLockInnerAsync`. KEYS = [N]; ARGV = [lease, `id:tid:write`].
+/// `RedissonWriteLock.tryLockInnerAsync`. KEYS = `[N]`; ARGV = `[lease, id:tid:write]`.
 pub const REDISSON_WRITE_ACQUIRE: &str = "local mode = redis.call('hget', KEYS[1], 'mode'); \
 if (mode == false) then \
   redis.call('hset', KEYS[1], 'mode', 'write'); \
@@ -88,8 +88,8 @@ if (mode == 'write') then \
 end; \
 return redis.call('pttl', KEYS[1]);";
 
-/// `RedissonWriteLock.unlockInnerAsync`. KEYS = [N, channel, latch]; ARGV = [`1`,
-/// internal lease, `id:tid:write`, publish command, latch TTL].
+/// `RedissonWriteLock.unlockInnerAsync`. KEYS = `[N, channel, latch]`; ARGV = `[1,
+/// internal lease, id:tid:write, publish command, latch TTL]`.
 pub const REDISSON_WRITE_UNLOCK: &str = "local val = redis.call('get', KEYS[3]); \
 if val ~= false then return tonumber(val); end; \
 local mode = redis.call('hget', KEYS[1], 'mode'); \
