@@ -302,6 +302,26 @@ impl CommandStats {
     }
 }
 
+/// Awaits every task, then answers their outputs in spawn order, or the first error
+/// (one a task returned, or its panic): every task is awaited either way, so none is
+/// left running behind an early return.
+pub async fn join_all<T>(handles: Vec<tokio::task::JoinHandle<Result<T, BoxError>>>) -> Result<Vec<T>, BoxError> {
+    let mut outputs = Vec::with_capacity(handles.len());
+    let mut first_error: Option<BoxError> = None;
+    for handle in handles {
+        match handle.await {
+            Ok(Ok(output)) => outputs.push(output),
+            Ok(Err(error)) => {
+                first_error.get_or_insert(error);
+            }
+            Err(join_error) => {
+                first_error.get_or_insert_with(|| Box::new(join_error));
+            }
+        }
+    }
+    first_error.map_or(Ok(outputs), Err)
+}
+
 /// Nearest-rank percentile of already sorted values; 0 when empty. `p` in 0..=100.
 pub fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {

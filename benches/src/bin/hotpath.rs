@@ -57,8 +57,8 @@ use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, KeysInter
 use fred::types::{ClusterHash, CustomCommand, Expiration, InfoKind, SetOptions};
 use leasehold::{Client, LockGuard, SimpleGuard};
 use leasehold_benches::{
-    check_flags, dbsize, flag, info, info_field, micros, ms, percentile, print_machine, print_table, rerun_command,
-    BoxError, CommandStats, Target,
+    check_flags, dbsize, flag, info, info_field, join_all, micros, ms, percentile, print_machine, print_table,
+    rerun_command, BoxError, CommandStats, Target,
 };
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
 use metrics_util::registry::{AtomicStorage, Registry};
@@ -572,22 +572,9 @@ async fn measure(
             Ok::<u64, BoxError>(n)
         }));
     }
-    let mut first_error: Option<BoxError> = None;
-    for handle in handles {
-        match handle.await {
-            Ok(Ok(pairs)) => out.tp_pairs += pairs,
-            Ok(Err(error)) => {
-                first_error.get_or_insert(error);
-            }
-            Err(join_error) => {
-                first_error.get_or_insert_with(|| Box::new(join_error));
-            }
-        }
-    }
+    let pairs = join_all(handles).await;
     out.tp_wall = start.elapsed();
-    if let Some(error) = first_error {
-        return Err(format!("a throughput task failed: {error}").into());
-    }
+    out.tp_pairs += pairs.map_err(|error| format!("a throughput task failed: {error}"))?.iter().sum::<u64>();
     out.tp_proc_cpu_us = process_cpu_us() - proc_before;
     out.tp_cpu_us = redis_cpu_us(fred).await? - cpu_before;
     out.commands = CommandStats::fetch(fred).await?.since(&commands_before);
@@ -653,22 +640,8 @@ async fn measure_memory(
             Ok::<Vec<Held>, BoxError>(guards)
         }));
     }
-    let mut all: Vec<Vec<Held>> = Vec::with_capacity(tasks);
-    let mut first_error: Option<BoxError> = None;
-    for handle in handles {
-        match handle.await {
-            Ok(Ok(guards)) => all.push(guards),
-            Ok(Err(error)) => {
-                first_error.get_or_insert(error);
-            }
-            Err(join_error) => {
-                first_error.get_or_insert_with(|| Box::new(join_error));
-            }
-        }
-    }
-    if let Some(error) = first_error {
-        return Err(format!("acquiring the held locks failed: {error}").into());
-    }
+    let all: Vec<Vec<Held>> =
+        join_all(handles).await.map_err(|error| format!("acquiring the held locks failed: {error}"))?;
     let memory_holding = used_memory(fred).await?;
     let keys_holding = dbsize(fred).await?;
     out.mem_delta = Some((

@@ -48,8 +48,8 @@ use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, KeysInter
 use fred::types::{ClusterHash, CustomCommand, InfoKind, Value};
 use leasehold::Client;
 use leasehold_benches::{
-    check_flags, dbsize, flag, info, info_field, micros, ms, percentile, ping_rtts, print_machine, print_table,
-    rerun_command, BoxError, CommandStats, Target,
+    check_flags, dbsize, flag, info, info_field, join_all, micros, ms, percentile, ping_rtts, print_machine,
+    print_table, rerun_command, BoxError, CommandStats, Target,
 };
 use leasehold_test_support::redisson_rwlock::{
     REDISSON_READ_ACQUIRE, REDISSON_READ_UNLOCK, REDISSON_WRITE_ACQUIRE, REDISSON_WRITE_UNLOCK,
@@ -284,22 +284,9 @@ async fn measure_pairs(
         }));
     }
     let mut out = PairOutcome::default();
-    let mut first_error: Option<BoxError> = None;
-    for handle in handles {
-        match handle.await {
-            Ok(Ok(latencies)) => out.latencies.extend(latencies),
-            Ok(Err(error)) => {
-                first_error.get_or_insert(error);
-            }
-            Err(join_error) => {
-                first_error.get_or_insert_with(|| Box::new(join_error));
-            }
-        }
-    }
+    let latencies = join_all(handles).await;
     out.wall = start.elapsed();
-    if let Some(error) = first_error {
-        return Err(error);
-    }
+    out.latencies = latencies?.concat();
     out.cpu_us = redis_cpu_us(fred).await? - cpu_before;
     out.commands = CommandStats::fetch(fred).await?.since(&commands_before);
     out.pairs = out.latencies.len() as u64;
