@@ -352,3 +352,44 @@ async fn readers_behind_an_expired_writer_enter_together(on: ServerKind) {
     }
 }
 both_servers!(readers_behind_an_expired_writer_enter_together);
+
+/// A reader that a waiting writer keeps out (writer preference) does not keep that
+/// writer from its turn when both wait in one client: here the reader waits first (held
+/// back by another client's writer, which then gives up), the writer of its client
+/// waits behind it, and the last read release lets the writer in at once, not at its
+/// next keep-alive refresh (a third of the 10 s keep-alive). Readers wait as shared
+/// waiters, in no line (`QueueKind::Shared`).
+async fn a_reader_held_back_by_a_writer_does_not_stall_it(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let read = a.read_write_lock("rw:stall").read().await.expect("read");
+    let writers = "leasehold_rwlock_writers:{rw:stall}";
+    let zcard = || raw(&server, &["ZCARD", writers]).as_int();
+    let other_writer = a.read_write_lock("rw:stall");
+    let gives_up = tokio::spawn(async move { other_writer.try_write_with(Duration::from_secs(20), LEASE).await });
+    assert!(wait_until(Duration::from_secs(5), || zcard() == Some(1)).await, "the first writer recorded itself");
+    let reader = b.read_write_lock("rw:stall");
+    let held_back =
+        tokio::spawn(async move { reader.try_read_with(Duration::from_secs(30), LEASE).await.map(|g| g.is_some()) });
+    assert!(wait_until(Duration::from_secs(5), || b.stats().waiters == 1).await, "the reader waits first in client b");
+    let writer = b.read_write_lock("rw:stall");
+    let waiting = tokio::spawn(async move {
+        let guard = writer.try_write_with(Duration::from_secs(30), LEASE).await;
+        (Instant::now(), guard)
+    });
+    assert!(wait_until(Duration::from_secs(5), || zcard() == Some(2)).await, "the second writer recorded itself");
+    gives_up.abort();
+    assert!(wait_until(Duration::from_secs(5), || zcard() == Some(1)).await, "the first writer's entry went");
+    let released = Instant::now();
+    read.unlock().await.expect("unlock");
+    let (at, write) = timeout(Duration::from_secs(10), waiting).await.expect("in time").expect("task");
+    let write = write.expect("wait").expect("the writer got in");
+    assert!(
+        at.duration_since(released) < Duration::from_millis(1500),
+        "woken by the last read release, not by its refresh: {:?}",
+        at.duration_since(released)
+    );
+    write.unlock().await.expect("unlock");
+    assert!(timeout(Duration::from_secs(5), held_back).await.expect("in time").expect("task").expect("wait"));
+}
+both_servers!(a_reader_held_back_by_a_writer_does_not_stall_it);

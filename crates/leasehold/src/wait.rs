@@ -81,6 +81,8 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     // A plain lock's waiters queue up on the server (`acquire.lua`): the server's queue
     // orders every client's waiters, and a release hands the lock to its head.
     let server_queued = plan.queue == QueueKind::Server;
+    // Shared waiters (readers) exclude nobody of their kind: none waits behind another.
+    let shared = plan.queue == QueueKind::Shared;
     // A queued waiter re-attempts at least every third of the keep-alive, which refreshes
     // its queue entry's deadline (a waiter that stops doing so is purged as dead). A fair
     // waiter's refresh is due at once, so one that skipped the fast path queues up as
@@ -103,8 +105,10 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     // overtake them (FIFO among local waiters) — unless this owner holds already: a
     // re-entry must never queue behind waiters who are waiting for it. Waiters on another
     // key that shares the channel (`x` and `{x}`) do not count. A server-queued waiter
-    // always takes it: the server puts it at the end of the queue.
-    if zero_wait || server_queued || env.line.local_waiters(plan) == 0 || attempt.holds_already() {
+    // always takes it: the server puts it at the end of the queue; so does a shared one
+    // (a reader overtakes nobody: readers share, and a waiting writer's preference is
+    // kept by the server).
+    if zero_wait || server_queued || shared || env.line.local_waiters(plan) == 0 || attempt.holds_already() {
         first_sent_at = Instant::now();
         run.attempts += 1;
         let tried = attempt.attempt(!zero_wait).await;
@@ -139,6 +143,8 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     // sent (or a turn to catch up, if its client was not listening all that time).
     let how = if server_queued {
         Join::Queued { queue: attempt.server_queue(), position, sent_at: first_sent_at }
+    } else if shared {
+        Join::Shared(fast_path_held.then_some(first_sent_at))
     } else if plan.channel_kind == WaitChannel::Own && fast_path_held {
         // Alone on its own channel: the channel's history says whether a release came.
         Join::InLineAfter(first_sent_at)

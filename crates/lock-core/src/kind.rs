@@ -101,6 +101,12 @@ pub enum QueueKind {
     /// writer waits no new leasehold reader enters. Kept alive by the waiter's calls and
     /// removed when its wait ends, as a queue entry.
     WriterIntent,
+    /// Waiters that exclude none of their own kind (a read/write lock's readers):
+    /// nothing on the server and no line order. Every release message wakes every such
+    /// local waiter, each keeps its own timers, and none stands in front of another
+    /// waiter of the lock (a reader kept out by a waiting writer must not keep that
+    /// writer from its turn).
+    Shared,
 }
 
 /// The settings of a store that a script call of any kind may need.
@@ -145,13 +151,13 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => QueueKind::Server,
             LockKind::Fair { .. } => QueueKind::Fair,
-            LockKind::Read => QueueKind::Local,
+            LockKind::Read => QueueKind::Shared,
             LockKind::Write { .. } => QueueKind::WriterIntent,
         }
     }
 
     /// The life of a queue entry without a refresh, in ms, for the kinds whose waiters
-    /// hold a place in a server queue (`None`: [`QueueKind::Local`], a read hold's).
+    /// hold a place in a server queue (`None`: a read hold's, [`QueueKind::Shared`]).
     pub fn queue_keepalive_ms(&self) -> Option<u64> {
         match *self {
             LockKind::Reentrant { queue_keepalive_ms } | LockKind::Fenced { queue_keepalive_ms, .. } => {
@@ -485,7 +491,7 @@ mod tests {
         assert_eq!(scripts(LockKind::Read), ("read_acquire.lua", "read_release.lua", "rw_force_release.lua"));
         assert_eq!(scripts(WRITE), ("write_acquire.lua", "write_release.lua", "rw_force_release.lua"));
         let plan = |kind: LockKind| (kind.wait_channel(), kind.queue(), kind.queue_keepalive_ms());
-        assert_eq!(plan(LockKind::Read), (WaitChannel::ReadWrite, QueueKind::Local, None));
+        assert_eq!(plan(LockKind::Read), (WaitChannel::ReadWrite, QueueKind::Shared, None));
         assert_eq!(plan(WRITE), (WaitChannel::ReadWrite, QueueKind::WriterIntent, Some(8_000)));
         let timeout = format!("{{k}}:{reader}:rwlock_timeout");
         let writers = "leasehold_rwlock_writers:{k}";

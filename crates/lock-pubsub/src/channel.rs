@@ -12,6 +12,12 @@
 //! woken by a queue message naming its owner (the lock was handed to it, or it became
 //! the head), and by an unlock message only while it is the head or not queued yet
 //! (an unlock from a Redisson client, which hands nothing over).
+//!
+//! A *shared* waiter (a read/write lock's reader) excludes no other waiter of its kind:
+//! it is in no line either. Every message on its channel wakes every shared waiter (a
+//! write release lets all readers in at once), each keeps its own timers, and none
+//! stands in front of anyone: a reader that a waiting writer keeps out (writer
+//! preference) must not also keep that writer from its turn in the local line.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -79,6 +85,22 @@ impl QueuedSlot {
     }
 }
 
+/// A waiter that shares what it waits for with the others of its kind (a reader).
+#[derive(Debug)]
+struct SharedSlot {
+    id: u64,
+    lock: Arc<str>,
+    woken: bool,
+    signal: Arc<Notify>,
+}
+
+impl SharedSlot {
+    fn wake(&mut self) {
+        self.woken = true;
+        self.signal.notify_one();
+    }
+}
+
 /// A message on a lock's queue channel (`release.lua`): `"GRANTED NEXT WAIT_MS"`.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct QueueMessage<'a> {
@@ -123,11 +145,15 @@ struct State {
     locks: HashMap<Arc<str>, VecDeque<Slot>>,
     /// Server-queued waiters, in no particular order.
     queued: Vec<QueuedSlot>,
+    /// Shared waiters (readers), in no particular order.
+    shared: Vec<SharedSlot>,
     /// The latest queue messages, oldest first, and when the latest unlock message
     /// came: a server-queued waiter's first call is answered before it registers here,
     /// and what arrived in between must not be lost (see [`ChannelWaiters::join_queued`]).
     recent: VecDeque<RecentMessage>,
     last_unlock: Option<Instant>,
+    /// When the latest message of any kind came (a shared waiter's catch-up).
+    last_message: Option<Instant>,
     subscribed: bool,
     /// Since when the subscription has been confirmed without a break.
     subscribed_since: Option<Instant>,
@@ -143,8 +169,17 @@ impl State {
         self.queued.iter_mut().find(|slot| slot.id == id)
     }
 
+    fn shared_slot(&mut self, id: u64) -> Option<&mut SharedSlot> {
+        self.shared.iter_mut().find(|slot| slot.id == id)
+    }
+
     fn is_empty(&self) -> bool {
-        self.locks.is_empty() && self.queued.is_empty()
+        self.locks.is_empty() && self.queued.is_empty() && self.shared.is_empty()
+    }
+
+    /// Whether the subscription was confirmed before `sent_at` without a break.
+    fn heard_since(&self, sent_at: Instant) -> bool {
+        self.subscribed && self.subscribed_since.is_some_and(|since| since <= sent_at)
     }
 }
 
@@ -205,6 +240,11 @@ impl ChannelWaiters {
         if let Some(index) = state.queued.iter().position(|slot| slot.id == id) {
             // The server keeps the order: nothing to hand on locally.
             state.queued.swap_remove(index);
+            return departure(&state);
+        }
+        if let Some(index) = state.shared.iter().position(|slot| slot.id == id) {
+            // Nobody stands behind a shared waiter: nothing to hand on.
+            state.shared.swap_remove(index);
             return departure(&state);
         }
         let Some(queue) = state.locks.get_mut(lock) else { return departure(&state) };
@@ -282,6 +322,20 @@ impl ChannelWaiters {
         id
     }
 
+    /// Joins as a shared waiter of `lock` (a reader): in no line, woken by every message
+    /// on the channel. It starts with a turn unless `sent_at` says when its last attempt
+    /// was sent and the channel has heard everything since, with no message in that
+    /// time: then nothing can have let it in unheard.
+    pub(crate) fn join_shared(&self, lock: &Arc<str>, signal: Arc<Notify>, sent_at: Option<Instant>) -> u64 {
+        let mut state = self.state.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        let quiet_since = sent_at
+            .is_some_and(|sent_at| state.heard_since(sent_at) && state.last_message.is_none_or(|at| at < sent_at));
+        state.shared.push(SharedSlot { id, lock: lock.clone(), woken: !quiet_since, signal });
+        id
+    }
+
     /// Records a server-queued waiter's place, as its last call reported it.
     pub(crate) fn set_position(&self, id: u64, position: Option<u64>) {
         if let Some(slot) = self.state.lock().queued_slot(id) {
@@ -324,6 +378,9 @@ impl ChannelWaiters {
         if let Some(slot) = state.queued_slot(id) {
             return std::mem::take(&mut slot.woken);
         }
+        if let Some(slot) = state.shared_slot(id) {
+            return std::mem::take(&mut slot.woken);
+        }
         state.slot(lock, id).is_some_and(|slot| std::mem::take(&mut slot.woken))
     }
 
@@ -331,6 +388,9 @@ impl ChannelWaiters {
     pub(crate) fn has_wake(&self, lock: &str, id: u64) -> bool {
         let mut state = self.state.lock();
         if let Some(slot) = state.queued_slot(id) {
+            return slot.woken;
+        }
+        if let Some(slot) = state.shared_slot(id) {
             return slot.woken;
         }
         state.slot(lock, id).is_some_and(|slot| slot.woken)
@@ -343,6 +403,10 @@ impl ChannelWaiters {
         if let Some(slot) = state.queued_slot(id) {
             // Not queued yet counts as first: it retries on its timers.
             return slot.position.is_none_or(|position| position == 0);
+        }
+        if state.shared_slot(id).is_some() {
+            // Nobody is ahead of a shared waiter: it keeps its own timers.
+            return true;
         }
         state.locks.get(lock).and_then(VecDeque::front).is_some_and(|slot| slot.id == id)
     }
@@ -361,9 +425,15 @@ impl ChannelWaiters {
     /// client's) concerns them.
     pub(crate) fn wake_one(&self) {
         let mut state = self.state.lock();
-        state.last_unlock = Some(Instant::now());
+        let now = Instant::now();
+        state.last_unlock = Some(now);
+        state.last_message = Some(now);
         for queue in state.locks.values_mut() {
             wake_first(queue);
+        }
+        // A lock's release may let every reader of it in.
+        for slot in &mut state.shared {
+            slot.wake();
         }
         for slot in state.queued.iter_mut().filter(|slot| slot.woken_by_unlock()) {
             slot.wake();
@@ -374,6 +444,10 @@ impl ChannelWaiters {
     /// reconnect).
     pub(crate) fn wake_all(&self) {
         let mut state = self.state.lock();
+        state.last_message = Some(Instant::now());
+        for slot in &mut state.shared {
+            slot.wake();
+        }
         for slot in state.locks.values_mut().flatten() {
             slot.woken = true;
             slot.signal.notify_one();
@@ -386,11 +460,18 @@ impl ChannelWaiters {
     /// Waiters on the channel, over all its locks.
     pub(crate) fn len(&self) -> usize {
         let state = self.state.lock();
-        state.locks.values().map(VecDeque::len).sum::<usize>() + state.queued.len()
+        state.locks.values().map(VecDeque::len).sum::<usize>() + state.queued.len() + state.shared.len()
     }
 
     /// Waiters on `lock`.
     pub(crate) fn lock_len(&self, lock: &str) -> usize {
+        let shared = self.state.lock().shared.iter().filter(|slot| &*slot.lock == lock).count();
+        self.line_len(lock) + shared
+    }
+
+    /// Waiters on `lock` that a newcomer of its line would queue behind: its local line
+    /// and its server-queued waiters, not its shared ones.
+    pub(crate) fn line_len(&self, lock: &str) -> usize {
         let state = self.state.lock();
         state.locks.get(lock).map_or(0, VecDeque::len) + state.queued.iter().filter(|slot| &*slot.lock == lock).count()
     }
@@ -614,5 +695,44 @@ mod tests {
         // A lock that emptied starts a fresh line: its next waiter is first, with a turn.
         let x3 = join(&ch, "x");
         assert!(ch.is_first("x", x3) && ch.take_wake("x", x3));
+    }
+
+    #[test]
+    fn shared_waiters_are_all_woken_by_any_message_and_stand_before_nobody() {
+        let ch = ChannelWaiters::new(Arc::from("c"), None);
+        let lock: Arc<str> = Arc::from("x");
+        let reader = ch.join_shared(&lock, Arc::new(Notify::new()), None);
+        let other_reader = ch.join_shared(&lock, Arc::new(Notify::new()), None);
+        let writer = ch.join(&lock, Arc::new(Notify::new()), None);
+        // Readers joined first, yet the writer is first of its line, with the turn.
+        assert!(ch.is_first(&lock, writer) && ch.take_wake(&lock, writer));
+        assert!(ch.is_first(&lock, reader) && ch.is_first(&lock, other_reader), "each keeps its own timers");
+        assert_eq!((ch.line_len(&lock), ch.lock_len(&lock)), (1, 3));
+        assert!(ch.take_wake(&lock, reader) && ch.take_wake(&lock, other_reader), "they start with a turn");
+        // An unlock message wakes the writer and every reader.
+        ch.wake_one();
+        assert!(ch.take_wake(&lock, writer));
+        assert!(ch.take_wake(&lock, reader) && ch.take_wake(&lock, other_reader));
+        // A departing reader hands nothing on.
+        assert!(matches!(ch.leave(&lock, reader, Some(Instant::now())), Departure::Others));
+        assert!(!ch.has_wake(&lock, writer) && !ch.has_wake(&lock, other_reader));
+        ch.wake_all();
+        assert!(ch.take_wake(&lock, other_reader));
+        assert!(matches!(ch.leave(&lock, other_reader, None), Departure::Others));
+        assert!(matches!(ch.leave(&lock, writer, None), Departure::Empty));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shared_waiter_after_a_quiet_channel_starts_without_a_turn() {
+        let ch = ChannelWaiters::new(Arc::from("c"), None);
+        let lock: Arc<str> = Arc::from("x");
+        ch.set_subscribed(true);
+        tokio::time::advance(std::time::Duration::from_millis(5)).await;
+        let sent_at = Instant::now();
+        let quiet = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at));
+        assert!(!ch.take_wake(&lock, quiet), "nothing was heard since its attempt was sent");
+        ch.wake_one();
+        let late = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at));
+        assert!(ch.take_wake(&lock, late), "a message came after its attempt was sent");
     }
 }

@@ -207,6 +207,16 @@ impl Subscriber {
         self.join(channel, None, |waiters, signal| waiters.join(lock_key, signal, Some(sent_at)), lock_key)
     }
 
+    /// Joins as a *shared* waiter of `lock_key` on `channel`: one that excludes no other
+    /// waiter of its kind (a read/write lock's reader). It is in no line: every message
+    /// on the channel wakes every shared waiter, each keeps its own timers
+    /// ([`Waiter::is_first`] is always `true`), and it stands in front of nobody. With
+    /// `sent_at` (its last attempt, answered "held", was sent then) it starts without a
+    /// turn if the channel has heard everything since and no message came.
+    pub fn register_shared(&self, channel: &Arc<str>, lock_key: &Arc<str>, sent_at: Option<Instant>) -> Waiter {
+        self.join(channel, None, |waiters, signal| waiters.join_shared(lock_key, signal, sent_at), lock_key)
+    }
+
     /// Joins as a waiter whose place the server's wait queue keeps (a `Lock` waiter:
     /// `acquire.lua` queued `owner` at `position`, or `None` when not queued yet, in
     /// reply to the call sent at `sent_at`: queue messages received since then are
@@ -289,7 +299,15 @@ impl Subscriber {
         self.shared.registry.lock().channels.get(channel).map_or(0, |w| w.len())
     }
 
-    /// How many local waiters are queued for the lock `lock_key` on `channel` now.
+    /// How many local waiters a newcomer to the line of `lock_key` on `channel` would
+    /// queue behind now: its local line and its server-queued waiters, not its shared
+    /// waiters ([`Subscriber::register_shared`]), who stand in front of nobody.
+    pub fn line_waiters(&self, channel: &str, lock_key: &str) -> usize {
+        self.shared.registry.lock().channels.get(channel).map_or(0, |w| w.line_len(lock_key))
+    }
+
+    /// How many local waiters wait for the lock `lock_key` on `channel` now (its line,
+    /// its server-queued and its shared waiters).
     pub fn lock_waiters(&self, channel: &str, lock_key: &str) -> usize {
         self.shared.registry.lock().channels.get(channel).map_or(0, |w| w.lock_len(lock_key))
     }
@@ -405,7 +423,7 @@ impl Shared {
         let unlock = message.value.as_str().is_some_and(|payload| payload == lock_core::names::UNLOCK_MESSAGE);
         if unlock {
             // The message does not say which of the channel's locks was released: the
-            // first waiter of each gets a turn.
+            // first waiter of each gets a turn (and every shared waiter: readers share).
             waiters.wake_one();
         } else {
             // Read-unlock ("1") frees the lock for every reader; anything unknown is

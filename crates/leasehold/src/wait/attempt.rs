@@ -43,7 +43,7 @@ impl WaitPlan {
     /// Whether the waiter holds a place in a queue on the server (which its clean-up
     /// must remove unless it acquired, and its attempts must keep alive).
     pub(crate) fn is_queued(&self) -> bool {
-        self.queue != QueueKind::Local
+        !matches!(self.queue, QueueKind::Local | QueueKind::Shared)
     }
 }
 

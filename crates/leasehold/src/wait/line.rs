@@ -17,6 +17,10 @@ pub(crate) enum Join {
     /// As [`Join::InLine`], for a waiter whose last attempt, sent then, was answered
     /// "held": no turn when nothing was heard since (a waiter alone on its own channel).
     InLineAfter(Instant),
+    /// As a shared waiter (a reader; see [`Subscriber::register_shared`]): in no line,
+    /// woken by every message. With the send time of its last attempt, answered
+    /// "held": no turn when nothing was heard since.
+    Shared(Option<Instant>),
     /// As a waiter whose place a server queue keeps (see
     /// [`Subscriber::register_queued`]).
     Queued {
@@ -34,7 +38,8 @@ pub(crate) trait Line: Sync {
     /// One wait's place.
     type Slot: Slot;
 
-    /// How many local waiters are in the line of `plan`'s key on its channel now.
+    /// How many local waiters a newcomer to the line of `plan`'s key on its channel
+    /// would queue behind now (shared waiters stand in front of nobody).
     fn local_waiters(&self, plan: &WaitPlan) -> usize;
 
     /// Joins the line of `plan` (register before the next attempt: a release from now
@@ -64,13 +69,14 @@ impl Line for Subscriber {
     type Slot = Waiter;
 
     fn local_waiters(&self, plan: &WaitPlan) -> usize {
-        self.lock_waiters(&plan.channel, &plan.key)
+        self.line_waiters(&plan.channel, &plan.key)
     }
 
     fn join(&self, plan: &WaitPlan, how: Join) -> Waiter {
         match how {
             Join::InLine => self.register_lock(&plan.channel, &plan.key),
             Join::InLineAfter(sent_at) => self.register_lock_after(&plan.channel, &plan.key, sent_at),
+            Join::Shared(sent_at) => self.register_shared(&plan.channel, &plan.key, sent_at),
             Join::Queued { queue, position, sent_at } => {
                 self.register_queued(&plan.channel, &queue.channel, &plan.key, &queue.owner, position, sent_at)
             }
