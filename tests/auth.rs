@@ -82,6 +82,28 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "~leasehold_lock__queue:*",
         "&redisson_lock__channel:*",
         "&leasehold_lock__queue:*",
+        // Only for ReadWriteLock: its scripts read whole Hashes (HGETALL: the readers to
+        // prune, HLEN: holders left) and the waiting writers (a sorted set: ZRANGE, and
+        // ZREMRANGEBYSCORE purges dead writers; ZADD and ZREM as FairLock's).
+        "+hgetall",
+        "+hlen",
+        "+zrange",
+        "+zremrangebyscore",
+        // The read holds' timeout keys ({NAME}:OWNER:rwlock_timeout:k, and their prefix
+        // without the :k, passed as KEYS[2]; the scripts
+        // also build for other holders), the waiting writers, and the channel (a key
+        // argument of the scripts too).
+        "~*:rwlock_timeout*",
+        "~leasehold_rwlock_writers:*",
+        "~redisson_rwlock:*",
+        "&redisson_rwlock:*",
+        // Only for CountDownLatch: latch_count_down.lua counts down (DECR), every latch
+        // script checks the key is a String (TYPE); its channel is built literally by
+        // Redisson, redisson_countdownlatch__channel__{NAME}, and is a key argument too.
+        "+decr",
+        "+type",
+        "~redisson_countdownlatch__channel__*",
+        "&redisson_countdownlatch__channel__*",
     ]
     .iter()
     .map(|r| (*r).to_owned())
@@ -400,6 +422,88 @@ async fn fair(url: &str, name: &str) -> Result<(), String> {
     woken.ok_or("the fair waiter was not woken within 3 s")?.unlock().await.map_err(step("fair unlock woken"))?;
     let _held = first.fair_lock(&name).lock_with_lease(Duration::from_secs(30)).await.map_err(step("fair relock"))?;
     second.fair_lock(&name).force_unlock().await.map_err(step("fair force unlock"))?;
+    read_write(&first, &second, &name).await?;
+    latch(&first, &second, &name).await
+}
+
+/// A read/write lock on `NAME:rw`: readers of two clients share, a writer of the second
+/// waits (recorded among the waiting writers), a fresh reader is kept out by it, the
+/// last read release wakes the writer, a reader waits behind the write and its release
+/// lets it in; `is_read_locked`, then a
+/// force-unlock: the first error.
+async fn read_write(first: &Client, second: &Client, name: &str) -> Result<(), String> {
+    let step = |what: &'static str| move |e: leasehold::Error| format!("{what}: {e} / {}", fred_details(&e));
+    let name = format!("{name}:rw");
+    let lease = Duration::from_secs(30);
+    let read_a = first.read_write_lock(&name).read_with_lease(lease).await.map_err(step("read"))?;
+    let read_b = second.read_write_lock(&name).try_read().await.map_err(step("shared read"))?.ok_or("not shared")?;
+    let writer = second.read_write_lock(&name);
+    let writing = tokio::spawn(async move {
+        let guard = writer.try_write_with(Duration::from_secs(3), lease).await?;
+        Ok::<_, leasehold::Error>(guard.map(|guard| (guard, writer)))
+    });
+    let channel = format!("redisson_rwlock:{{{name}}}");
+    wait_until(Duration::from_secs(2), || {
+        second.subscribed_channels().contains(&channel) && second.stats().waiters >= 1
+    })
+    .await;
+    // A fresh reader while the writer waits: the waiting writers are read (and purged).
+    if first.read_write_lock(&name).try_read().await.map_err(step("read behind a waiting writer"))?.is_some() {
+        return Err("a fresh reader entered ahead of the waiting writer".into());
+    }
+    read_b.unlock().await.map_err(step("read unlock"))?;
+    read_a.unlock().await.map_err(step("last read unlock"))?;
+    let (write, writer) = writing
+        .await
+        .map_err(|e| format!("task: {e}"))?
+        .map_err(step("write wait"))?
+        .ok_or("the writer was not woken")?;
+    if !writer.is_write_locked().await.map_err(step("is_write_locked"))? {
+        return Err("the write is not held".into());
+    }
+    let reader = first.read_write_lock(&name);
+    let reading = tokio::spawn(async move { reader.try_read_with(Duration::from_secs(3), lease).await });
+    write.unlock().await.map_err(step("write unlock"))?;
+    let read = reading
+        .await
+        .map_err(|e| format!("task: {e}"))?
+        .map_err(step("read wait"))?
+        .ok_or("the reader was not woken")?;
+    if !first.read_write_lock(&name).is_read_locked().await.map_err(step("is_read_locked"))? {
+        return Err("the read is not held".into());
+    }
+    second.read_write_lock(&name).force_unlock().await.map_err(step("rw force unlock"))?;
+    drop(read);
+    Ok(())
+}
+
+/// A count-down latch on `NAME:latch`: set, a waiter of the second client woken by the
+/// count down to zero (its recheck cannot fire first), set again, read, delete: the
+/// first error.
+async fn latch(first: &Client, second: &Client, name: &str) -> Result<(), String> {
+    let step = |what: &'static str| move |e: leasehold::Error| format!("{what}: {e} / {}", fred_details(&e));
+    let latch = first.count_down_latch(format!("{name}:latch"));
+    if !latch.try_set_count(1).await.map_err(step("latch set"))? {
+        return Err("the latch existed".into());
+    }
+    let waiting = second.count_down_latch(format!("{name}:latch")).with_recheck(Duration::from_secs(60));
+    let channel = waiting.channel().to_owned();
+    let wait = tokio::spawn(async move { waiting.wait_timeout(Duration::from_secs(3)).await });
+    wait_until(Duration::from_secs(2), || {
+        second.subscribed_channels().contains(&channel) && second.stats().waiters >= 1
+    })
+    .await;
+    latch.count_down().await.map_err(step("count down"))?;
+    if !wait.await.map_err(|e| format!("task: {e}"))?.map_err(step("latch wait"))? {
+        return Err("the latch waiter was not woken".into());
+    }
+    latch.try_set_count(2).await.map_err(step("latch set again"))?;
+    if latch.count().await.map_err(step("latch count"))? != 2 {
+        return Err("the latch count is not 2".into());
+    }
+    if !latch.delete().await.map_err(step("latch delete"))? {
+        return Err("the latch was not deleted".into());
+    }
     Ok(())
 }
 

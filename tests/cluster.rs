@@ -1325,3 +1325,71 @@ async fn the_read_write_lock_on_every_shard() {
         assert_eq!(cluster.on_key(name, &["EXISTS", name]).as_int(), Some(0));
     }
 }
+
+/// The count-down latch on every shard (issue 19 item 5): each latch's key and its
+/// sharded channel live on its slot's primary, waiters of another client are woken by
+/// the last count down there (`SPUBLISH`, heard through `SSUBSCRIBE`: a latch whose
+/// recheck cannot fire in the test), and a name whose braces would put Redisson's
+/// literal channel in another slot is refused with `InvalidArgument`, nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_count_down_latch_on_every_shard() {
+    let cluster = RedisCluster::shared();
+    let setter = client_with(&cluster.url(), WATCHDOG).await;
+    let waiter = client_with(&cluster.url(), WATCHDOG).await;
+    assert_eq!(waiter.pubsub_mode(), PubsubMode::Sharded);
+    let mut per_node = std::collections::BTreeMap::new();
+    for name in names("latch", 64) {
+        per_node.entry(cluster.primary_for(&name)).or_insert(name);
+    }
+    assert_eq!(per_node.len(), 3);
+    for (node, name) in &per_node {
+        let latch = setter.count_down_latch(name);
+        assert!(latch.try_set_count(2).await.expect("set"), "{name}");
+        assert_eq!(cluster.on(node, &["GET", name]).as_str(), Some("2"), "{name} lives on {node}");
+        let waiting = waiter.count_down_latch(name).with_recheck(Duration::from_secs(120));
+        let waits: Vec<_> = (0..3)
+            .map(|_| {
+                let latch = waiting.clone();
+                tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(30)).await.expect("wait") })
+            })
+            .collect();
+        let channel = waiting.channel().to_owned();
+        assert!(
+            leasehold_tests::wait_until(Duration::from_secs(5), || {
+                waiter.stats().waiters >= 3 && waiter.subscribed_channels().contains(&channel)
+            })
+            .await,
+            "the waiters subscribed"
+        );
+        assert!(shard_channel_on(cluster, node, &channel), "{channel} is a shard channel on {node}");
+        assert!(!classic_channel_anywhere(cluster, &channel), "{channel} is not a classic channel");
+        assert_eq!(latch.count_down().await.expect("down"), 1);
+        assert_eq!(waiting.count().await.expect("count"), 1);
+        let last = Instant::now();
+        assert_eq!(latch.count_down().await.expect("down"), 0);
+        for wait in waits {
+            assert!(tokio::time::timeout(Duration::from_secs(5), wait).await.expect("in time").expect("task"));
+        }
+        assert!(
+            last.elapsed() < Duration::from_secs(3),
+            "{name}: woken {:?} after the last count down",
+            last.elapsed()
+        );
+        assert_eq!(cluster.on(node, &["EXISTS", name]).as_int(), Some(0));
+    }
+    // `{a}b`: the key's slot is `a`'s, Redisson's channel `…{{a}b}` hashes by `{a`.
+    for braced in ["{a}b", "x{y}z"] {
+        let latch = setter.count_down_latch(braced);
+        let refused = [
+            latch.try_set_count(1).await.expect_err("refused"),
+            latch.count_down().await.expect_err("refused"),
+            latch.count().await.expect_err("refused"),
+            latch.delete().await.expect_err("refused"),
+            latch.wait_timeout(Duration::from_secs(1)).await.expect_err("refused"),
+        ];
+        assert!(refused.iter().all(|e| e.kind() == leasehold::ErrorKind::InvalidArgument), "{refused:?}");
+        assert_eq!(cluster.on_key(braced, &["EXISTS", braced]).as_int(), Some(0), "nothing written");
+    }
+    // A name without braces is always accepted.
+    assert!(setter.count_down_latch("plain:name").count().await.is_ok());
+}

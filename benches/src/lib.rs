@@ -255,6 +255,7 @@ pub fn is_sent_by_client(name: &str) -> bool {
 /// command their last ARGV names: `publish`, or `spublish` on a cluster with sharded
 /// pub/sub.
 pub const SCRIPT_COMMANDS: &[&str] = &[
+    "decr",
     "del",
     "exists",
     "get",
@@ -279,6 +280,7 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "spublish",
     "strlen",
     "time",
+    "type",
     "zadd",
     "zcard",
     "zrange",

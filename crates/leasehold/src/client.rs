@@ -330,6 +330,15 @@ impl Client {
         SimpleLock::new(self.inner.clone(), self.full_key(name.as_ref()).into_owned())
     }
 
+    /// A handle on the count-down latch `name`, in Redisson's `RCountDownLatch` layout
+    /// (see [`CountDownLatch`](crate::CountDownLatch)). Cheap: nothing is sent. A latch
+    /// handle is not an owner: every handle on `name` is the same latch. An empty name
+    /// (and, in a cluster, a name whose channel would be in another slot) is reported
+    /// by the first operation, before anything is sent.
+    pub fn count_down_latch(&self, name: impl AsRef<str>) -> crate::CountDownLatch {
+        crate::CountDownLatch::new(self.inner.clone(), &self.full_key(name.as_ref()))
+    }
+
     /// The lock key of `name`: borrowed when there is no prefix to prepend.
     fn full_key<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
         match &self.inner.config.key_prefix {

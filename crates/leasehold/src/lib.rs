@@ -145,6 +145,7 @@ pub mod fence;
 mod fenced;
 mod guard;
 mod hold;
+mod latch;
 mod live;
 mod lock;
 mod lock_wait;
@@ -172,6 +173,7 @@ pub use config::{
 pub use fair::FairLock;
 pub use fenced::{FencedGuard, FencedLock};
 pub use guard::LockGuard;
+pub use latch::{CountDownLatch, DEFAULT_LATCH_RECHECK};
 pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};
 pub use lock_pubsub::{PubsubMode, SubscriberStats};

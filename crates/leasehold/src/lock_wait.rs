@@ -35,6 +35,9 @@ impl<'a> LockAttempt<'a> {
             WaitChannel::Own => Arc::from(names.waiter_channel(lock.owner.as_str())),
             // A read/write lock's readers and writers share `redisson_rwlock:{NAME}`.
             WaitChannel::ReadWrite => Arc::from(names.rwlock_channel()),
+            // No lock kind waits on a latch's channel (`LockKind::wait_channel` never
+            // answers it); the lock's own channel keeps this match total.
+            WaitChannel::Latch => names.channel_arc().clone(),
         };
         let plan = WaitPlan {
             key: names.key_arc().clone(),

@@ -82,6 +82,9 @@ pub enum WaitChannel {
     /// writers: a read release publishes `0` (one waiter per lock tries), a write
     /// release `1` (every waiter tries).
     ReadWrite,
+    /// A count-down latch's channel, `redisson_countdownlatch__channel__{NAME}` (no lock
+    /// kind waits on it; see [`crate::latch`]): every message wakes every local waiter.
+    Latch,
 }
 
 /// What orders a kind's waiters.

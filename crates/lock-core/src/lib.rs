@@ -18,6 +18,7 @@
 //!   and how its waiters wait.
 //! - [`replicas`]: replica acknowledgement (`WAIT`) and what an acquire is asked.
 //! - [`args`]: validation of durations before anything is sent.
+//! - [`latch`]: Redisson's `RCountDownLatch`: its key, its literal channel, its calls.
 //! - [`error`]: the one error type, with a [`ErrorKind`] and `is_*` predicates.
 //!
 //! Users depend on the `leasehold` crate; this crate is its building block.
@@ -28,6 +29,7 @@ pub mod error;
 pub mod fence;
 pub mod gate;
 pub mod kind;
+pub mod latch;
 pub mod lease;
 pub mod names;
 pub mod owner;
@@ -40,6 +42,7 @@ pub mod topology;
 pub use error::{Error, ErrorKind, Result};
 pub use gate::WriteGate;
 pub use kind::{LockKind, QueueKind, WaitChannel};
+pub use latch::LatchNames;
 pub use lease::LeaseState;
 pub use names::LockNames;
 pub use owner::{ClientId, OwnerId};

@@ -61,8 +61,16 @@ pub static RW_FORCE_RELEASE: LazyLock<LuaScript> = lua!("rw_force_release.lua");
 /// `read_renew_batch.lua`: extend this client's own read holds (timeout keys and Hash).
 pub static READ_RENEW_BATCH: LazyLock<LuaScript> = lua!("read_renew_batch.lua");
 
+/// `latch_try_set_count.lua`: set a count-down latch's count when none exists, and
+/// publish `1`.
+pub static LATCH_TRY_SET_COUNT: LazyLock<LuaScript> = lua!("latch_try_set_count.lua");
+/// `latch_count_down.lua`: count a latch down; at zero delete it and publish `0`.
+pub static LATCH_COUNT_DOWN: LazyLock<LuaScript> = lua!("latch_count_down.lua");
+/// `latch_delete.lua`: delete a latch whatever its count, and publish `1` then `0`.
+pub static LATCH_DELETE: LazyLock<LuaScript> = lua!("latch_delete.lua");
+
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 17] {
+pub fn all() -> [&'static LuaScript; 20] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -81,6 +89,9 @@ pub fn all() -> [&'static LuaScript; 17] {
         &WRITE_RELEASE,
         &RW_FORCE_RELEASE,
         &READ_RENEW_BATCH,
+        &LATCH_TRY_SET_COUNT,
+        &LATCH_COUNT_DOWN,
+        &LATCH_DELETE,
     ]
 }
 

@@ -191,6 +191,9 @@ pub(crate) struct ChannelWaiters {
     /// The lock's queue channel, subscribed and unsubscribed together with `name`
     /// (`None` for a channel without one, such as a fair lock waiter's own channel).
     pub(crate) companion: Option<Arc<str>>,
+    /// Every message on the channel wakes every waiter (a count-down latch's channel,
+    /// where any message may mean "open": see [`crate::Subscriber::register_broadcast`]).
+    pub(crate) broadcast: bool,
     state: Mutex<State>,
     subscribed_signal: Notify,
 }
@@ -205,7 +208,18 @@ pub(crate) enum Departure {
 
 impl ChannelWaiters {
     pub(crate) fn new(name: Arc<str>, companion: Option<Arc<str>>) -> Self {
-        ChannelWaiters { name, companion, state: Mutex::new(State::default()), subscribed_signal: Notify::new() }
+        ChannelWaiters {
+            name,
+            companion,
+            broadcast: false,
+            state: Mutex::new(State::default()),
+            subscribed_signal: Notify::new(),
+        }
+    }
+
+    /// A channel whose every message wakes every waiter (see [`ChannelWaiters::broadcast`]).
+    pub(crate) fn new_broadcast(name: Arc<str>) -> Self {
+        ChannelWaiters { broadcast: true, ..ChannelWaiters::new(name, None) }
     }
 
     /// Joins the end of `lock`'s queue. The first in line starts woken: it may try at

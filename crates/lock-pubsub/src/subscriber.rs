@@ -197,6 +197,25 @@ impl Subscriber {
         self.join(channel, None, |waiters, signal| waiters.join(lock_key, signal, None), lock_key)
     }
 
+    /// Joins the line of `key` on `channel`, a channel whose every message wakes every
+    /// local waiter on it (a count-down latch's: its `0` opens the latch for all of
+    /// them, and its `1` may be a delete, which opens it too). The line keeps the other
+    /// rules of [`Subscriber::register_lock`] (the first starts with a turn; a waiter
+    /// that leaves hands its turn on). Every registration on one channel must be made
+    /// this way.
+    pub fn register_broadcast(&self, channel: &Arc<str>, key: &Arc<str>) -> Waiter {
+        self.join_channel(channel, None, true, |waiters, signal| waiters.join(key, signal, None), key)
+    }
+
+    /// Gives every local waiter on `channel` a turn now, as a message would (a latch
+    /// waiter that found the latch open without a message tells the others).
+    pub fn wake_channel(&self, channel: &str) {
+        let waiters = self.shared.registry.lock().channels.get(channel).cloned();
+        if let Some(waiters) = waiters {
+            waiters.wake_all();
+        }
+    }
+
     /// [`Subscriber::register_lock`] for a caller whose last attempt, sent at
     /// `sent_at`, was answered "held": if the channel's subscription was confirmed
     /// before then and no unlock message came since, the first in line does not start
@@ -257,6 +276,19 @@ impl Subscriber {
         join: impl FnOnce(&ChannelWaiters, Arc<Notify>) -> u64,
         lock_key: &Arc<str>,
     ) -> Waiter {
+        self.join_channel(channel, companion, false, join, lock_key)
+    }
+
+    /// `Subscriber::join`, making the channel's entry a broadcast one
+    /// ([`Subscriber::register_broadcast`]) when `broadcast`.
+    fn join_channel(
+        &self,
+        channel: &Arc<str>,
+        companion: Option<&Arc<str>>,
+        broadcast: bool,
+        join: impl FnOnce(&ChannelWaiters, Arc<Notify>) -> u64,
+        lock_key: &Arc<str>,
+    ) -> Waiter {
         let signal = Arc::new(Notify::new());
         let (waiters, id, first_on_channel) = {
             let mut registry = self.shared.registry.lock();
@@ -267,7 +299,11 @@ impl Subscriber {
                 .entry(channel.clone())
                 .or_insert_with(|| {
                     first_on_channel = true;
-                    Arc::new(ChannelWaiters::new(channel.clone(), companion.cloned()))
+                    if broadcast {
+                        Arc::new(ChannelWaiters::new_broadcast(channel.clone()))
+                    } else {
+                        Arc::new(ChannelWaiters::new(channel.clone(), companion.cloned()))
+                    }
                 })
                 .clone();
             if first_on_channel {
@@ -418,6 +454,11 @@ impl Shared {
                 // Not ours to read: waking everyone costs at most a retry each.
                 None => waiters.wake_all(),
             }
+            return;
+        }
+        if waiters.broadcast {
+            // A latch's channel: `0` opens it for every waiter, and `1` may be a delete.
+            waiters.wake_all();
             return;
         }
         let unlock = message.value.as_str().is_some_and(|payload| payload == lock_core::names::UNLOCK_MESSAGE);

@@ -19,6 +19,7 @@ mod monitor;
 mod proxy;
 mod raw;
 mod reaper;
+pub mod redisson_latch;
 pub mod redisson_rwlock;
 mod replica;
 mod sentinel;

@@ -74,6 +74,10 @@ impl Line for Subscriber {
 
     fn join(&self, plan: &WaitPlan, how: Join) -> Waiter {
         match how {
+            // A latch's channel: every message wakes every waiter on it.
+            Join::InLine if plan.channel_kind == lock_core::WaitChannel::Latch => {
+                self.register_broadcast(&plan.channel, &plan.key)
+            }
             Join::InLine => self.register_lock(&plan.channel, &plan.key),
             Join::InLineAfter(sent_at) => self.register_lock_after(&plan.channel, &plan.key, sent_at),
             Join::Shared(sent_at) => self.register_shared(&plan.channel, &plan.key, sent_at),
