@@ -29,6 +29,7 @@ pub mod fence;
 pub mod gate;
 pub mod kind;
 pub mod lease;
+pub mod multi;
 pub mod names;
 pub mod owner;
 pub mod replicas;

@@ -61,8 +61,11 @@ pub static RW_FORCE_RELEASE: LazyLock<LuaScript> = lua!("rw_force_release.lua");
 /// `read_renew_batch.lua`: extend this client's own read holds (timeout keys and Hash).
 pub static READ_RENEW_BATCH: LazyLock<LuaScript> = lua!("read_renew_batch.lua");
 
+/// `multi_acquire.lua`: take or re-enter several reentrant locks of one slot, all or none.
+pub static MULTI_ACQUIRE: LazyLock<LuaScript> = lua!("multi_acquire.lua");
+
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 17] {
+pub fn all() -> [&'static LuaScript; 18] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -81,6 +84,7 @@ pub fn all() -> [&'static LuaScript; 17] {
         &WRITE_RELEASE,
         &RW_FORCE_RELEASE,
         &READ_RENEW_BATCH,
+        &MULTI_ACQUIRE,
     ]
 }
 
