@@ -168,7 +168,13 @@ async fn a_held_member_comes_back_to_its_count(t: &Topology) {
     let blocker = client.lock(&y).try_lock().await.expect("try").expect("another owner takes y");
     let multi = MultiLock::new([client.lock(&y), mine]);
     assert!(multi.try_lock().await.expect("try").is_none());
+    let started = tokio::time::Instant::now();
     assert!(multi.try_lock_for(Duration::from_millis(300)).await.expect("bounded").is_none(), "the wait ran out");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(290) && waited < Duration::from_secs(3),
+        "one bound for the set: {waited:?}"
+    );
     assert_eq!(t.hgetall(&x), vec![(owner.clone(), "1".to_owned())], "x back to its one hold");
     blocker.unlock().await.expect("unlock blocker");
     let guard = multi.try_lock().await.expect("try").expect("taken");
