@@ -339,6 +339,30 @@ impl Client {
         crate::CountDownLatch::new(self.inner.clone(), &self.full_key(name.as_ref()))
     }
 
+    /// A [`MultiLock`](crate::MultiLock) over the reentrant locks `names` of this client
+    /// (one new owner per name, as [`Client::lock`] makes), in any order: they are taken
+    /// in one canonical order, all or none. Cheap: nothing is sent; bad input (no name,
+    /// a name twice, more than [`MULTI_LOCK_MAX_MEMBERS`](crate::MULTI_LOCK_MAX_MEMBERS),
+    /// an empty name) is reported by the first operation, before anything is sent.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+    /// // A transfer: the same two accounts in either order never deadlock.
+    /// let accounts = client.multi_lock(["account:7", "account:3"]);
+    /// let guard = accounts.lock().await?;
+    /// // ... move the money ...
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn multi_lock<I>(&self, names: I) -> crate::MultiLock
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        crate::MultiLock::new(names.into_iter().map(|name| self.lock(name)).collect::<Vec<_>>())
+    }
+
     /// The lock key of `name`: borrowed when there is no prefix to prepend.
     fn full_key<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
         match &self.inner.config.key_prefix {

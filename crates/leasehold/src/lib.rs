@@ -151,6 +151,9 @@ mod lock;
 mod lock_wait;
 #[cfg(feature = "metrics")]
 mod metric_handles;
+mod multi;
+mod multi_guard;
+mod multi_take;
 mod read_write;
 mod replicas;
 mod retry;
@@ -178,6 +181,8 @@ pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};
 pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;
+pub use multi::{MultiLock, MULTI_LOCK_MAX_MEMBERS};
+pub use multi_guard::MultiGuard;
 pub use read_write::ReadWriteLock;
 pub use rw_guard::{ReadGuard, WriteGuard};
 pub use simple::{SimpleGuard, SimpleLock};

@@ -326,6 +326,36 @@ impl LockShared {
         Ok(result)
     }
 
+    /// Records an acquire the server answered with `holds`, sent at `sent_at` in turn
+    /// `seq` (the caller still holds it): the hold joined or started, its watchdog
+    /// entry (watchdog mode) and its tracking after reconnects, and the new guard. Also
+    /// used by a multi-lock's one-script acquire, for each member it took.
+    pub(crate) fn record_acquired(
+        self: &Arc<Self>,
+        names: &LockNames,
+        seq: u64,
+        holds: u64,
+        sent_at: Instant,
+        lease: Duration,
+        mode: LeaseMode,
+    ) -> LockGuard {
+        let watchdog = &self.client.watchdog;
+        let kind = self.telemetry_kind().as_str();
+        let hold = self.holds.acquired(seq, holds, sent_at, lease, mode, |lease_state| {
+            watchdog.register_spec(
+                names.key_arc().clone(),
+                self.owner.clone(),
+                lease_state,
+                kind,
+                self.renew_spec(names),
+            )
+        });
+        // Every hold, fixed lease included, is checked after each reconnect, with the
+        // owner recorded here (never one computed later).
+        hold.track(|lease_state| watchdog.track_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind));
+        LockGuard::new(self.clone(), hold, mode)
+    }
+
     /// One acquire attempt: `Ok(Ok(guard))`, or `Ok(Err(..))` when held by another (or,
     /// for a waiting call, when another waiter is ahead). With `enqueue`, a plain lock's
     /// owner queues up in the lock's wait queue, or refreshes its entry.
@@ -357,24 +387,9 @@ impl LockShared {
                     return Err(error);
                 }
                 pending.armed = false;
-                let watchdog = &self.client.watchdog;
-                let kind = self.telemetry_kind().as_str();
-                let hold = self.holds.acquired(turn.seq, holds, sent_at, lease, mode, |lease_state| {
-                    watchdog.register_spec(
-                        names.key_arc().clone(),
-                        self.owner.clone(),
-                        lease_state,
-                        kind,
-                        self.renew_spec(names),
-                    )
-                });
-                // Every hold, fixed lease included, is checked after each reconnect, with
-                // the owner recorded here (never one computed later).
-                hold.track(|lease_state| {
-                    watchdog.track_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind)
-                });
+                let guard = self.record_acquired(names, turn.seq, holds, sent_at, lease, mode);
                 drop(turn);
-                Ok(Ok(LockGuard::new(self.clone(), hold, mode).with_token(token)))
+                Ok(Ok(guard.with_token(token)))
             }
             Ok(AcquireReply { acquire: Acquire::Held { pttl, position }, .. }) => {
                 pending.armed = false;

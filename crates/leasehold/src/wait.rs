@@ -29,7 +29,7 @@ use lock_core::{args, Error, QueueKind, Result, WaitChannel};
 use tokio::time::Instant;
 
 pub(crate) use attempt::{Attempt, NotAcquired, ServerQueue, WaitPlan};
-use backoff::Backoff;
+pub(crate) use backoff::Backoff;
 use entry::{disarm, leave, QueueEntry};
 pub(crate) use line::{Join, Line, Slot};
 

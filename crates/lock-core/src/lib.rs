@@ -31,6 +31,7 @@ pub mod gate;
 pub mod kind;
 pub mod latch;
 pub mod lease;
+pub mod multi;
 pub mod names;
 pub mod owner;
 pub mod replicas;

@@ -68,9 +68,11 @@ pub static LATCH_TRY_SET_COUNT: LazyLock<LuaScript> = lua!("latch_try_set_count.
 pub static LATCH_COUNT_DOWN: LazyLock<LuaScript> = lua!("latch_count_down.lua");
 /// `latch_delete.lua`: delete a latch whatever its count, and publish `1` then `0`.
 pub static LATCH_DELETE: LazyLock<LuaScript> = lua!("latch_delete.lua");
+/// `multi_acquire.lua`: take or re-enter several reentrant locks of one slot, all or none.
+pub static MULTI_ACQUIRE: LazyLock<LuaScript> = lua!("multi_acquire.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 20] {
+pub fn all() -> [&'static LuaScript; 21] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -92,6 +94,7 @@ pub fn all() -> [&'static LuaScript; 20] {
         &LATCH_TRY_SET_COUNT,
         &LATCH_COUNT_DOWN,
         &LATCH_DELETE,
+        &MULTI_ACQUIRE,
     ]
 }
 

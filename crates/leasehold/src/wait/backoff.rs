@@ -5,7 +5,7 @@ use std::time::Duration;
 /// Jittered exponential back-off between attempts that failed with a transient error:
 /// 50 ms doubling to 1 s, each delay drawn from its upper half so that many waiters
 /// hit by one outage do not retry in step.
-pub(super) struct Backoff {
+pub(crate) struct Backoff {
     next: Duration,
 }
 
@@ -13,7 +13,7 @@ impl Backoff {
     pub(super) const FIRST: Duration = Duration::from_millis(50);
     pub(super) const MAX: Duration = Duration::from_secs(1);
 
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Backoff { next: Self::FIRST }
     }
 
@@ -21,7 +21,7 @@ impl Backoff {
         self.next = Self::FIRST;
     }
 
-    pub(super) fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         use std::hash::{BuildHasher, Hasher};
         let delay = self.next;
         self.next = (self.next * 2).min(Self::MAX);

@@ -4,7 +4,5 @@
 --! Returns {1, ARGV[3]}.
 redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
 -- A nested hold with a shorter lease must not cut the outer holds short.
-if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('pexpire', KEYS[1], ARGV[1])
-end
+--#include fragments/raise_ttl.lua key=KEYS[1] lease=ARGV[1]
 return {1, tonumber(ARGV[3])}

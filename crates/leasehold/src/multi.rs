@@ -1,0 +1,370 @@
+//! [`MultiLock`]: several reentrant locks taken all or none, in one canonical order.
+//!
+//! The members are sorted once, when the handle is made, by (server, slot, key): the
+//! order is a property of the locks, not of the caller, so two callers that name the
+//! same locks in opposite orders take them in the same order and can never hold one each
+//! while waiting for the other's. Consecutive members of one client (and, in a cluster,
+//! one hash slot) form a *group*, taken by one script in one round trip
+//! (`multi_take.rs`). A blocked group waits on the one lock that blocked it, through
+//! that lock's own wait (pub/sub and its server queue), holding only locks ordered
+//! before it. See `docs/architecture/multi-lock.md`.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{args, names::key_slot, Error, LockKind, Result};
+use tokio::time::Instant;
+
+use crate::client::ClientShared;
+use crate::guard::LockGuard;
+use crate::hold::LeaseMode;
+use crate::lock::Lock;
+use crate::multi_guard::{release_all, MultiGuard};
+
+/// The most members one [`MultiLock`] may have: more is
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) from its first
+/// operation. It bounds the script of a one-slot group (its KEYS and ARGV) and the
+/// locks one caller can keep others waiting for.
+pub const MULTI_LOCK_MAX_MEMBERS: usize = 64;
+
+/// Several reentrant locks, possibly of several [`Client`](crate::Client)s, held all or
+/// none.
+///
+/// Made by [`MultiLock::new`] from owned [`Lock`] handles, or by
+/// [`Client::multi_lock`](crate::Client::multi_lock) from names. Making it sends
+/// nothing; bad input (no member, the same lock twice, more than
+/// [`MULTI_LOCK_MAX_MEMBERS`], an invalid name) is an
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) from its first
+/// operation, before anything is sent.
+///
+/// Unlike Redisson's `RedissonMultiLock`:
+/// - the locks are taken in one canonical order, (server, slot, key), whatever order the
+///   caller gave, so callers naming the same locks in any order never deadlock or
+///   livelock;
+/// - the members of one client in one hash slot (on a standalone server: all its
+///   members) are taken by one script in one round trip, atomically;
+/// - a wait that fails, times out or is cancelled gives back every lock it took, and
+///   leaves no renewal registered.
+///
+/// Each member keeps its own owner (its handle's `CLIENT_UUID:N`) and Redisson's
+/// `RLock` layout, so a Redisson holder of any member excludes the multi-lock and the
+/// other way round. A member this handle's owner already holds (a guard of it is alive)
+/// is re-entered, and comes back to its previous count when the multi-lock is released.
+///
+/// There is no `RedLock` (a quorum over independent servers): it does not make
+/// exclusion safe against pauses and clock jumps; a
+/// [`FencedLock`](crate::FencedLock) does, where the resource checks the token.
+pub struct MultiLock {
+    /// The members, in canonical order.
+    members: Vec<Lock>,
+    /// The groups (ranges of `members`) taken by one script each, or the text of the
+    /// input error every operation reports.
+    groups: std::result::Result<Vec<Range<usize>>, String>,
+}
+
+impl std::fmt::Debug for MultiLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiLock")
+            .field("members", &self.members)
+            .field("groups", &self.groups.as_ref().map(Vec::len))
+            .finish()
+    }
+}
+
+impl MultiLock {
+    /// A multi-lock over `locks` (one or several clients' [`Lock`] handles, in any
+    /// order). Sends nothing; the input is checked by the first operation.
+    pub fn new(locks: impl IntoIterator<Item = Lock>) -> MultiLock {
+        let mut members: Vec<Lock> = locks.into_iter().collect();
+        let mut order: Vec<(OrderKey, Lock)> = members.drain(..).map(|lock| (OrderKey::of(&lock), lock)).collect();
+        order.sort_by(|a, b| a.0.cmp(&b.0));
+        let groups = plan(&order);
+        MultiLock { members: order.into_iter().map(|(_, lock)| lock).collect(), groups }
+    }
+
+    /// The members, in the canonical order they are taken in.
+    pub fn locks(&self) -> &[Lock] {
+        &self.members
+    }
+
+    /// Waits as long as it takes for every member, in watchdog mode: each member's lease
+    /// is its client's watchdog timeout, renewed while the guard lives.
+    ///
+    /// Waiting does not poll: a group that finds a member held waits on that lock alone
+    /// ([`Lock::lock`]'s wait: its release message, its server queue), then takes the
+    /// rest. Transient errors while waiting are retried as [`Lock::lock`] retries them.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for bad input
+    /// (nothing sent); any member's definite error, as [`Lock::lock`]; every lock taken
+    /// is then given back first.
+    ///
+    /// # Cancel safety
+    /// Dropping the future at any point gives back every lock it took (in the
+    /// background; an acquire in flight is undone once its reply is in), leaves every
+    /// wait queue it joined, and leaves no renewal registered.
+    pub async fn lock(&self) -> Result<MultiGuard> {
+        let guard = self.acquire(None, LeaseMode::Watchdog).await?;
+        guard.ok_or_else(|| Error::new(lock_core::ErrorKind::Timeout, "an unbounded wait ended without the locks"))
+    }
+
+    /// Waits as long as it takes, then holds every member for `lease` (never renewed).
+    /// Each member's lease starts when that member is taken, so the first taken expires
+    /// first ([`MultiGuard::lease_deadline`] is the earliest); a member whose lease ran
+    /// out while later ones were awaited makes the whole set be given back and taken again.
+    ///
+    /// # Errors
+    /// As [`MultiLock::lock`]; a zero, sub-millisecond or over-a-year lease is
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) before anything
+    /// is sent.
+    ///
+    /// # Cancel safety
+    /// As [`MultiLock::lock`].
+    pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
+        let guard = self.acquire(None, LeaseMode::Fixed(lease)).await?;
+        guard.ok_or_else(|| Error::new(lock_core::ErrorKind::Timeout, "an unbounded wait ended without the locks"))
+    }
+
+    /// One attempt per group, no waiting, watchdog mode: `None` (with every lock it took
+    /// given back) when another owner holds any member. A set on one client and slot
+    /// costs one round trip.
+    ///
+    /// # Errors
+    /// As [`MultiLock::lock`], and any error of its attempts: nothing is retried.
+    ///
+    /// # Cancel safety
+    /// As [`MultiLock::lock`].
+    pub async fn try_lock(&self) -> Result<Option<MultiGuard>> {
+        self.acquire(Some(Duration::ZERO), LeaseMode::Watchdog).await
+    }
+
+    /// Waits at most `wait` for the whole set (one bound, measured on the monotonic clock
+    /// from the call, covers every member), then holds every member for `lease` (never
+    /// renewed; as [`MultiLock::lock_with_lease`]). `None`, with every lock it took
+    /// given back, when the wait ran out.
+    ///
+    /// # Errors
+    /// As [`MultiLock::lock_with_lease`]; when the last attempt before the deadline
+    /// failed with a transient error, that error. A wait that overflows the clock is
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+    ///
+    /// # Cancel safety
+    /// As [`MultiLock::lock`].
+    pub async fn try_lock_with(&self, wait: Duration, lease: Duration) -> Result<Option<MultiGuard>> {
+        self.acquire(Some(wait), LeaseMode::Fixed(lease)).await
+    }
+
+    /// Waits at most `wait` for the whole set, watchdog mode (as [`MultiLock::lock`]).
+    ///
+    /// # Errors
+    /// As [`MultiLock::try_lock_with`].
+    ///
+    /// # Cancel safety
+    /// As [`MultiLock::lock`].
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiGuard>> {
+        self.acquire(Some(wait), LeaseMode::Watchdog).await
+    }
+
+    /// The acquire every form shares. `wait`: `None` = unbounded, `Some(ZERO)` = one
+    /// attempt per group.
+    async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<MultiGuard>> {
+        let start = Instant::now();
+        // Every check happens before anything is sent.
+        let groups = self.groups.as_ref().map_err(|message| Error::invalid_argument(message.clone()))?;
+        if let LeaseMode::Fixed(lease) = mode {
+            args::lease_millis(lease, "lease")?;
+        }
+        let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
+        let single_try = wait == Some(Duration::ZERO);
+        let bound = Bound { deadline, single_try };
+        loop {
+            let mut taken: Vec<Option<LockGuard>> = self.members.iter().map(|_| None).collect();
+            let outcome = self.take_all(groups, &mut taken, bound, mode).await;
+            let guards: Vec<LockGuard> = taken.into_iter().flatten().collect();
+            match outcome {
+                Ok(true) if !guards.iter().any(LockGuard::is_lost) => return Ok(Some(MultiGuard::new(guards))),
+                Ok(true) => {
+                    // A fixed lease of an early member ran out (or a member was lost)
+                    // while later ones were awaited: give every lock back, try again.
+                    release_all(guards).await;
+                    if single_try || bound.remaining() == Some(Duration::ZERO) {
+                        return Ok(None);
+                    }
+                }
+                Ok(false) => {
+                    release_all(guards).await;
+                    return Ok(None);
+                }
+                Err(error) => {
+                    release_all(guards).await;
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// Takes every group in canonical order into `taken` (indexed as `members`): `false`
+    /// when the bound ran out first. What is in `taken` is the caller's to give back.
+    async fn take_all(
+        &self,
+        groups: &[Range<usize>],
+        taken: &mut [Option<LockGuard>],
+        bound: Bound,
+        mode: LeaseMode,
+    ) -> Result<bool> {
+        for group in groups {
+            if !self.take_group(group.clone(), taken, bound, mode).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Takes the members of `group` (one client, one slot): all by one script, or, when
+    /// one is held by another owner, that one by its own wait and then the rest. While
+    /// it waits for a member it holds only members ordered before it (those of earlier
+    /// groups, and of this group before it), so waits never form a cycle.
+    async fn take_group(
+        &self,
+        group: Range<usize>,
+        taken: &mut [Option<LockGuard>],
+        bound: Bound,
+        mode: LeaseMode,
+    ) -> Result<bool> {
+        let mut backoff = crate::wait::Backoff::new();
+        loop {
+            let pending: Vec<usize> = group.clone().filter(|&i| taken[i].is_none()).collect();
+            let waiting_for = match pending.as_slice() {
+                [] => return Ok(true),
+                [only] => *only,
+                _ => {
+                    let locks: Vec<&Lock> = pending.iter().map(|&i| &self.members[i]).collect();
+                    let reply = match crate::multi_take::take_together(&locks, mode).await {
+                        Err(error) if error.is_transient() && !bound.single_try => {
+                            // As a lock's wait does: back off (jittered, 50 ms doubling
+                            // to 1 s) and try again while the bound lasts.
+                            let pause = backoff.next_delay();
+                            if bound.remaining().is_some_and(|left| left <= pause) {
+                                return Err(error);
+                            }
+                            tokio::time::sleep(pause).await;
+                            continue;
+                        }
+                        other => other?,
+                    };
+                    match reply {
+                        Ok(guards) => {
+                            for (&i, guard) in pending.iter().zip(guards) {
+                                taken[i] = Some(guard);
+                            }
+                            return Ok(true);
+                        }
+                        Err(_) if bound.single_try => return Ok(false),
+                        Err(blocked) => pending[blocked],
+                    }
+                }
+            };
+            // Keep only the locks ordered before the one waited for.
+            let later: Vec<LockGuard> = taken[waiting_for + 1..group.end].iter_mut().filter_map(Option::take).collect();
+            release_all(later).await;
+            match self.members[waiting_for].acquire(bound.remaining(), mode).await? {
+                Some(guard) => taken[waiting_for] = Some(guard),
+                None => return Ok(false),
+            }
+        }
+    }
+}
+
+/// The one wait bound of a multi-lock acquire.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    deadline: Option<Instant>,
+    single_try: bool,
+}
+
+impl Bound {
+    /// What is left of the wait, as a member's `acquire` takes it: `None` unbounded,
+    /// `Some(ZERO)` a single try (also once the deadline passed: one last try).
+    fn remaining(self) -> Option<Duration> {
+        if self.single_try {
+            return Some(Duration::ZERO);
+        }
+        self.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// Where a member sorts: its server, then its slot, then its key; the client's id last
+/// (it only separates two clients of one server, which must not share a lock).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct OrderKey {
+    server: String,
+    slot: u16,
+    key: String,
+    client: uuid::Uuid,
+}
+
+impl OrderKey {
+    fn of(lock: &Lock) -> OrderKey {
+        let client = &lock.shared.client;
+        let key = lock.key().to_owned();
+        OrderKey { server: server_identity(client), slot: key_slot(key.as_bytes()), key, client: client.id.uuid() }
+    }
+}
+
+/// The server a client talks to, as its configuration names it: the same string in
+/// every process configured alike, so that processes order their members alike.
+fn server_identity(client: &ClientShared) -> String {
+    use fred::interfaces::ClientLike;
+    use fred::types::config::ServerConfig;
+    match &client.store.client().client_config().server {
+        ServerConfig::Centralized { server } => format!("{}:{}", server.host, server.port),
+        ServerConfig::Clustered { hosts, .. } => {
+            let mut hosts: Vec<String> = hosts.iter().map(|s| format!("{}:{}", s.host, s.port)).collect();
+            hosts.sort();
+            format!("cluster {}", hosts.join(","))
+        }
+        ServerConfig::Sentinel { service_name, .. } => format!("sentinel {service_name}"),
+        #[allow(unreachable_patterns)]
+        other => format!("{other:?}"),
+    }
+}
+
+/// Checks the sorted members and splits them into groups, or says what is wrong.
+fn plan(order: &[(OrderKey, Lock)]) -> std::result::Result<Vec<Range<usize>>, String> {
+    if order.is_empty() {
+        return Err("a multi-lock needs at least one lock".into());
+    }
+    if order.len() > MULTI_LOCK_MAX_MEMBERS {
+        return Err(format!("a multi-lock takes at most {MULTI_LOCK_MAX_MEMBERS} locks, not {}", order.len()));
+    }
+    for (_, lock) in order {
+        lock.shared.names().map_err(|e| e.to_string())?;
+        if !matches!(lock.shared.kind, LockKind::Reentrant { .. }) {
+            return Err(format!("{}: a multi-lock member must be a plain reentrant lock", lock.key()));
+        }
+    }
+    for pair in order.windows(2) {
+        let (a, b) = (&pair[0].0, &pair[1].0);
+        if a.server == b.server && a.key == b.key {
+            // One lock twice: through one client it would count as a re-entry of two
+            // owners' holds, through two it would wait for itself.
+            return Err(format!("{}: the same lock twice in one multi-lock", a.key));
+        }
+    }
+    let mut groups: Vec<Range<usize>> = Vec::new();
+    for (i, (key, lock)) in order.iter().enumerate() {
+        let joins = groups.last().is_some_and(|last| {
+            let (first_key, first) = &order[last.start];
+            let same_client = Arc::ptr_eq(&first.shared.client, &lock.shared.client);
+            // On a standalone server every key of one client can go in one script.
+            let clustered = fred::interfaces::ClientLike::is_clustered(lock.shared.client.store.client());
+            same_client && last.end == i && (!clustered || first_key.slot == key.slot)
+        });
+        match groups.last_mut() {
+            Some(last) if joins => last.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+    }
+    Ok(groups)
+}

@@ -1,0 +1,98 @@
+//! [`MultiGuard`]: the guards of every member of a [`MultiLock`](crate::MultiLock).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use lock_core::Result;
+
+use crate::guard::LockGuard;
+
+/// Every member of a [`MultiLock`](crate::MultiLock) held: one [`LockGuard`] per member,
+/// in canonical order.
+///
+/// Dropping it releases every member in the background (as dropping each
+/// [`LockGuard`] does) and stops their renewal at once; `Drop` never blocks.
+#[derive(Debug)]
+pub struct MultiGuard {
+    guards: Vec<LockGuard>,
+}
+
+impl MultiGuard {
+    pub(crate) fn new(guards: Vec<LockGuard>) -> Self {
+        MultiGuard { guards }
+    }
+
+    /// The members' guards, in the canonical order they were taken.
+    pub fn guards(&self) -> &[LockGuard] {
+        &self.guards
+    }
+
+    /// `true` when any member is known lost (see [`LockGuard::is_lost`]).
+    pub fn is_lost(&self) -> bool {
+        self.guards.iter().any(LockGuard::is_lost)
+    }
+
+    /// Resolves when any member is lost (see [`LockGuard::lost`]). Never resolves while
+    /// every member is held and renewed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        let mut each: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = self
+            .guards
+            .iter()
+            .map(|guard| Box::pin(guard.lost()) as Pin<Box<dyn Future<Output = ()> + Send + '_>>)
+            .collect();
+        // Polls every member's signal each time (each registers its waker) until one fires.
+        std::future::poll_fn(|cx| {
+            if each.iter_mut().any(|lost| lost.as_mut().poll(cx).is_ready()) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+    }
+
+    /// The earliest member's local lease deadline (see [`LockGuard::lease_deadline`]).
+    pub fn lease_deadline(&self) -> Option<std::time::Instant> {
+        self.guards.iter().map(LockGuard::lease_deadline).min()
+    }
+
+    /// Gives back every member, last taken first. Every member is released even when
+    /// one fails; the first error is returned.
+    ///
+    /// # Errors
+    /// The first member's error, as [`LockGuard::unlock`]'s
+    /// ([`ErrorKind::LockLost`](crate::ErrorKind::LockLost) or
+    /// [`ErrorKind::NotOwner`](crate::ErrorKind::NotOwner) for a member that was lost,
+    /// timeouts and connection errors).
+    ///
+    /// # Cancel safety
+    /// The guard is consumed: dropping the future mid-way releases the members not yet
+    /// sent in the background (as dropping their guards does); none stays renewed.
+    pub async fn unlock(self) -> Result<()> {
+        let mut first_error = None;
+        for guard in self.guards.into_iter().rev() {
+            if let Err(error) = guard.unlock().await {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Gives back `guards` now, last first, for an acquire that will not return them (it
+/// failed, ran out of time, or must start again). Errors are logged: a member that
+/// could not be released expires with its lease and is no longer renewed. If the
+/// caller is cancelled meanwhile, the guards not yet released are dropped, which
+/// releases them in the background.
+pub(crate) async fn release_all(guards: Vec<LockGuard>) {
+    for guard in guards.into_iter().rev() {
+        let key = guard.key().to_owned();
+        if let Err(error) = guard.unlock().await {
+            tracing::debug!(lock = %key, %error, "multi-lock: giving back a member failed; it expires with its lease");
+        }
+    }
+}
