@@ -181,6 +181,10 @@ pub use rw_guard::{ReadGuard, WriteGuard};
 pub use simple::{SimpleGuard, SimpleLock};
 pub use stats::ClientStats;
 
+// The blocking API (feature `blocking`): the same locks without an async runtime.
+#[cfg(feature = "blocking")]
+pub mod blocking;
+
 /// The fred client crate leasehold is built on, for [`Client::from_fred`] and
 /// [`ClientBuilder::fred_config`].
 pub use fred;
