@@ -208,7 +208,13 @@ fn yield_wakes_at_once() -> bool {
     flag.0.load(Ordering::Acquire)
 }
 
-/// Waits for `future` on the calling thread, parking it between polls. Used only for a
+/// How long a caller keeps polling its call's task, yielding the CPU between polls,
+/// before it parks until woken. Measured in `benches/src/bin/blocking.rs`
+/// (docs/benchmarks.md): it takes the wake-up of a parked caller off most calls, at the
+/// price of at most this much yielding per call.
+const YIELD_BEFORE_PARK: Duration = Duration::from_micros(300);
+
+/// Waits for `future` on the calling thread, yielding, then parking it between polls. Used only for a
 /// task's `JoinHandle`, which needs no runtime of the caller's.
 fn park_on<F: Future>(future: F) -> F::Output {
     struct Unpark(std::thread::Thread);
@@ -223,9 +229,16 @@ fn park_on<F: Future>(future: F) -> F::Output {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut context = Context::from_waker(&waker);
     let mut future = std::pin::pin!(future);
+    let yield_until = std::time::Instant::now() + YIELD_BEFORE_PARK;
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
             return output;
+        }
+        if std::time::Instant::now() < yield_until {
+            // Most calls answer within a round trip or two: polling again after giving
+            // the CPU away saves the wake-up of a parked thread (docs/blocking.md).
+            std::thread::yield_now();
+            continue;
         }
         // Returns at the unpark of the task's wake-up (or spuriously: polled again).
         std::thread::park();
