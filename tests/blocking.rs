@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use leasehold::blocking::Client;
 use leasehold::ErrorKind;
-use leasehold_tests::{command_timeout_for, raw, RedisServer, RespValue};
+use leasehold_tests::{command_timeout_for, raw, Proxy, RedisServer, RespValue};
 
 /// A blocking client on `server` with `watchdog` as its lease, as the async tests'
 /// `client_with` makes one.
@@ -326,4 +326,26 @@ fn shutdown_releases_and_refuses_later_calls() {
     assert!(!exists(&server, "job"), "released by the time shutdown returned");
     assert_eq!(lock.try_lock().expect_err("shut down").kind(), ErrorKind::Shutdown);
     assert_eq!(guard.unlock().expect_err("shut down").kind(), ErrorKind::Shutdown);
+}
+
+/// The last drop lets the releases of guards dropped just before it finish before it
+/// shuts the client down: two guards of one hold dropped with 100 ms of latency, so the
+/// second release waits for the first's answer (the owner's turn); the client dropped at
+/// once. Without that wait the second release would find the client closed and the key
+/// would stay for its 30 s lease.
+#[test]
+fn the_last_drop_lets_earlier_background_releases_finish() {
+    let server = RedisServer::start();
+    // The proxy's tasks need a runtime; the client under test never runs on it.
+    let proxy_runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
+    let proxy = proxy_runtime.block_on(Proxy::start(&server.addr()));
+    let client = Client::builder().url(proxy.url()).command_timeout(Duration::from_secs(2)).connect().expect("connect");
+    let lock = client.lock("nested");
+    let (outer, inner) = (lock.lock().expect("lock"), lock.lock().expect("re-enter"));
+    proxy.set_latency(Duration::from_millis(100));
+    drop(inner);
+    drop(outer);
+    drop(lock);
+    drop(client);
+    assert!(eventually(Duration::from_secs(5), || !exists(&server, "nested")), "the second release did not land");
 }
