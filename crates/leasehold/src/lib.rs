@@ -24,6 +24,8 @@
 //!   that a writer holds alone, in Redisson's `RReadWriteLock` layout ([`ReadWriteLock`]).
 //! - **Replicated, if asked**: [`ClientBuilder::sync_replicas`] makes every acquire wait
 //!   for replica acknowledgements (`WAIT`) and gives it back when too few answered.
+//! - **Blocking, if asked**: the feature `blocking` adds `leasehold::blocking`, the same
+//!   locks for synchronous code, run by a runtime thread of the client's own.
 //!
 //! # Quick start
 //!
