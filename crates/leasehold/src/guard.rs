@@ -341,3 +341,19 @@ impl Drop for LockGuard {
         }));
     }
 }
+
+#[cfg(feature = "blocking")]
+impl LockGuard {
+    /// [`LockGuard::lost`] as a future that owns what it watches, so that the blocking
+    /// API can wait for it on its own runtime thread while the guard stays with the
+    /// caller.
+    pub(crate) fn lost_owned(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let hold = self.hold.clone();
+        async move { hold.lease.lost().await }
+    }
+
+    /// The async client of this guard's lock (for the blocking fenced write).
+    pub(crate) fn client_handle(&self) -> crate::Client {
+        crate::Client { inner: self.lock.client.clone() }
+    }
+}

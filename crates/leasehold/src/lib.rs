@@ -24,6 +24,8 @@
 //!   that a writer holds alone, in Redisson's `RReadWriteLock` layout ([`ReadWriteLock`]).
 //! - **Replicated, if asked**: [`ClientBuilder::sync_replicas`] makes every acquire wait
 //!   for replica acknowledgements (`WAIT`) and gives it back when too few answered.
+//! - **Blocking, if asked**: the feature `blocking` adds `leasehold::blocking`, the same
+//!   locks for synchronous code, run by a runtime thread of the client's own.
 //!
 //! # Quick start
 //!
@@ -187,6 +189,10 @@ pub use read_write::ReadWriteLock;
 pub use rw_guard::{ReadGuard, WriteGuard};
 pub use simple::{SimpleGuard, SimpleLock};
 pub use stats::ClientStats;
+
+// The blocking API (feature `blocking`): the same locks without an async runtime.
+#[cfg(feature = "blocking")]
+pub mod blocking;
 
 /// The fred client crate leasehold is built on, for [`Client::from_fred`] and
 /// [`ClientBuilder::fred_config`].

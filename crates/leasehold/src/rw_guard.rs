@@ -19,6 +19,12 @@ macro_rules! rw_guard {
                 $name { guard }
             }
 
+            /// The hold's [`LockGuard`] (the blocking API waits on its lost signal).
+            #[cfg(feature = "blocking")]
+            pub(crate) fn lock_guard(&self) -> &LockGuard {
+                &self.guard
+            }
+
             /// The lock's Redis key.
             pub fn key(&self) -> &str {
                 self.guard.key()

@@ -71,3 +71,22 @@ async fn futures_are_send(
     send(&fenced_guard.unlock());
     send(&simple_guard.unlock());
 }
+
+/// The blocking API's types move between threads as the async ones do.
+#[cfg(feature = "blocking")]
+#[test]
+fn blocking_types_are_send_sync_and_static() {
+    use leasehold::blocking;
+    shared::<blocking::Client>();
+    shared::<blocking::ClientBuilder>();
+    shared::<blocking::Lock>();
+    shared::<blocking::LockGuard>();
+    shared::<blocking::FairLock>();
+    shared::<blocking::FencedLock>();
+    shared::<blocking::FencedGuard>();
+    shared::<blocking::ReadWriteLock>();
+    shared::<blocking::ReadGuard>();
+    shared::<blocking::WriteGuard>();
+    shared::<blocking::SimpleLock>();
+    shared::<blocking::SimpleGuard>();
+}

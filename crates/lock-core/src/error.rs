@@ -42,6 +42,13 @@ pub enum ErrorKind {
     /// The call would wait for its own owner forever: a write acquire of a read/write
     /// lock by an owner that holds only reads of it (an upgrade). Nothing was sent.
     WouldDeadlock,
+    /// A call of the blocking API (`leasehold::blocking`, feature `blocking`) was made
+    /// on a thread that runs asynchronous tasks: a tokio runtime's worker, or inside
+    /// `block_on`. Blocking there would stall that runtime (and deadlock it when the
+    /// lock's holder is one of its tasks), so the call is refused at once, nothing sent.
+    /// Call it from `tokio::task::spawn_blocking` or a plain thread, or use the async
+    /// API. Not transient.
+    AsyncContext,
 }
 
 impl ErrorKind {
@@ -58,6 +65,7 @@ impl ErrorKind {
             ErrorKind::Redis => "redis error",
             ErrorKind::Shutdown => "shut down",
             ErrorKind::WouldDeadlock => "would deadlock",
+            ErrorKind::AsyncContext => "blocking call in an async context",
         }
     }
 }

@@ -1,0 +1,273 @@
+//! The blocking [`Client`] and its [`ClientBuilder`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::prelude::{Config, ReconnectPolicy};
+use lock_core::Result;
+
+use super::runtime::{refuse_in_async_context, Runner, Stop};
+use super::{FairLock, FencedLock, Lock, ReadWriteLock, SimpleLock};
+use crate::config::{ClientConfig, ShardedSubscriptionMode};
+
+/// The blocking form of [`crate::Client`]: the same connections, watchdog and
+/// subscriber, run by a tokio runtime on a thread of its own (`leasehold-blocking`) that
+/// every blocking call hands its work to. Make one per process and share it: it is cheap
+/// to clone (an `Arc` inside).
+///
+/// The runtime thread keeps running between calls, so renewals, pub/sub wake-ups and
+/// fred's connection tasks never wait for the user's threads to call in.
+///
+/// # Dropping the last clone
+/// The runtime thread lives as long as a clone of the client, or a lock handle made
+/// from it, lives; guards do not keep it. When the last of those is dropped, the drop
+/// (which never blocks) tells the thread to shut the client down in the background: it
+/// lets the releases of guards dropped before finish, then gives back every hold still
+/// held through the client's handles, guards alive or forgotten (`mem::forget`) alike
+/// (not detached ones), as [`crate::Client::shutdown`] does, quits the connections and
+/// ends. A guard that outlives its client is then lost: `is_lost()` is `true`,
+/// `unlock()` fails with [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown), and
+/// dropping it sends nothing. To be sure those releases are sent before the process
+/// exits, call [`Client::shutdown`], which waits for them.
+///
+/// # Examples
+/// ```no_run
+/// # fn demo() -> leasehold::Result<()> {
+/// let client = leasehold::blocking::Client::connect("redis://127.0.0.1:6379")?;
+/// let worker = {
+///     let client = client.clone();
+///     std::thread::spawn(move || -> leasehold::Result<()> {
+///         let guard = client.lock("order:1001").lock()?; // its own owner: excluded
+///         guard.unlock()
+///     })
+/// };
+/// let guard = client.lock("order:1001").lock()?;
+/// guard.unlock()?;
+/// worker.join().expect("worker thread")?;
+/// client.shutdown()?; // every hold given back before the process exits
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+/// What every clone of a blocking client shares.
+struct Shared {
+    client: crate::Client,
+    runner: Arc<Runner>,
+    /// Sent, with the async client, by the last clone's drop.
+    stop: Option<Stop>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            // Never blocks: the runtime thread shuts the client down and ends.
+            let _ = stop.send(self.client.clone());
+        }
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("blocking::Client").field(&self.shared.client).finish()
+    }
+}
+
+impl Client {
+    /// Connects to `url` with the default settings, blocking until connected.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::connect`].
+    pub fn connect(url: &str) -> Result<Client> {
+        Client::builder().url(url).connect()
+    }
+
+    /// A builder for every setting: the async [`crate::ClientBuilder`]'s setters, ending
+    /// in a blocking [`ClientBuilder::connect`].
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    pub(crate) fn runner(&self) -> &Arc<Runner> {
+        &self.shared.runner
+    }
+
+    /// A handle on the reentrant lock `name` (as [`crate::Client::lock`]).
+    pub fn lock(&self, name: impl AsRef<str>) -> Lock {
+        Lock::new(self, self.shared.client.lock(name))
+    }
+
+    /// A handle on the fenced lock `name` (as [`crate::Client::fenced_lock`]).
+    pub fn fenced_lock(&self, name: impl AsRef<str>) -> FencedLock {
+        FencedLock::new(self, self.shared.client.fenced_lock(name))
+    }
+
+    /// A handle on the fair lock `name` (as [`crate::Client::fair_lock`]).
+    pub fn fair_lock(&self, name: impl AsRef<str>) -> FairLock {
+        FairLock::new(self, self.shared.client.fair_lock(name))
+    }
+
+    /// A handle on the read/write lock `name` (as [`crate::Client::read_write_lock`]).
+    pub fn read_write_lock(&self, name: impl AsRef<str>) -> ReadWriteLock {
+        ReadWriteLock::new(self, self.shared.client.read_write_lock(name))
+    }
+
+    /// A handle on the minimal lock `name` (as [`crate::Client::simple_lock`]).
+    pub fn simple_lock(&self, name: impl AsRef<str>) -> SimpleLock {
+        SimpleLock::new(self, self.shared.client.simple_lock(name))
+    }
+
+    /// This client's UUID: the first part of every owner id it makes.
+    pub fn id(&self) -> uuid::Uuid {
+        self.shared.client.id()
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &ClientConfig {
+        self.shared.client.config()
+    }
+
+    /// As [`crate::Client::stats`]: a snapshot of what the client did and holds. Never
+    /// blocks.
+    pub fn stats(&self) -> crate::ClientStats {
+        self.shared.client.stats()
+    }
+
+    /// The async client underneath, for async code in the same process: its locks share
+    /// this client's connections and runtime tasks (their own calls run on the caller's
+    /// runtime). It keeps the connections, not the runtime thread: keep a clone of this
+    /// blocking client as long as it is used.
+    pub fn as_async(&self) -> &crate::Client {
+        &self.shared.client
+    }
+
+    /// As [`crate::Client::shutdown`], blocking until it is done: gives back every hold
+    /// held through this client's handles, refuses later calls with
+    /// [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown), stops the background tasks
+    /// and quits the connections. The runtime thread itself ends when the last clone is
+    /// dropped.
+    ///
+    /// # Errors
+    /// As [`crate::Client::shutdown`]; [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext)
+    /// on a thread that runs async tasks (nothing done).
+    pub fn shutdown(&self) -> Result<()> {
+        let client = self.shared.client.clone();
+        self.shared.runner.run(async move { client.shutdown().await })
+    }
+
+    /// Whether [`Client::shutdown`] was called (on any clone).
+    pub fn is_shut_down(&self) -> bool {
+        self.shared.client.is_shut_down()
+    }
+}
+
+/// Builds a blocking [`Client`]: every setter of the async [`crate::ClientBuilder`]
+/// (each forwards to it), ending in a blocking [`ClientBuilder::connect`].
+///
+/// ```no_run
+/// # fn demo() -> leasehold::Result<()> {
+/// use std::time::Duration;
+/// let client = leasehold::blocking::Client::builder()
+///     .url("redis://127.0.0.1:6379")
+///     .key_prefix("shop:")
+///     .watchdog_timeout(Duration::from_secs(10))
+///     .connect()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default, Debug)]
+#[must_use = "a builder does nothing until `connect` is called"]
+pub struct ClientBuilder {
+    inner: crate::ClientBuilder,
+}
+
+impl From<crate::ClientBuilder> for ClientBuilder {
+    fn from(inner: crate::ClientBuilder) -> Self {
+        ClientBuilder { inner }
+    }
+}
+
+/// Setters that forward to the async builder's setter of the same name.
+macro_rules! forward_setters {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[doc = concat!("As [`crate::ClientBuilder::", stringify!($name), "`].")]
+        pub fn $name(self, $($arg: $ty),*) -> Self {
+            ClientBuilder { inner: self.inner.$name($($arg),*) }
+        }
+    )*};
+}
+
+impl ClientBuilder {
+    forward_setters! {
+        fn url(url: impl Into<String>);
+        fn fred_config(config: Config);
+        fn reconnect_policy(policy: ReconnectPolicy);
+        fn key_prefix(prefix: impl Into<String>);
+        fn watchdog_timeout(timeout: Duration);
+        fn command_timeout(timeout: Duration);
+        fn replay_window(window: Duration);
+        fn renew_batch_size(size: usize);
+        fn metric_label(label: fn(&str) -> Option<&'static str>);
+        fn sync_replicas(replicas: u32, timeout: Duration);
+        fn fence_token_ttl(ttl: Duration);
+        fn queue_keepalive(keepalive: Duration);
+        fn sharded_subscription_mode(mode: ShardedSubscriptionMode);
+        fn redisson_waiters(wake: bool);
+    }
+
+    /// Applies any setters of the async builder at once (`|b| b.key_prefix("shop:")`),
+    /// including ones added after this wrapper was written.
+    pub fn configure(self, configure: impl FnOnce(crate::ClientBuilder) -> crate::ClientBuilder) -> Self {
+        ClientBuilder { inner: configure(self.inner) }
+    }
+
+    /// Starts the client's runtime thread, then validates the settings and connects on
+    /// it, blocking until connected (as [`crate::ClientBuilder::connect`]).
+    ///
+    /// # Errors
+    /// As [`crate::ClientBuilder::connect`];
+    /// [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext) on a thread that runs
+    /// async tasks (nothing started); [`ErrorKind::Connection`](crate::ErrorKind::Connection)
+    /// when the runtime or its thread cannot be started.
+    pub fn connect(self) -> Result<Client> {
+        refuse_in_async_context()?;
+        let (runner, stop) = Runner::start()?;
+        let builder = self.inner;
+        // On failure `stop` is dropped unsent, which ends the runtime thread.
+        let client = runner.run(async move { builder.connect().await })?;
+        Ok(Client { shared: Arc::new(Shared { client, runner, stop: Some(stop) }) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every setter of the async builder (but the deprecated ones) has its forwarding
+    /// setter here: a setter added to `config.rs` and not here fails this test.
+    #[test]
+    fn every_async_setter_is_forwarded() {
+        let config = include_str!("../config.rs");
+        let builder = config.split("impl ClientBuilder {").nth(1).expect("the async builder's impl");
+        let mut deprecated = false;
+        let mut missing = Vec::new();
+        for line in builder.lines().map(str::trim) {
+            if line.starts_with("#[deprecated") {
+                deprecated = true;
+            }
+            let Some(rest) = line.strip_prefix("pub fn ").or_else(|| line.strip_prefix("pub async fn ")) else {
+                continue;
+            };
+            let name = rest.split(['(', '<']).next().unwrap_or_default();
+            if !std::mem::take(&mut deprecated)
+                && name != "connect"
+                && !include_str!("client.rs").contains(&format!("fn {name}("))
+            {
+                missing.push(name.to_owned());
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "setters of crate::ClientBuilder not forwarded by blocking::ClientBuilder: {missing:?}"
+        );
+    }
+}
