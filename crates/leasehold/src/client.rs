@@ -330,6 +330,13 @@ impl Client {
         SimpleLock::new(self.inner.clone(), self.full_key(name.as_ref()).into_owned())
     }
 
+    /// A handle on the semaphore `name`, in Redisson's `RSemaphore` layout (see
+    /// [`Semaphore`](crate::Semaphore)). Cheap: nothing is sent. An empty name is
+    /// reported by the first operation, before anything is sent.
+    pub fn semaphore(&self, name: impl AsRef<str>) -> crate::Semaphore {
+        crate::Semaphore::new(self.inner.clone(), self.full_key(name.as_ref()).into_owned())
+    }
+
     /// The lock key of `name`: borrowed when there is no prefix to prepend.
     fn full_key<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
         match &self.inner.config.key_prefix {

@@ -154,6 +154,8 @@ mod read_write;
 mod replicas;
 mod retry;
 mod rw_guard;
+mod semaphore;
+mod semaphore_wait;
 mod sentinel;
 mod simple;
 mod stats;
@@ -178,6 +180,7 @@ pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;
 pub use read_write::ReadWriteLock;
 pub use rw_guard::{ReadGuard, WriteGuard};
+pub use semaphore::Semaphore;
 pub use simple::{SimpleGuard, SimpleLock};
 pub use stats::ClientStats;
 

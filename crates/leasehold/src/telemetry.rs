@@ -21,12 +21,15 @@ pub(crate) enum Kind {
     Simple,
     Read,
     Write,
+    /// A semaphore's permits (`Semaphore`).
+    Semaphore,
 }
 
 impl Kind {
     /// Every kind, in [`Kind::index`] order.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) const ALL: [Kind; 6] = [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple, Kind::Read, Kind::Write];
+    pub(crate) const ALL: [Kind; 7] =
+        [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple, Kind::Read, Kind::Write, Kind::Semaphore];
 
     /// The kind's place in [`Kind::ALL`].
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -53,6 +56,7 @@ impl Kind {
             Kind::Simple => "simple",
             Kind::Read => "read",
             Kind::Write => "write",
+            Kind::Semaphore => "semaphore",
         }
     }
 }

@@ -61,8 +61,19 @@ pub static RW_FORCE_RELEASE: LazyLock<LuaScript> = lua!("rw_force_release.lua");
 /// `read_renew_batch.lua`: extend this client's own read holds (timeout keys and Hash).
 pub static READ_RENEW_BATCH: LazyLock<LuaScript> = lua!("read_renew_batch.lua");
 
+/// `sem_try_acquire.lua`: take permits of a semaphore if that many are available.
+pub static SEM_TRY_ACQUIRE: LazyLock<LuaScript> = lua!("sem_try_acquire.lua");
+/// `sem_release.lua`: give permits back to a semaphore and publish its count.
+pub static SEM_RELEASE: LazyLock<LuaScript> = lua!("sem_release.lua");
+/// `sem_try_set_permits.lua`: set a semaphore's count once, if it was never set.
+pub static SEM_TRY_SET_PERMITS: LazyLock<LuaScript> = lua!("sem_try_set_permits.lua");
+/// `sem_add_permits.lua`: add to (or take from) a semaphore's count.
+pub static SEM_ADD_PERMITS: LazyLock<LuaScript> = lua!("sem_add_permits.lua");
+/// `sem_drain.lua`: take every available permit of a semaphore.
+pub static SEM_DRAIN: LazyLock<LuaScript> = lua!("sem_drain.lua");
+
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 17] {
+pub fn all() -> [&'static LuaScript; 22] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -81,6 +92,11 @@ pub fn all() -> [&'static LuaScript; 17] {
         &WRITE_RELEASE,
         &RW_FORCE_RELEASE,
         &READ_RENEW_BATCH,
+        &SEM_TRY_ACQUIRE,
+        &SEM_RELEASE,
+        &SEM_TRY_SET_PERMITS,
+        &SEM_ADD_PERMITS,
+        &SEM_DRAIN,
     ]
 }
 

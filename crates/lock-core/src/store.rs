@@ -528,7 +528,7 @@ impl LockStore {
         })
     }
 
-    async fn bounded<R, Fut>(&self, key: &str, call: impl FnMut() -> Fut) -> Result<R>
+    pub(crate) async fn bounded<R, Fut>(&self, key: &str, call: impl FnMut() -> Fut) -> Result<R>
     where
         Fut: std::future::Future<Output = Result<R, fred::error::Error>>,
     {

@@ -197,6 +197,31 @@ impl Subscriber {
         self.join(channel, None, |waiters, signal| waiters.join(lock_key, signal, None), lock_key)
     }
 
+    /// Joins the line of the semaphore `key` on its channel `channel`
+    /// (`redisson_sc:{NAME}`, whose messages are counts of available permits) as a
+    /// waiter for `permits` permits: a message of count k wakes waiters from the front
+    /// of the line while their permits, added up, fit in k (the first in line in any
+    /// case), so a release of k permits wakes at most k local waiters, in line order.
+    /// `sent_at`, as in [`Subscriber::register_lock_after`]: the last attempt's send
+    /// time when it was answered "not enough permits".
+    ///
+    /// A channel's first registration decides how its messages are read: register a
+    /// semaphore's channel only through this method.
+    pub fn register_permits(
+        &self,
+        channel: &Arc<str>,
+        key: &Arc<str>,
+        permits: u64,
+        sent_at: Option<Instant>,
+    ) -> Waiter {
+        self.join_with(
+            channel,
+            || ChannelWaiters::new_counted(channel.clone()),
+            |waiters, signal| waiters.join_for(key, signal, sent_at, permits),
+            key,
+        )
+    }
+
     /// [`Subscriber::register_lock`] for a caller whose last attempt, sent at
     /// `sent_at`, was answered "held": if the channel's subscription was confirmed
     /// before then and no unlock message came since, the first in line does not start
@@ -247,6 +272,18 @@ impl Subscriber {
         join: impl FnOnce(&ChannelWaiters, Arc<Notify>) -> u64,
         lock_key: &Arc<str>,
     ) -> Waiter {
+        self.join_with(channel, || ChannelWaiters::new(channel.clone(), companion.cloned()), join, lock_key)
+    }
+
+    /// Registers on `channel` (creating its entry with `make` for the first waiter) and
+    /// joins it with `join`.
+    fn join_with(
+        &self,
+        channel: &Arc<str>,
+        make: impl FnOnce() -> ChannelWaiters,
+        join: impl FnOnce(&ChannelWaiters, Arc<Notify>) -> u64,
+        lock_key: &Arc<str>,
+    ) -> Waiter {
         let signal = Arc::new(Notify::new());
         let (waiters, id, first_on_channel) = {
             let mut registry = self.shared.registry.lock();
@@ -257,7 +294,7 @@ impl Subscriber {
                 .entry(channel.clone())
                 .or_insert_with(|| {
                     first_on_channel = true;
-                    Arc::new(ChannelWaiters::new(channel.clone(), companion.cloned()))
+                    Arc::new(make())
                 })
                 .clone();
             if first_on_channel {
@@ -398,6 +435,15 @@ impl Shared {
             match QueueMessage::parse(&payload) {
                 Some(queue_message) => waiters.queue_message(&queue_message),
                 // Not ours to read: waking everyone costs at most a retry each.
+                None => waiters.wake_all(),
+            }
+            return;
+        }
+        if waiters.counted {
+            // A semaphore's count of available permits: wake as many as it covers. A
+            // payload that is not a number wakes everyone (a retry each, at worst).
+            match message.value.as_str().and_then(|payload| payload.trim().parse::<i64>().ok()) {
+                Some(available) => waiters.wake_permits(u64::try_from(available).unwrap_or(0)),
                 None => waiters.wake_all(),
             }
             return;
