@@ -56,25 +56,23 @@ impl Attempt for PermitsAttempt {
 
     /// The script runs in a task of its own, so that a caller that goes away while it
     /// is in flight (a cancelled wait, a timed-out `select!`) does not lose the permits
-    /// it may have taken: the task gives them back (`sem_release.lua`) when nobody is
-    /// left to receive them.
+    /// it may have taken: whichever of the task and the departing caller comes second
+    /// gives them back (`sem_release.lua`), see [`Handoff`].
     async fn attempt(&self, _waiting: bool) -> Result<std::result::Result<(), NotAcquired>> {
         let (store, names, permits) = (self.store.clone(), self.names.clone(), self.permits);
-        let (answer, answered) = tokio::sync::oneshot::channel();
+        let handoff = Arc::new(Handoff::default());
+        let caller = Caller { handoff: handoff.clone(), store: store.clone(), names: names.clone(), permits };
         drop(tokio::spawn(async move {
             let taken = store.semaphore_try_acquire(&names, permits).await;
-            if let Err(Ok(true)) = answer.send(taken) {
-                // The caller went away with the permits taken: give them back.
-                if let Err(error) = store.semaphore_release(&names, permits).await {
-                    tracing::warn!(semaphore = %names.key(), %error, permits, "permits of a cancelled acquire not given back");
-                }
+            if handoff.answer(taken) {
+                give_back(store, names, permits).await;
             }
         }));
-        match answered.await {
-            Ok(Ok(true)) => Ok(Ok(())),
-            Ok(Ok(false)) => Ok(Err(NotAcquired { pttl: Some(RECHECK), position: None })),
-            Ok(Err(error)) => Err(error),
-            Err(_) => {
+        match caller.answer().await {
+            Some(Ok(true)) => Ok(Ok(())),
+            Some(Ok(false)) => Ok(Err(NotAcquired { pttl: Some(RECHECK), position: None })),
+            Some(Err(error)) => Err(error),
+            None => {
                 Err(Error::new(ErrorKind::Shutdown, "the runtime stopped the semaphore's call")
                     .with_key(self.names.key()))
             }
@@ -101,4 +99,98 @@ impl Attempt for PermitsAttempt {
     }
 
     fn leave_in_background(&self) {}
+}
+
+/// Where an attempt's task leaves its answer for the caller, and where a caller that
+/// went away says so: the permits taken are never lost between the two.
+#[derive(Default)]
+struct Handoff {
+    state: parking_lot::Mutex<HandoffState>,
+    answered: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+enum HandoffState {
+    /// The script has not answered, and the caller still waits.
+    #[default]
+    Pending,
+    /// The script answered; the caller has not read it yet.
+    Answered(Result<bool>),
+    /// The caller read the answer.
+    Read,
+    /// The caller went away before the answer came.
+    Abandoned,
+}
+
+impl Handoff {
+    /// The task's side: leaves `taken` for the caller. `true` when the caller went away
+    /// and the task must give the permits back.
+    fn answer(&self, taken: Result<bool>) -> bool {
+        let mut state = self.state.lock();
+        if matches!(*state, HandoffState::Abandoned) {
+            return matches!(taken, Ok(true));
+        }
+        *state = HandoffState::Answered(taken);
+        drop(state);
+        self.answered.notify_one();
+        false
+    }
+}
+
+/// The caller's side of a [`Handoff`]; dropping it unread gives back permits the answer
+/// holds (in the background) or tells the task to.
+struct Caller {
+    handoff: Arc<Handoff>,
+    store: LockStore,
+    names: SemaphoreNames,
+    permits: i64,
+}
+
+impl Caller {
+    /// Waits for the task's answer; `None` if the task ended without one (its runtime
+    /// shut down).
+    async fn answer(&self) -> Option<Result<bool>> {
+        loop {
+            let notified = self.handoff.answered.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.handoff.state.lock();
+                if matches!(*state, HandoffState::Answered(_)) {
+                    if let HandoffState::Answered(taken) = std::mem::replace(&mut *state, HandoffState::Read) {
+                        return Some(taken);
+                    }
+                }
+            }
+            if Arc::strong_count(&self.handoff) == 1 {
+                return None; // the task is gone without answering
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for Caller {
+    fn drop(&mut self) {
+        let mut state = self.handoff.state.lock();
+        match std::mem::replace(&mut *state, HandoffState::Abandoned) {
+            HandoffState::Answered(Ok(true)) => {
+                // Taken, never read: give it back. Never blocks; with no runtime left there
+                // is nothing to send it with.
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let (store, names, permits) = (self.store.clone(), self.names.clone(), self.permits);
+                    drop(runtime.spawn(give_back(store, names, permits)));
+                }
+            }
+            HandoffState::Read => *state = HandoffState::Read,
+            _ => {}
+        }
+    }
+}
+
+/// Gives back the permits of an acquire whose caller went away.
+async fn give_back(store: LockStore, names: SemaphoreNames, permits: i64) {
+    if let Err(error) = store.semaphore_release(&names, permits).await {
+        tracing::warn!(semaphore = %names.key(), %error, permits, "permits of a cancelled acquire not given back");
+    }
 }
