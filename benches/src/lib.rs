@@ -255,6 +255,7 @@ pub fn is_sent_by_client(name: &str) -> bool {
 /// command their last ARGV names: `publish`, or `spublish` on a cluster with sharded
 /// pub/sub.
 pub const SCRIPT_COMMANDS: &[&str] = &[
+    "decrby",
     "del",
     "exists",
     "get",
@@ -267,6 +268,7 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "hlen",
     "hset",
     "incr",
+    "incrby",
     "lindex",
     "lpop",
     "lpos",
