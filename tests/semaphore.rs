@@ -226,3 +226,41 @@ fn semaphore_is_send_sync_and_clone() {
     fn bounds<T: Send + Sync + Clone>() {}
     bounds::<leasehold::Semaphore>();
 }
+
+/// Releases on a client whose own waiters wait: every other one hands the permit
+/// straight to the next waiter (no round trip), the others go to Redis; every waiter
+/// gets in, one at a time, and the count in Redis is whole again at the end (permits
+/// nobody took are given back).
+async fn a_release_hands_permits_to_the_clients_own_waiters(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:local");
+    assert!(sem.try_set_permits(1).await.expect("set"));
+    assert!(sem.try_acquire(1).await.expect("take the only permit"));
+    let inside = Arc::new(Mutex::new((0usize, 0usize))); // (now, most at once)
+    let mut waiters = Vec::new();
+    for index in 0..4 {
+        let (mine, inside) = (client.semaphore("sem:local"), inside.clone());
+        waiters.push(tokio::spawn(async move {
+            mine.acquire(1).await.expect("acquire");
+            {
+                let mut guard = inside.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                guard.0 += 1;
+                guard.1 = guard.1.max(guard.0);
+            }
+            tokio::task::yield_now().await;
+            inside.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0 -= 1;
+            mine.release(1).await.expect("release");
+        }));
+        assert!(wait_until(Duration::from_secs(5), || sem.local_waiters() == index + 1).await, "in line");
+    }
+    sem.release(1).await.expect("release");
+    for waiter in waiters {
+        timeout(Duration::from_secs(10), waiter).await.expect("every waiter gets in").expect("task");
+    }
+    let most = inside.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1;
+    assert_eq!(most, 1, "one permit: one inside at a time");
+    let whole = wait_until(Duration::from_secs(3), || get(&server, "sem:local").as_deref() == Some("1")).await;
+    assert!(whole, "the permit is back in Redis: {:?}", get(&server, "sem:local"));
+}
+both_servers!(a_release_hands_permits_to_the_clients_own_waiters);
