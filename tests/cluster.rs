@@ -1393,3 +1393,49 @@ async fn the_count_down_latch_on_every_shard() {
     // A name without braces is always accepted.
     assert!(setter.count_down_latch("plain:name").count().await.is_ok());
 }
+
+/// Semaphores on every shard, braced names and names with braces but no valid hash
+/// tag included: every script's keys and channel are in the name's slot (no CROSSSLOT),
+/// a waiter subscribes to `redisson_sc:{NAME}` as a shard channel on the slot's primary,
+/// and another client's `try_set_permits` wakes it by the message (SPUBLISH).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphores_keep_their_keys_in_the_slot_and_wake_through_sharded_pubsub() {
+    let cluster = RedisCluster::shared();
+    let setter = client_with(&cluster.url(), WATCHDOG).await;
+    let waiter = client_with(&cluster.url(), WATCHDOG).await;
+    let mut per_node = std::collections::BTreeMap::new();
+    for name in names("sem", 64) {
+        per_node.entry(cluster.primary_for(&name)).or_insert(name);
+    }
+    assert_eq!(per_node.len(), 3);
+    let mut all: Vec<String> = per_node.values().cloned().collect();
+    all.extend(["{sem}:tagged".to_owned(), "sem{odd".to_owned(), "sem{}odd".to_owned()]);
+    for name in &all {
+        let sem = waiter.semaphore(name);
+        let wait = {
+            let sem = sem.clone();
+            tokio::spawn(async move { sem.try_acquire_with(1, Duration::from_secs(10)).await })
+        };
+        let channel = sem.channel().to_owned();
+        assert!(
+            leasehold_tests::wait_until(Duration::from_secs(5), || {
+                sem.local_waiters() == 1 && waiter.subscribed_channels().contains(&channel)
+            })
+            .await,
+            "{name}: the waiter waits, subscribed"
+        );
+        assert!(shard_channel_on(cluster, &cluster.primary_for(name), &channel), "{channel} on the slot's primary");
+        let messages = waiter.stats().subscriber.messages;
+        assert!(setter.semaphore(name).try_set_permits(1).await.expect("set"), "{name}");
+        let taken = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("woken").expect("task");
+        assert!(taken.expect("acquire"), "{name}");
+        assert!(waiter.stats().subscriber.messages > messages, "{name}: woken by the message");
+        let other = setter.semaphore(name);
+        assert!(!other.try_acquire(1).await.expect("try"));
+        other.release(2).await.expect("release");
+        other.add_permits(-1).await.expect("add");
+        assert_eq!(other.drain_permits().await.expect("drain"), 1);
+        assert_eq!(cluster.on_key(name, &["GET", name]).as_str(), Some("0"), "{name} on its slot's primary");
+        cluster.on_key(name, &["DEL", name]);
+    }
+}

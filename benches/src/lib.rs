@@ -256,6 +256,7 @@ pub fn is_sent_by_client(name: &str) -> bool {
 /// pub/sub.
 pub const SCRIPT_COMMANDS: &[&str] = &[
     "decr",
+    "decrby",
     "del",
     "exists",
     "get",
@@ -268,6 +269,7 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "hlen",
     "hset",
     "incr",
+    "incrby",
     "lindex",
     "lpop",
     "lpos",

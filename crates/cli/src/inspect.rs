@@ -29,9 +29,12 @@ pub(crate) struct Status {
     pub(crate) name: String,
     /// The Redis type of the lock key (`none` when free).
     pub(crate) redis_type: String,
-    /// `lock`, `fenced`, `fair`, `read_write`, `simple`, `none` (no key) or `other` (not
-    /// a lock).
+    /// `lock`, `fenced`, `fair`, `read_write`, `simple`, `semaphore` (a String holding a
+    /// whole number: Redisson's `RSemaphore` count, or any such counter), `none` (no
+    /// key) or `other` (not a lock).
     pub(crate) kind: &'static str,
+    /// A semaphore's count of available permits.
+    pub(crate) available: Option<i64>,
     /// The key's remaining TTL in ms, `None` without a key or an expiry.
     pub(crate) pttl_ms: Option<i64>,
     pub(crate) holders: Vec<Holder>,
@@ -46,8 +49,10 @@ pub(crate) struct Status {
 impl Status {
     /// Whether it looks like a lock made by leasehold or Redisson: the key is absent,
     /// a Hash of owner fields, or a String holding a simple-lock owner.
+    /// A semaphore is not listed: any String counter of an application would look like
+    /// one.
     fn is_lock(&self) -> bool {
-        !matches!(self.kind, "other" | "none")
+        !matches!(self.kind, "other" | "none" | "semaphore")
     }
 
     fn to_json(&self) -> Json {
@@ -67,6 +72,7 @@ impl Status {
             ("waiters", owners(&self.waiters)),
             ("fair_queue", owners(&self.fair_queue)),
             ("last_token", Json::opt_int(self.last_token)),
+            ("available", Json::opt_int(self.available)),
         ])
     }
 
@@ -95,6 +101,9 @@ impl Status {
             Some(token) => println!("last token: {token}"),
             None => println!("last token: -"),
         }
+        if let Some(available) = self.available {
+            println!("available:  {available} permits");
+        }
     }
 }
 
@@ -118,6 +127,7 @@ pub(crate) async fn read_status(client: &Client, name: &str) -> leasehold::Resul
     let last_token = text(3).parse::<i64>().ok();
     let (waiters, fair_queue) = (list(4), list(5));
     let mut holders = Vec::new();
+    let mut available = None;
     let kind = match redis_type.as_str() {
         "none" => "none",
         "hash" => {
@@ -155,6 +165,10 @@ pub(crate) async fn read_status(client: &Client, name: &str) -> leasehold::Resul
                 holders.push(Holder { owner: owner.clone(), holds: 1 });
                 "simple"
             }
+            Some(count) if count.parse::<i64>().is_ok() => {
+                available = count.parse::<i64>().ok();
+                "semaphore"
+            }
             _ => "other",
         },
         _ => "other",
@@ -168,6 +182,7 @@ pub(crate) async fn read_status(client: &Client, name: &str) -> leasehold::Resul
         waiters,
         fair_queue,
         last_token,
+        available,
     })
 }
 

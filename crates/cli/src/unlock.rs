@@ -33,6 +33,11 @@ async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
         println!("`{}` not unlocked: it is not a lock (a {} of another shape)", args.name, status.redis_type);
         return Ok(exit::NOTHING_DONE);
     }
+    if status.kind == "semaphore" {
+        // Its permits have no holder to take them from: deleting it would drop the count.
+        println!("`{}` not unlocked: it is a semaphore's count (permits have no holder)", args.name);
+        return Ok(exit::NOTHING_DONE);
+    }
     let deleted = match &args.owner {
         None if status.kind == "fair" => client.fair_lock(&args.name).force_unlock().await?,
         // rw_force_release.lua: publishes on redisson_rwlock:{NAME}, waking every waiter.

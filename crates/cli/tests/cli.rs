@@ -332,3 +332,22 @@ async fn status_and_unlock_know_the_read_write_lock() {
     let exists = raw_command(&server.addr(), &[b"EXISTS", b"rw"]);
     assert!(matches!(exists, RespValue::Integer(0)), "deleted: {exists:?}");
 }
+
+/// A semaphore (Redisson's `RSemaphore` count, written here by hand) shows as
+/// `semaphore` with its count; `unlock --force` leaves it; `list` does not list it.
+#[tokio::test]
+async fn status_knows_the_semaphore_and_unlock_leaves_it() {
+    use leasehold_test_support::raw_command;
+    let server = RedisServer::start();
+    let url = server.url();
+    raw_command(&server.addr(), &[b"SET", b"permits", b"3"]);
+    let (code, json) = output(&url, &["status", "permits", "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    assert!(json.contains(r#""kind":"semaphore""#) && json.contains(r#""available":3"#), "{json}");
+    let (code, out) = output(&url, &["unlock", "permits", "--force"]).await;
+    assert_eq!(code, Some(1), "{out}");
+    let (_, list) = output(&url, &["list", "--json"]).await;
+    assert_eq!(list.trim(), "[]");
+    let left = raw_command(&server.addr(), &[b"GET", b"permits"]);
+    assert_eq!(left.as_str(), Some("3"), "the count is untouched");
+}

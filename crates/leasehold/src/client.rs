@@ -55,6 +55,8 @@ pub(crate) struct ClientShared {
     pub(crate) telemetry: Arc<crate::telemetry::Telemetry>,
     /// Every guard alive of this client's handles ([`Client::shutdown`] releases them).
     pub(crate) live: crate::live::LiveGuards,
+    /// Semaphore permits a release handed to this client's own waiters.
+    pub(crate) permit_pool: crate::semaphore_pool::PermitPool,
     /// `true` once a [`Client::shutdown`] started; the sender tells later calls it ended.
     shutdown: parking_lot::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
     /// Through Sentinel: the watch that reconnects at a switch of primary.
@@ -261,6 +263,7 @@ impl Client {
                 owns_connection: owns,
                 telemetry,
                 live: crate::live::LiveGuards::default(),
+                permit_pool: crate::semaphore_pool::PermitPool::default(),
                 shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,
                 runtime: tokio::runtime::Handle::current(),
@@ -361,6 +364,13 @@ impl Client {
         I::Item: AsRef<str>,
     {
         crate::MultiLock::new(names.into_iter().map(|name| self.lock(name)).collect::<Vec<_>>())
+    }
+
+    /// A handle on the semaphore `name`, in Redisson's `RSemaphore` layout (see
+    /// [`Semaphore`](crate::Semaphore)). Cheap: nothing is sent. An empty name is
+    /// reported by the first operation, before anything is sent.
+    pub fn semaphore(&self, name: impl AsRef<str>) -> crate::Semaphore {
+        crate::Semaphore::new(self.inner.clone(), self.full_key(name.as_ref()).into_owned())
     }
 
     /// The lock key of `name`: borrowed when there is no prefix to prepend.

@@ -266,6 +266,7 @@ impl<'a> LatchAttempt<'a> {
             queue: QueueKind::Local,
             keepalive: Duration::ZERO,
             kind: Kind::Latch,
+            permits: None,
         };
         LatchAttempt { client, names, recheck, plan }
     }

@@ -160,6 +160,9 @@ mod read_write;
 mod replicas;
 mod retry;
 mod rw_guard;
+mod semaphore;
+mod semaphore_pool;
+mod semaphore_wait;
 mod sentinel;
 mod simple;
 mod stats;
@@ -187,6 +190,7 @@ pub use multi::{MultiLock, MULTI_LOCK_MAX_MEMBERS};
 pub use multi_guard::MultiGuard;
 pub use read_write::ReadWriteLock;
 pub use rw_guard::{ReadGuard, WriteGuard};
+pub use semaphore::Semaphore;
 pub use simple::{SimpleGuard, SimpleLock};
 pub use stats::ClientStats;
 

@@ -46,6 +46,7 @@ impl<'a> LockAttempt<'a> {
             queue: kind.queue(),
             keepalive: lock.queue_keepalive(),
             kind: lock.telemetry_kind(),
+            permits: None,
         };
         LockAttempt { lock, names, lease, lease_ms, mode, plan }
     }

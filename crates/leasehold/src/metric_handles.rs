@@ -120,7 +120,14 @@ mod tests {
     #[test]
     fn all_has_every_variant_and_indexes_follow_it() {
         let kinds = |kind: Kind| match kind {
-            Kind::Lock | Kind::Fenced | Kind::Fair | Kind::Simple | Kind::Read | Kind::Write | Kind::Latch => 7,
+            Kind::Lock
+            | Kind::Fenced
+            | Kind::Fair
+            | Kind::Simple
+            | Kind::Read
+            | Kind::Write
+            | Kind::Latch
+            | Kind::Semaphore => 8,
         };
         let outcomes = |outcome: Outcome| match outcome {
             Outcome::Acquired | Outcome::Busy | Outcome::TimedOut | Outcome::Error => 4,

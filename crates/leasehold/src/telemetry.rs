@@ -23,13 +23,15 @@ pub(crate) enum Kind {
     Write,
     /// A count-down latch's wait (no acquire, no hold).
     Latch,
+    /// A semaphore's permits (`Semaphore`).
+    Semaphore,
 }
 
 impl Kind {
     /// Every kind, in [`Kind::index`] order.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) const ALL: [Kind; 7] =
-        [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple, Kind::Read, Kind::Write, Kind::Latch];
+    pub(crate) const ALL: [Kind; 8] =
+        [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple, Kind::Read, Kind::Write, Kind::Latch, Kind::Semaphore];
 
     /// The kind's place in [`Kind::ALL`].
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -57,6 +59,7 @@ impl Kind {
             Kind::Read => "read",
             Kind::Write => "write",
             Kind::Latch => "latch",
+            Kind::Semaphore => "semaphore",
         }
     }
 }

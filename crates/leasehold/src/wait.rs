@@ -1,6 +1,6 @@
 //! The wait engine: register, subscribe, try, then sleep until a release message or the
 //! holder's TTL, in FIFO order among local waiters. Generic over what it waits for (an
-//! [`Attempt`]: a lock today) and over where it hears releases (a [`Line`]: the client's
+//! [`Attempt`]: a lock, a semaphore's permits) and over where it hears releases (a [`Line`]: the client's
 //! subscriber), so that any kind of hold can wait with it, and its unit tests can drive
 //! it with a fake of each on paused time.
 //!
@@ -145,6 +145,10 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
         Join::Queued { queue: attempt.server_queue(), position, sent_at: first_sent_at }
     } else if shared {
         Join::Shared(fast_path_held.then_some(first_sent_at))
+    } else if let Some(permits) = plan.permits {
+        // A semaphore's waiter: its channel's history says whether a count came since
+        // the fast path was answered "not enough".
+        Join::Permits { permits, sent_at: fast_path_held.then_some(first_sent_at) }
     } else if plan.channel_kind == WaitChannel::Own && fast_path_held {
         // Alone on its own channel: the channel's history says whether a release came.
         Join::InLineAfter(first_sent_at)

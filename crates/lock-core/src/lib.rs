@@ -13,6 +13,7 @@
 //! - [`lease`]: the shared, monotonic-clock view of one hold's lease and its lost signal.
 //! - [`gate`]: the write gate that holds lock writes back while a switch of primary is
 //!   followed.
+//! - [`semaphore`]: a semaphore's names and its scripts' calls on the store.
 //! - [`fence`]: fencing tokens on the resource side (`fenced_write.lua`).
 //! - [`kind`]: the lock kinds ([`LockKind`]): each one's scripts, KEYS and ARGV, reply
 //!   and how its waiters wait.
@@ -37,6 +38,7 @@ pub mod owner;
 pub mod replicas;
 pub mod script;
 pub mod scripts;
+pub mod semaphore;
 pub mod store;
 pub mod topology;
 

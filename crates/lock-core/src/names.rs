@@ -65,6 +65,9 @@ pub const RW_WRITERS_PREFIX: &str = "leasehold_rwlock_writers";
 pub const RWLOCK_CHANNEL_PREFIX: &str = "redisson_rwlock";
 /// Payload published when a read lock is released: wakes every waiter.
 pub const READ_UNLOCK_MESSAGE: &str = "1";
+/// The prefix of a semaphore's channel, `redisson_sc:{NAME}` (Redisson's `RSemaphore`
+/// and `RPermitExpirableSemaphore`): its messages are the count of available permits.
+pub const SEMAPHORE_CHANNEL_PREFIX: &str = "redisson_sc";
 
 /// Redis's hash tag of `key`: the text between the first `{` and the first `}` after
 /// it, when that is not empty.

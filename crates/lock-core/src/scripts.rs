@@ -70,9 +70,19 @@ pub static LATCH_COUNT_DOWN: LazyLock<LuaScript> = lua!("latch_count_down.lua");
 pub static LATCH_DELETE: LazyLock<LuaScript> = lua!("latch_delete.lua");
 /// `multi_acquire.lua`: take or re-enter several reentrant locks of one slot, all or none.
 pub static MULTI_ACQUIRE: LazyLock<LuaScript> = lua!("multi_acquire.lua");
+/// `sem_try_acquire.lua`: take permits of a semaphore if that many are available.
+pub static SEM_TRY_ACQUIRE: LazyLock<LuaScript> = lua!("sem_try_acquire.lua");
+/// `sem_release.lua`: give permits back to a semaphore and publish its count.
+pub static SEM_RELEASE: LazyLock<LuaScript> = lua!("sem_release.lua");
+/// `sem_try_set_permits.lua`: set a semaphore's count once, if it was never set.
+pub static SEM_TRY_SET_PERMITS: LazyLock<LuaScript> = lua!("sem_try_set_permits.lua");
+/// `sem_add_permits.lua`: add to (or take from) a semaphore's count.
+pub static SEM_ADD_PERMITS: LazyLock<LuaScript> = lua!("sem_add_permits.lua");
+/// `sem_drain.lua`: take every available permit of a semaphore.
+pub static SEM_DRAIN: LazyLock<LuaScript> = lua!("sem_drain.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 21] {
+pub fn all() -> [&'static LuaScript; 26] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -95,6 +105,11 @@ pub fn all() -> [&'static LuaScript; 21] {
         &LATCH_COUNT_DOWN,
         &LATCH_DELETE,
         &MULTI_ACQUIRE,
+        &SEM_TRY_ACQUIRE,
+        &SEM_RELEASE,
+        &SEM_TRY_SET_PERMITS,
+        &SEM_ADD_PERMITS,
+        &SEM_DRAIN,
     ]
 }
 

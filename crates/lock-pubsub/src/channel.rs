@@ -37,6 +37,9 @@ struct Slot {
     /// instead of trying a lock that was just taken.
     held_until: Option<Instant>,
     signal: Arc<Notify>,
+    /// How many permits the waiter waits for (a semaphore's; 1 for a lock's waiter):
+    /// a count message wakes waiters from the front while their permits fit in it.
+    permits: u64,
 }
 
 /// A waiter whose place is kept by the server's wait queue.
@@ -194,6 +197,9 @@ pub(crate) struct ChannelWaiters {
     /// Every message on the channel wakes every waiter (a count-down latch's channel,
     /// where any message may mean "open": see [`crate::Subscriber::register_broadcast`]).
     pub(crate) broadcast: bool,
+    /// Whether the channel's messages are counts of available permits (a semaphore's
+    /// `redisson_sc:{NAME}`), dispatched to [`ChannelWaiters::wake_permits`].
+    pub(crate) counted: bool,
     state: Mutex<State>,
     subscribed_signal: Notify,
 }
@@ -212,6 +218,7 @@ impl ChannelWaiters {
             name,
             companion,
             broadcast: false,
+            counted: false,
             state: Mutex::new(State::default()),
             subscribed_signal: Notify::new(),
         }
@@ -222,12 +229,23 @@ impl ChannelWaiters {
         ChannelWaiters { broadcast: true, ..ChannelWaiters::new(name, None) }
     }
 
+    /// The waiters of a semaphore's channel, whose messages are counts.
+    pub(crate) fn new_counted(name: Arc<str>) -> Self {
+        ChannelWaiters { counted: true, ..ChannelWaiters::new(name, None) }
+    }
+
     /// Joins the end of `lock`'s queue. The first in line starts woken: it may try at
     /// once (waiters on other locks of the channel do not count) — unless `sent_at`
     /// says when the caller's last attempt was sent and the channel has heard
     /// everything since, with no unlock message in that time: then nothing can have
     /// freed the lock unheard, and it waits for the next message.
     pub(crate) fn join(&self, lock: &Arc<str>, signal: Arc<Notify>, sent_at: Option<Instant>) -> u64 {
+        self.join_for(lock, signal, sent_at, 1)
+    }
+
+    /// [`ChannelWaiters::join`] for a waiter of `permits` permits (a semaphore's), which
+    /// [`ChannelWaiters::wake_permits`] weighs.
+    pub(crate) fn join_for(&self, lock: &Arc<str>, signal: Arc<Notify>, sent_at: Option<Instant>, permits: u64) -> u64 {
         let mut state = self.state.lock();
         let id = state.next_id;
         state.next_id += 1;
@@ -238,7 +256,7 @@ impl ChannelWaiters {
         });
         let queue = state.locks.entry(lock.clone()).or_default();
         let woken = queue.is_empty() && !quiet_since;
-        queue.push_back(Slot { id, woken, held_until: None, signal });
+        queue.push_back(Slot { id, woken, held_until: None, signal, permits: permits.max(1) });
         id
     }
 
@@ -451,6 +469,35 @@ impl ChannelWaiters {
         }
         for slot in state.queued.iter_mut().filter(|slot| slot.woken_by_unlock()) {
             slot.wake();
+        }
+    }
+
+    /// A count message on a semaphore's channel (`redisson_sc:{NAME}`: the count of
+    /// available permits a release, `trySetPermits` or `addPermits` left): in the line
+    /// of every key on the channel (the message does not say whose count it is), wakes
+    /// waiters from the front while the permits they wait for, added up, fit in
+    /// `available`, and the first in line in any case (its attempt settles whether it
+    /// fits: the payload of a Java `RPermitExpirableSemaphore` may be a delta). So a
+    /// release of k permits wakes at most k waiters of a line, and never one behind a
+    /// first in line that waits for more than is there: FIFO per client, and a large
+    /// request is not overtaken by the small ones behind it. `available` 0 (or less)
+    /// wakes nobody: nothing was freed.
+    pub(crate) fn wake_permits(&self, available: u64) {
+        let mut state = self.state.lock();
+        state.last_unlock = Some(Instant::now());
+        if available == 0 {
+            return;
+        }
+        for queue in state.locks.values_mut() {
+            let mut wanted: u64 = 0;
+            for (index, slot) in queue.iter_mut().enumerate() {
+                wanted = wanted.saturating_add(slot.permits);
+                if index > 0 && wanted > available {
+                    break;
+                }
+                slot.woken = true;
+                slot.signal.notify_one();
+            }
         }
     }
 
@@ -682,6 +729,36 @@ mod tests {
         assert!(!ch.take_wake("x", x[1]) && !ch.take_wake("x", x[2]) && !ch.take_wake("{x}", braced[1]));
         ch.wake_all();
         assert!(x.iter().all(|&id| ch.take_wake("x", id)) && braced.iter().all(|&id| ch.take_wake("{x}", id)));
+    }
+
+    #[test]
+    fn a_count_wakes_at_most_that_many_waiters_from_the_front() {
+        let ch = ChannelWaiters::new_counted(Arc::from("redisson_sc:{s}"));
+        let key: Arc<str> = Arc::from("s");
+        let ids: Vec<u64> = (0..5).map(|_| ch.join_for(&key, Arc::new(Notify::new()), None, 1)).collect();
+        assert!(ch.take_wake("s", ids[0]), "the first starts with a turn");
+        ch.wake_permits(0);
+        assert!(ids.iter().all(|&id| !ch.take_wake("s", id)), "a count of 0 wakes nobody");
+        ch.wake_permits(2);
+        let woken: Vec<bool> = ids.iter().map(|&id| ch.take_wake("s", id)).collect();
+        assert_eq!(woken, [true, true, false, false, false], "2 permits wake the first 2, in line order");
+        ch.wake_permits(100);
+        assert!(ids.iter().all(|&id| ch.take_wake("s", id)), "more permits than waiters wake them all");
+    }
+
+    #[test]
+    fn a_large_first_waiter_is_not_overtaken_by_small_ones_behind_it() {
+        let ch = ChannelWaiters::new_counted(Arc::from("redisson_sc:{s}"));
+        let key: Arc<str> = Arc::from("s");
+        let big = ch.join_for(&key, Arc::new(Notify::new()), None, 5);
+        let small: Vec<u64> = (0..3).map(|_| ch.join_for(&key, Arc::new(Notify::new()), None, 1)).collect();
+        assert!(ch.take_wake("s", big));
+        ch.wake_permits(3);
+        assert!(ch.take_wake("s", big), "the first in line tries whatever the count");
+        assert!(small.iter().all(|&id| !ch.take_wake("s", id)), "nobody behind it overtakes");
+        ch.wake_permits(6);
+        let woken: Vec<bool> = small.iter().map(|&id| ch.take_wake("s", id)).collect();
+        assert_eq!((ch.take_wake("s", big), woken), (true, vec![true, false, false]), "5 + 1 permits fit in 6");
     }
 
     #[test]

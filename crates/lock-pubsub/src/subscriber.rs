@@ -204,7 +204,12 @@ impl Subscriber {
     /// that leaves hands its turn on). Every registration on one channel must be made
     /// this way.
     pub fn register_broadcast(&self, channel: &Arc<str>, key: &Arc<str>) -> Waiter {
-        self.join_channel(channel, None, true, |waiters, signal| waiters.join(key, signal, None), key)
+        self.join_with(
+            channel,
+            || ChannelWaiters::new_broadcast(channel.clone()),
+            |waiters, signal| waiters.join(key, signal, None),
+            key,
+        )
     }
 
     /// Gives every local waiter on `channel` a turn now, as a message would (a latch
@@ -214,6 +219,31 @@ impl Subscriber {
         if let Some(waiters) = waiters {
             waiters.wake_all();
         }
+    }
+
+    /// Joins the line of the semaphore `key` on its channel `channel`
+    /// (`redisson_sc:{NAME}`, whose messages are counts of available permits) as a
+    /// waiter for `permits` permits: a message of count k wakes waiters from the front
+    /// of the line while their permits, added up, fit in k (the first in line in any
+    /// case), so a release of k permits wakes at most k local waiters, in line order.
+    /// `sent_at`, as in [`Subscriber::register_lock_after`]: the last attempt's send
+    /// time when it was answered "not enough permits".
+    ///
+    /// A channel's first registration decides how its messages are read: register a
+    /// semaphore's channel only through this method.
+    pub fn register_permits(
+        &self,
+        channel: &Arc<str>,
+        key: &Arc<str>,
+        permits: u64,
+        sent_at: Option<Instant>,
+    ) -> Waiter {
+        self.join_with(
+            channel,
+            || ChannelWaiters::new_counted(channel.clone()),
+            |waiters, signal| waiters.join_for(key, signal, sent_at, permits),
+            key,
+        )
     }
 
     /// [`Subscriber::register_lock`] for a caller whose last attempt, sent at
@@ -276,16 +306,15 @@ impl Subscriber {
         join: impl FnOnce(&ChannelWaiters, Arc<Notify>) -> u64,
         lock_key: &Arc<str>,
     ) -> Waiter {
-        self.join_channel(channel, companion, false, join, lock_key)
+        self.join_with(channel, || ChannelWaiters::new(channel.clone(), companion.cloned()), join, lock_key)
     }
 
-    /// `Subscriber::join`, making the channel's entry a broadcast one
-    /// ([`Subscriber::register_broadcast`]) when `broadcast`.
-    fn join_channel(
+    /// Registers on `channel` (creating its entry with `make` for the first waiter) and
+    /// joins it with `join`.
+    fn join_with(
         &self,
         channel: &Arc<str>,
-        companion: Option<&Arc<str>>,
-        broadcast: bool,
+        make: impl FnOnce() -> ChannelWaiters,
         join: impl FnOnce(&ChannelWaiters, Arc<Notify>) -> u64,
         lock_key: &Arc<str>,
     ) -> Waiter {
@@ -299,11 +328,7 @@ impl Subscriber {
                 .entry(channel.clone())
                 .or_insert_with(|| {
                     first_on_channel = true;
-                    if broadcast {
-                        Arc::new(ChannelWaiters::new_broadcast(channel.clone()))
-                    } else {
-                        Arc::new(ChannelWaiters::new(channel.clone(), companion.cloned()))
-                    }
+                    Arc::new(make())
                 })
                 .clone();
             if first_on_channel {
@@ -328,6 +353,16 @@ impl Subscriber {
     /// lock key on a channel equals the channel's own name).
     pub fn register(&self, channel: &Arc<str>) -> Waiter {
         self.register_lock(channel, channel)
+    }
+
+    /// Wakes waiters of a semaphore's channel `channel` as a count message of
+    /// `permits` would (see [`Subscriber::register_permits`]), without one: for permits
+    /// a release of this client handed straight to its own waiters.
+    pub fn wake_permits(&self, channel: &str, permits: u64) {
+        let waiters = self.shared.registry.lock().channels.get(channel).cloned();
+        if let Some(waiters) = waiters {
+            waiters.wake_permits(permits);
+        }
     }
 
     /// How many local waiters wait on `channel` now, over all its locks.
@@ -459,6 +494,15 @@ impl Shared {
         if waiters.broadcast {
             // A latch's channel: `0` opens it for every waiter, and `1` may be a delete.
             waiters.wake_all();
+            return;
+        }
+        if waiters.counted {
+            // A semaphore's count of available permits: wake as many as it covers. A
+            // payload that is not a number wakes everyone (a retry each, at worst).
+            match message.value.as_str().and_then(|payload| payload.trim().parse::<i64>().ok()) {
+                Some(available) => waiters.wake_permits(u64::try_from(available).unwrap_or(0)),
+                None => waiters.wake_all(),
+            }
             return;
         }
         let unlock = message.value.as_str().is_some_and(|payload| payload == lock_core::names::UNLOCK_MESSAGE);

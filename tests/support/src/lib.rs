@@ -21,6 +21,7 @@ mod raw;
 mod reaper;
 pub mod redisson_latch;
 pub mod redisson_rwlock;
+pub mod redisson_semaphore;
 mod replica;
 mod sentinel;
 mod server;

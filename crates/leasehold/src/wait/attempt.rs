@@ -37,6 +37,10 @@ pub(crate) struct WaitPlan {
     pub(crate) keepalive: Duration,
     /// The kind, for spans and metrics.
     pub(crate) kind: Kind,
+    /// A semaphore's waiter: the permits it waits for. Its line is on a channel of
+    /// counts (`redisson_sc:{NAME}`), which wakes as many waiters as the count covers
+    /// ([`lock_pubsub::Subscriber::register_permits`]). `None` for a lock's waiter.
+    pub(crate) permits: Option<u64>,
 }
 
 impl WaitPlan {

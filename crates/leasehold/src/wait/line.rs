@@ -21,6 +21,15 @@ pub(crate) enum Join {
     /// woken by every message. With the send time of its last attempt, answered
     /// "held": no turn when nothing was heard since.
     Shared(Option<Instant>),
+    /// In the line of a semaphore's key, waiting for `permits` permits (see
+    /// [`Subscriber::register_permits`]); `sent_at` as [`Join::InLineAfter`]'s, when the
+    /// last attempt was answered "not enough".
+    Permits {
+        /// The permits waited for.
+        permits: u64,
+        /// When the last attempt, answered "not enough", was sent (if it was).
+        sent_at: Option<Instant>,
+    },
     /// As a waiter whose place a server queue keeps (see
     /// [`Subscriber::register_queued`]).
     Queued {
@@ -81,6 +90,7 @@ impl Line for Subscriber {
             Join::InLine => self.register_lock(&plan.channel, &plan.key),
             Join::InLineAfter(sent_at) => self.register_lock_after(&plan.channel, &plan.key, sent_at),
             Join::Shared(sent_at) => self.register_shared(&plan.channel, &plan.key, sent_at),
+            Join::Permits { permits, sent_at } => self.register_permits(&plan.channel, &plan.key, permits, sent_at),
             Join::Queued { queue, position, sent_at } => {
                 self.register_queued(&plan.channel, &queue.channel, &plan.key, &queue.owner, position, sent_at)
             }

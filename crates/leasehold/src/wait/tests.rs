@@ -61,6 +61,7 @@ impl FakeAttempt {
             queue,
             keepalive,
             kind: Kind::Lock,
+            permits: None,
         };
         let state = AttemptState { answers: answers.into_iter().collect(), ..AttemptState::default() };
         FakeAttempt { plan, state: Mutex::new(state) }

@@ -1,0 +1,217 @@
+//! `semaphore`: the semaphore's figures (issue 19 item 7), as ratios in one run against
+//! one server.
+//!
+//! `--clients` clients (4) × `--tasks` tasks each (16) share one semaphore of
+//! `--permits` permits (8) for `--seconds` (5): each task loops {take 1 permit, hold
+//! `--hold-ms` (1, a tokio sleep), release it}. Two contenders, one after the other on
+//! a fresh server state:
+//!
+//! - `leasehold`: `sem.acquire(1)` (woken by the release messages, a release of k waking
+//!   at most k waiters per client) and `sem.release(1)`;
+//! - `polling`: `sem.try_acquire(1)` retried after a `--poll-ms` (2) sleep until it
+//!   succeeds, then `sem.release(1)`: a semaphore without pub/sub.
+//!
+//! Figures per contender: acquisitions in all, per task min and max and min/max (every
+//! task served: target >= 0.5), and requests per acquisition: the top-level commands
+//! the server ran (`INFO commandstats` delta, commands inside scripts and `INFO` left
+//! out; `(S)SUBSCRIBE`, `PING` and the releases counted) over the acquisitions (target
+//! <= 3; a release is one of them).
+//!
+//! Exits with 1 when an invariant breaks: more tasks inside than permits, a failed
+//! call, permits not all back at the end.
+//!
+//! Flags: `--clients N`, `--tasks N`, `--permits N`, `--seconds N`, `--hold-ms N`,
+//! `--poll-ms N`. `REDIS_URL` selects a server (it must be otherwise idle); without it
+//! a throwaway `redis-server` is started.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, ReconnectPolicy};
+use fred::types::{ClusterHash, CustomCommand};
+use leasehold::Client;
+use leasehold_benches::{
+    check_flags, flag, join_all, print_machine, print_table, rerun_command, BoxError, CommandStats, Target,
+};
+
+const FLAGS: &[&str] = &["--clients", "--tasks", "--permits", "--seconds", "--hold-ms", "--poll-ms"];
+const NAME: &str = "bench:semaphore";
+
+#[derive(Debug, Clone)]
+struct Settings {
+    clients: usize,
+    tasks: usize,
+    permits: u32,
+    run_for: Duration,
+    hold: Duration,
+    poll: Duration,
+}
+
+impl Settings {
+    fn from_args(args: &[String]) -> Result<Self, BoxError> {
+        check_flags(args, FLAGS)?;
+        let settings = Settings {
+            clients: flag(args, "--clients")?.unwrap_or(4),
+            tasks: flag(args, "--tasks")?.unwrap_or(16),
+            permits: flag(args, "--permits")?.unwrap_or(8),
+            run_for: Duration::from_secs(flag(args, "--seconds")?.unwrap_or(5)),
+            hold: Duration::from_millis(flag(args, "--hold-ms")?.unwrap_or(1)),
+            poll: Duration::from_millis(flag(args, "--poll-ms")?.unwrap_or(2)),
+        };
+        if settings.clients == 0 || settings.tasks == 0 || settings.permits == 0 || settings.run_for.is_zero() {
+            return Err("--clients, --tasks, --permits and --seconds must be above 0".into());
+        }
+        Ok(settings)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Contender {
+    Leasehold,
+    Polling,
+}
+
+impl Contender {
+    fn name(self) -> &'static str {
+        match self {
+            Contender::Leasehold => "leasehold",
+            Contender::Polling => "polling",
+        }
+    }
+}
+
+/// What one contender's run measured.
+struct Outcome {
+    per_task: Vec<u64>,
+    requests: u64,
+}
+
+async fn reset(fred: &FredClient, target: &Target) -> Result<(), BoxError> {
+    if target.is_own() {
+        let command = CustomCommand::new_static("FLUSHALL", ClusterHash::Random, false);
+        let _: String = fred.custom(command, vec!["SYNC"]).await?;
+    } else {
+        let command = CustomCommand::new_static("DEL", ClusterHash::Random, false);
+        let _: i64 = fred.custom(command, vec![NAME]).await?;
+    }
+    let command = CustomCommand::new_static("CONFIG", ClusterHash::Random, false);
+    let _: String = fred.custom(command, vec!["RESETSTAT"]).await?;
+    Ok(())
+}
+
+async fn run(
+    contender: Contender,
+    clients: &[Client],
+    fred: &FredClient,
+    settings: &Settings,
+    overlap: &Arc<AtomicBool>,
+) -> Result<Outcome, BoxError> {
+    if !clients[0].semaphore(NAME).try_set_permits(settings.permits).await? {
+        return Err("the semaphore was already set".into());
+    }
+    let before = CommandStats::fetch(fred).await?;
+    let inside = Arc::new(AtomicUsize::new(0));
+    let end = Instant::now() + settings.run_for;
+    let mut handles = Vec::new();
+    for client in clients {
+        for _ in 0..settings.tasks {
+            let (sem, inside, overlap, settings) =
+                (client.semaphore(NAME), inside.clone(), overlap.clone(), settings.clone());
+            handles.push(tokio::spawn(async move {
+                let mut acquisitions = 0u64;
+                while Instant::now() < end {
+                    match contender {
+                        Contender::Leasehold => sem.acquire(1).await?,
+                        Contender::Polling => {
+                            while !sem.try_acquire(1).await? {
+                                tokio::time::sleep(settings.poll).await;
+                            }
+                        }
+                    }
+                    if inside.fetch_add(1, Ordering::SeqCst) >= settings.permits as usize {
+                        overlap.store(true, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(settings.hold).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    sem.release(1).await?;
+                    acquisitions += 1;
+                }
+                Ok::<u64, BoxError>(acquisitions)
+            }));
+        }
+    }
+    let per_task = join_all(handles).await?;
+    let spent = CommandStats::fetch(fred).await?.since(&before);
+    let left = clients[0].semaphore(NAME).available_permits().await?;
+    if left != i64::from(settings.permits) {
+        return Err(format!("{left} permits at the end, not {}", settings.permits).into());
+    }
+    Ok(Outcome { per_task, requests: spent.top_level_calls(&["info", "config|resetstat"]) })
+}
+
+#[tokio::main]
+async fn main() -> Result<ExitCode, BoxError> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("usage: semaphore [--clients N] [--tasks N] [--permits N] [--seconds N] [--hold-ms N] [--poll-ms N]");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let settings = Settings::from_args(&args)?;
+    println!("# semaphore: tasks of several clients sharing one semaphore, woken by messages, against polling");
+    println!("rerun: {}", rerun_command("semaphore"));
+    let target = Target::from_env();
+    let url = target.url().to_owned();
+    let mut clients = Vec::new();
+    for _ in 0..settings.clients {
+        clients.push(Client::builder().url(&url).connect().await?);
+    }
+    let mut builder = Builder::from_config(Config::from_url(&url)?);
+    builder.set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2));
+    let fred = builder.build()?;
+    fred.init().await?;
+    print_machine(&fred, &target).await?;
+    println!("settings: {settings:?}");
+    let overlap = Arc::new(AtomicBool::new(false));
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    for contender in [Contender::Leasehold, Contender::Polling] {
+        reset(&fred, &target).await?;
+        match run(contender, &clients, &fred, &settings, &overlap).await {
+            Ok(outcome) => {
+                let total: u64 = outcome.per_task.iter().sum();
+                let min = outcome.per_task.iter().copied().min().unwrap_or(0);
+                let max = outcome.per_task.iter().copied().max().unwrap_or(0);
+                let ratio = if max == 0 { 0.0 } else { min as f64 / max as f64 };
+                let per_acquisition = if total == 0 { 0.0 } else { outcome.requests as f64 / total as f64 };
+                rows.push(vec![
+                    contender.name().to_owned(),
+                    total.to_string(),
+                    format!("{:.0}", total as f64 / settings.run_for.as_secs_f64()),
+                    min.to_string(),
+                    max.to_string(),
+                    format!("{ratio:.2}"),
+                    outcome.requests.to_string(),
+                    format!("{per_acquisition:.2}"),
+                ]);
+            }
+            Err(error) => problems.push(format!("{}: {error}", contender.name())),
+        }
+    }
+    if overlap.load(Ordering::SeqCst) {
+        problems.push("more tasks inside than permits".to_owned());
+    }
+    println!();
+    let header: Vec<String> =
+        ["contender", "acquisitions", "per s", "task min", "task max", "min/max", "requests", "requests/acq"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+    print_table(&header, &rows);
+    println!("targets: min/max >= 0.5, requests/acq <= 3 (a release counts as one request)");
+    for problem in &problems {
+        println!("PROBLEM: {problem}");
+    }
+    Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

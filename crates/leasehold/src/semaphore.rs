@@ -1,0 +1,279 @@
+//! The semaphore handle: Redisson's `RSemaphore`, permits without owners.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::semaphore::SemaphoreNames;
+use lock_core::{args, Error, Result};
+use tokio::time::Instant;
+
+use crate::client::ClientShared;
+use crate::semaphore_wait::PermitsAttempt;
+use crate::telemetry::{Kind, Outcome};
+use crate::wait::WaitEnv;
+
+/// A handle on one counting semaphore, in Redisson 4.7's `RSemaphore` layout byte for
+/// byte: the String `NAME` holds the count of available permits (decimal), and every
+/// change that frees permits publishes the new count on `redisson_sc:{NAME}`. A Java
+/// service using Redisson's `RSemaphore` and a Rust service using leasehold share the
+/// same semaphores, and each side's release wakes the other's waiters.
+///
+/// Permits have no owner and no lease, as in Redisson: any handle may release, and a
+/// holder that crashes never gives its permits back. Use
+/// `PermitExpirableSemaphore` where that matters.
+///
+/// **A semaphore that was never set** (no key) has 0 permits, as in Redisson: an
+/// [`acquire`](Semaphore::acquire) waits until someone sets or releases permits (a
+/// Java service that calls `trySetPermits` later is honoured), and
+/// [`try_acquire_with`](Semaphore::try_acquire_with) returns `false` at its deadline.
+///
+/// **Waiting** never polls and never wakes a herd: a client's waiters for one semaphore
+/// wait in one line (first come, first served), and a message with the count `k` wakes
+/// waiters from the front of the line while the permits they ask for fit in `k` (the
+/// first in line in any case). A waiter for many permits is therefore never overtaken
+/// by smaller requests of its own client: they wait behind it. Requests of other
+/// clients (and Java's) are not ordered with it, so a steady stream of small requests
+/// from elsewhere can still keep a large one waiting (Redisson gives no such order
+/// either). The first waiter of each client also tries again every second on its own,
+/// which covers a lost message, an expired or deleted key, and a count set by a script
+/// that publishes nothing.
+///
+/// Cheap to make (no I/O) and to clone.
+///
+/// # Examples
+/// ```no_run
+/// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+/// let exports = client.semaphore("exports");
+/// exports.try_set_permits(8).await?; // once, by whoever comes first
+/// exports.acquire(1).await?;
+/// // ... at most 8 of these run at once, fleet-wide ...
+/// exports.release(1).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Semaphore {
+    shared: Arc<SemaphoreShared>,
+}
+
+struct SemaphoreShared {
+    client: Arc<ClientShared>,
+    key: String,
+    /// `None` for an empty name, refused by every call before anything is sent.
+    names: Option<SemaphoreNames>,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore").field("key", &crate::debug::Bounded(&self.shared.key)).finish()
+    }
+}
+
+/// A count of permits as Redis takes it: 1 or more.
+fn positive(permits: u32, what: &str) -> Result<i64> {
+    if permits == 0 {
+        return Err(Error::invalid_argument(format!("{what} needs at least 1 permit, got 0")));
+    }
+    Ok(i64::from(permits))
+}
+
+impl Semaphore {
+    pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
+        let names = SemaphoreNames::new(&key).ok();
+        Semaphore { shared: Arc::new(SemaphoreShared { client, key, names }) }
+    }
+
+    /// The semaphore's Redis key (the name with the client's key prefix, if any).
+    pub fn key(&self) -> &str {
+        &self.shared.key
+    }
+
+    /// The channel its changes are published on, `redisson_sc:{NAME}`.
+    pub fn channel(&self) -> &str {
+        self.shared.names.as_ref().map_or("", |names| names.channel())
+    }
+
+    /// Diagnostic: how many of this client's waiters wait in this semaphore's line now.
+    pub fn local_waiters(&self) -> usize {
+        self.shared
+            .names
+            .as_ref()
+            .map_or(0, |names| self.shared.client.subscriber.lock_waiters(names.channel(), names.key()))
+    }
+
+    fn names(&self) -> Result<&SemaphoreNames> {
+        self.shared.names.as_ref().ok_or_else(|| Error::invalid_argument("a semaphore name must not be empty"))
+    }
+
+    /// Sets the count to `permits` if the semaphore was never set (no key), and
+    /// publishes it (when above 0) so that waiters, Java's included, try. Redisson's
+    /// `trySetPermits`: `true` when it was set, `false` when the key exists (untouched).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an empty
+    /// name; [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key holds
+    /// another type, or a String that is not a count (nothing written); timeouts and
+    /// connection errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the call back: once sent it runs.
+    pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
+        let names = self.names()?;
+        self.shared.client.store.semaphore_try_set_permits(names, i64::from(permits)).await
+    }
+
+    /// Adds `delta` permits to the count (a missing key counts as 0), or takes them
+    /// away when `delta` is negative: the count may go below 0, as in Redisson's
+    /// `addPermits`. A count above 0 afterwards is published.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`]; [`ErrorKind::Redis`](crate::ErrorKind::Redis)
+    /// when the count would overflow a 64-bit integer.
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::try_set_permits`].
+    pub async fn add_permits(&self, delta: i64) -> Result<()> {
+        let names = self.names()?;
+        self.shared.client.store.semaphore_add_permits(names, delta).await.map(drop)
+    }
+
+    /// The count of available permits (0 for a semaphore never set; below 0 after
+    /// [`Semaphore::add_permits`] took more than there were). Redisson's
+    /// `availablePermits`.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn available_permits(&self) -> Result<i64> {
+        let names = self.names()?;
+        self.shared.client.store.semaphore_count(names).await
+    }
+
+    /// Takes every available permit and returns how many that was (the count is 0
+    /// afterwards; a missing key stays missing). Redisson's `drainPermits`: nothing is
+    /// published.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::try_set_permits`].
+    pub async fn drain_permits(&self) -> Result<i64> {
+        let names = self.names()?;
+        self.shared.client.store.semaphore_drain(names).await
+    }
+
+    /// Waits as long as it takes to take `permits` permits (Redisson's `acquire`),
+    /// including for a semaphore that was never set (see the type's docs).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for 0 permits
+    /// or an empty name (nothing sent); otherwise as [`Semaphore::try_set_permits`].
+    /// Transient errors (timeouts, connection errors) are retried after a back-off,
+    /// keeping the waiter's place in line.
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves nothing behind: the waiter leaves its line, and
+    /// permits that an attempt in flight took are given back in the background.
+    pub async fn acquire(&self, permits: u32) -> Result<()> {
+        match self.take(permits, None).await? {
+            true => Ok(()),
+            false => {
+                Err(Error::new(crate::ErrorKind::Timeout, "an unbounded semaphore wait ended").with_key(self.key()))
+            }
+        }
+    }
+
+    /// Takes `permits` permits if that many are available now, in one round trip
+    /// (Redisson's `tryAcquire`). `false`: fewer are available, nothing changed.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire`], and any error of its one attempt: nothing is retried.
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire`].
+    pub async fn try_acquire(&self, permits: u32) -> Result<bool> {
+        self.take(permits, Some(Duration::ZERO)).await
+    }
+
+    /// Waits up to `wait` to take `permits` permits (Redisson's `tryAcquire(permits,
+    /// waitTime)`): `false` when the wait ran out (a zero wait is one attempt).
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire`]; a wait that overflows the clock is
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument); when the last
+    /// attempt before the deadline failed with a transient error, that error.
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire`].
+    pub async fn try_acquire_with(&self, permits: u32, wait: Duration) -> Result<bool> {
+        self.take(permits, Some(wait)).await
+    }
+
+    /// Gives `permits` permits back and publishes the new count (when above 0), which
+    /// wakes at most that many waiters of each client. Any handle may release, whether
+    /// or not it acquired (Redisson's `release`: no owner, no upper bound).
+    ///
+    /// While this client's own waiters wait for the semaphore, every other release
+    /// hands its permits straight to them instead, with no round trip (they stay taken
+    /// in Redis; what none of them takes within 20 ms is given back to Redis), so that
+    /// a busy client does not pay a release and a retry per permit while the other
+    /// clients still get every other one.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire`], without the retries: a timeout leaves it unknown
+    /// whether the permits were given back.
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::try_set_permits`].
+    pub async fn release(&self, permits: u32) -> Result<()> {
+        let permits = positive(permits, "release")?;
+        let names = self.names()?;
+        let client = &self.shared.client;
+        if client.subscriber.lock_waiters(names.channel(), names.key()) > 0
+            && client.permit_pool.offer(names.key_arc(), permits)
+        {
+            // Every other release while this client's own waiters wait: handed straight
+            // to them (the permits stay taken in Redis); what none takes soon goes back.
+            client.subscriber.wake_permits(names.channel(), u64::try_from(permits).unwrap_or(0));
+            let (client, names) = (client.clone(), names.clone());
+            drop(tokio::spawn(async move {
+                tokio::time::sleep(crate::semaphore_pool::FLUSH_AFTER).await;
+                let left = client.permit_pool.drain(names.key());
+                if left > 0 {
+                    crate::semaphore_wait::give_back(client.store.clone(), names, left).await;
+                }
+            }));
+            return Ok(());
+        }
+        client.store.semaphore_release(names, permits).await.map(drop)
+    }
+
+    /// The wait of every acquire: `None` = unbounded, `Some(ZERO)` = one attempt.
+    async fn take(&self, permits: u32, wait: Option<Duration>) -> Result<bool> {
+        let start = Instant::now();
+        positive(permits, "acquire")?;
+        let names = self.names()?;
+        let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
+        let client = &self.shared.client;
+        let env = WaitEnv {
+            line: &client.subscriber,
+            telemetry: &client.telemetry,
+            subscribe_timeout: client.config.command_timeout,
+            redisson_waiters: client.config.redisson_waiters,
+        };
+        let attempt = PermitsAttempt::new(client.clone(), names.clone(), permits);
+        let mut run = crate::wait::AcquireRun::default();
+        let result = crate::wait::wait_for(&attempt, &env, deadline, &mut run).await;
+        let waits = wait != Some(Duration::ZERO);
+        client.telemetry.acquire_done(
+            names.key(),
+            Kind::Semaphore,
+            waits,
+            Outcome::of(&result, waits),
+            start.elapsed(),
+        );
+        result.map(|taken| taken.is_some())
+    }
+}

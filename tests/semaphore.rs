@@ -1,0 +1,287 @@
+//! The semaphore (issue 19 item 1): Redisson's `RSemaphore` layout through `Semaphore`,
+//! against real servers (`NAME::redis`, `NAME::valkey`, see `both_servers!`). Waits are
+//! bounded by deadlines, never sleeps.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use leasehold::ErrorKind;
+use leasehold_tests::{both_servers, client, raw, wait_until, Monitor, RespValue, ServerKind};
+
+use tokio::time::{timeout, Instant};
+
+fn get(server: &leasehold_tests::RedisServer, key: &str) -> Option<String> {
+    raw(server, &["GET", key]).as_str().map(str::to_owned)
+}
+
+/// The order the waiters got in so far.
+fn seen(order: &Mutex<Vec<usize>>) -> Vec<usize> {
+    order.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+}
+
+/// The payloads the scripts published on `channel`, from MONITOR lines.
+fn published(monitor: &Monitor, channel: &str) -> Vec<String> {
+    let needle = format!("\"publish\" \"{channel}\" \"");
+    monitor
+        .commands()
+        .iter()
+        .filter_map(|line| line.split_once(&needle).map(|(_, rest)| rest.trim_end_matches('"').to_owned()))
+        .collect()
+}
+
+/// Every call with Redisson's meaning and the String `NAME` written as Redisson writes
+/// it; each change that frees permits publishes the count on `redisson_sc:{NAME}`,
+/// never a count below 1.
+async fn calls_keep_redissons_layout_and_payloads(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:basics");
+    assert_eq!(sem.channel(), "redisson_sc:{sem:basics}");
+    let monitor = Monitor::start(&server.addr());
+    assert_eq!((sem.available_permits().await.expect("q"), sem.drain_permits().await.expect("drain")), (0, 0));
+    assert_eq!(get(&server, "sem:basics"), None, "a drain of a missing key leaves it missing");
+    assert!(sem.try_set_permits(3).await.expect("set"));
+    assert!(!sem.try_set_permits(5).await.expect("set again"), "set only once");
+    assert_eq!(get(&server, "sem:basics").as_deref(), Some("3"));
+    assert!(sem.try_acquire(2).await.expect("try"));
+    assert!(!sem.try_acquire(2).await.expect("try"), "1 left");
+    assert_eq!(get(&server, "sem:basics").as_deref(), Some("1"));
+    sem.release(2).await.expect("release");
+    assert_eq!(sem.available_permits().await.expect("q"), 3);
+    sem.add_permits(-5).await.expect("take away");
+    assert_eq!(sem.available_permits().await.expect("q"), -2, "the count may go below 0, as in Redisson");
+    sem.release(1).await.expect("release below 0");
+    sem.add_permits(3).await.expect("add");
+    assert_eq!(get(&server, "sem:basics").as_deref(), Some("2"));
+    assert_eq!(sem.drain_permits().await.expect("drain"), 2);
+    assert_eq!(get(&server, "sem:basics").as_deref(), Some("0"));
+    monitor.sync(&server.addr());
+    assert_eq!(published(&monitor, "redisson_sc:{sem:basics}"), ["3", "3", "2"], "set 3, release to 3, add to 2");
+}
+both_servers!(calls_keep_redissons_layout_and_payloads);
+
+/// Starts `n` waiters for `permits` each on `name`, one after the other (each in line
+/// before the next starts); each records its index when it acquires.
+async fn queue_waiters(client: &leasehold::Client, name: &str, permits: &[u32]) -> Arc<Mutex<Vec<usize>>> {
+    let order = Arc::new(Mutex::new(Vec::new()));
+    for (index, &n) in permits.iter().enumerate() {
+        let (sem, order) = (client.semaphore(name), order.clone());
+        drop(tokio::spawn(async move {
+            sem.acquire(n).await.expect("acquire");
+            order.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(index);
+        }));
+        assert!(
+            wait_until(Duration::from_secs(5), || client.semaphore(name).local_waiters() == index + 1).await,
+            "in line"
+        );
+    }
+    order
+}
+
+/// A release of k permits lets at most k of a client's waiters in, in the order they
+/// came; a never-set semaphore's `acquire` waits until another client sets it.
+async fn a_release_of_k_admits_k_waiters_in_order(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let order = queue_waiters(&a, "sem:fifo", &[1, 1, 1, 1, 1]).await;
+    assert!(seen(&order).is_empty(), "a never-set semaphore has no permits: acquire waits");
+    let monitor = Monitor::start(&server.addr());
+    assert!(b.semaphore("sem:fifo").try_set_permits(2).await.expect("set"));
+    assert!(wait_until(Duration::from_secs(5), || seen(&order).len() == 2).await, "2 permits, 2 in");
+    let mut first_two = seen(&order);
+    first_two.sort_unstable(); // woken together by one count: either may finish first
+    assert_eq!(first_two, [0, 1], "first come, first served");
+    b.semaphore("sem:fifo").release(1).await.expect("release");
+    assert!(wait_until(Duration::from_secs(5), || seen(&order).len() == 3).await);
+    assert_eq!(seen(&order)[2], 2);
+    monitor.sync(&server.addr());
+    let attempts = monitor.commands().iter().filter(|l| l.contains("EVALSHA") || l.contains("evalsha")).count();
+    // 2 + 1 acquisitions and the two calls of b; a waiter further back is never woken
+    // (a second of re-checks by the first in line may add one or two).
+    assert!(attempts <= 8, "a release wakes only as many waiters as it frees: {attempts} calls");
+    assert_eq!(a.semaphore("sem:fifo").available_permits().await.expect("q"), 0);
+    b.semaphore("sem:fifo").release(2).await.expect("release the rest");
+    assert!(wait_until(Duration::from_secs(5), || seen(&order).len() == 5).await);
+    let mut all = seen(&order);
+    all.sort_unstable();
+    assert_eq!(all, [0, 1, 2, 3, 4]);
+}
+both_servers!(a_release_of_k_admits_k_waiters_in_order);
+
+/// A waiter for 3 permits first in line is not overtaken by its client's smaller
+/// requests behind it while the count is below 3.
+async fn a_large_request_is_not_overtaken_by_small_ones(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let other = b.semaphore("sem:large");
+    assert!(other.try_set_permits(0).await.expect("set 0"));
+    let order = queue_waiters(&a, "sem:large", &[3, 1, 1]).await;
+    other.release(1).await.expect("release");
+    other.release(1).await.expect("release");
+    // Two permits are there: the small waiters could take them, but wait their turn.
+    assert!(wait_until(Duration::from_secs(3), || a.semaphore("sem:large").local_waiters() < 3)
+        .await
+        .then_some(())
+        .is_none());
+    assert_eq!(other.available_permits().await.expect("q"), 2, "nobody behind the large request took them");
+    other.release(1).await.expect("release");
+    assert!(wait_until(Duration::from_secs(5), || seen(&order).len() == 1).await);
+    assert_eq!(seen(&order), [0], "the large request first");
+    other.release(2).await.expect("release");
+    assert!(wait_until(Duration::from_secs(5), || seen(&order).len() == 3).await);
+}
+both_servers!(a_large_request_is_not_overtaken_by_small_ones);
+
+/// A count set by a command that publishes nothing (as a key that expires publishes
+/// nothing) is found by the first waiter's re-check within about a second; a bounded
+/// wait on a never-set semaphore returns `false` at its deadline.
+async fn a_silent_change_is_found_and_a_bounded_wait_ends(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:silent");
+    let started = Instant::now();
+    assert!(!sem.try_acquire_with(1, Duration::from_millis(300)).await.expect("wait"));
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(2),
+        "returned at its deadline: {waited:?}"
+    );
+    let waiter = {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.try_acquire_with(1, Duration::from_secs(10)).await })
+    };
+    assert!(wait_until(Duration::from_secs(5), || sem.local_waiters() == 1).await);
+    assert_eq!(raw(&server, &["SET", "sem:silent", "1"]), RespValue::Simple("OK".into()));
+    let taken = timeout(Duration::from_secs(4), waiter).await.expect("found by the re-check").expect("task");
+    assert!(taken.expect("acquire"));
+    assert_eq!(get(&server, "sem:silent").as_deref(), Some("0"));
+}
+both_servers!(a_silent_change_is_found_and_a_bounded_wait_ends);
+
+/// Acquires cancelled at every point of their call leave no permit taken: one that
+/// took permits after its caller went away gives them back.
+async fn cancelled_acquires_give_their_permits_back(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:cancel");
+    assert!(sem.try_set_permits(1).await.expect("set"));
+    for step in 0..40u64 {
+        match timeout(Duration::from_micros(50 * step), sem.try_acquire(1)).await {
+            Ok(Ok(true)) => sem.release(1).await.expect("release"),
+            // The call cancelled before may have taken it, and is giving it back.
+            Ok(Ok(false)) | Err(_) => {}
+            Ok(Err(error)) => panic!("step {step}: {error}"),
+        }
+    }
+    // Every cancelled call that took the permit gives it back: it is there, and stays.
+    for _ in 0..3 {
+        let back = wait_until(Duration::from_secs(3), || get(&server, "sem:cancel").as_deref() == Some("1")).await;
+        assert!(back, "the permit came back");
+        tokio::time::sleep(Duration::from_millis(50)).await; // a late give-back would show as "2"
+    }
+    assert!(sem.try_acquire(1).await.expect("try") && !sem.try_acquire(1).await.expect("try"), "exactly 1 permit");
+}
+both_servers!(cancelled_acquires_give_their_permits_back);
+
+/// Bad input is refused with a typed error before anything is sent; a key of another
+/// type (or a String that is not a count) is `WrongType`, nothing written.
+async fn bad_input_is_refused_and_nothing_changes(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:bad");
+    let monitor = Monitor::start(&server.addr());
+    let invalid = |result: leasehold::Result<bool>| result.expect_err("refused").kind() == ErrorKind::InvalidArgument;
+    assert!(invalid(sem.try_acquire(0).await));
+    assert!(invalid(sem.try_acquire_with(0, Duration::from_secs(1)).await));
+    assert!(invalid(sem.try_acquire_with(1, Duration::MAX).await), "a wait that overflows the clock");
+    assert!(invalid(sem.acquire(0).await.map(|()| true)));
+    assert!(invalid(sem.release(0).await.map(|()| true)));
+    assert!(invalid(client.semaphore("").try_acquire(1).await));
+    assert!(invalid(client.semaphore("").available_permits().await.map(|_| true)));
+    monitor.sync(&server.addr());
+    assert!(monitor.commands().is_empty(), "nothing sent: {:?}", monitor.commands());
+
+    raw(&server, &["HSET", "sem:hash", "f", "1"]);
+    raw(&server, &["SET", "sem:text", "ten"]);
+    for name in ["sem:hash", "sem:text"] {
+        let sem = client.semaphore(name);
+        let wrong = |e: leasehold::Error| e.kind() == ErrorKind::WrongType;
+        assert!(wrong(sem.try_acquire(1).await.expect_err("acquire")), "{name}");
+        assert!(wrong(
+            sem.try_acquire_with(1, Duration::from_secs(5)).await.expect_err("a definite error ends a wait")
+        ));
+        assert!(wrong(sem.release(1).await.expect_err("release")));
+        assert!(wrong(sem.add_permits(1).await.expect_err("add")));
+        assert!(wrong(sem.try_set_permits(1).await.expect_err("set")));
+        assert!(wrong(sem.drain_permits().await.expect_err("drain")));
+        assert!(wrong(sem.available_permits().await.expect_err("count")));
+    }
+    assert_eq!(raw(&server, &["HGET", "sem:hash", "f"]).as_str(), Some("1"));
+    assert_eq!(get(&server, "sem:text").as_deref(), Some("ten"));
+}
+both_servers!(bad_input_is_refused_and_nothing_changes);
+
+#[test]
+fn semaphore_is_send_sync_and_clone() {
+    fn bounds<T: Send + Sync + Clone>() {}
+    bounds::<leasehold::Semaphore>();
+}
+
+/// Releases on a client whose own waiters wait: every other one hands the permit
+/// straight to the next waiter (no round trip), the others go to Redis; every waiter
+/// gets in, one at a time, and the count in Redis is whole again at the end (permits
+/// nobody took are given back).
+async fn a_release_hands_permits_to_the_clients_own_waiters(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:local");
+    assert!(sem.try_set_permits(1).await.expect("set"));
+    assert!(sem.try_acquire(1).await.expect("take the only permit"));
+    let inside = Arc::new(Mutex::new((0usize, 0usize))); // (now, most at once)
+    let mut waiters = Vec::new();
+    for index in 0..4 {
+        let (mine, inside) = (client.semaphore("sem:local"), inside.clone());
+        waiters.push(tokio::spawn(async move {
+            mine.acquire(1).await.expect("acquire");
+            {
+                let mut guard = inside.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                guard.0 += 1;
+                guard.1 = guard.1.max(guard.0);
+            }
+            tokio::task::yield_now().await;
+            inside.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0 -= 1;
+            mine.release(1).await.expect("release");
+        }));
+        assert!(wait_until(Duration::from_secs(5), || sem.local_waiters() == index + 1).await, "in line");
+    }
+    sem.release(1).await.expect("release");
+    for waiter in waiters {
+        timeout(Duration::from_secs(10), waiter).await.expect("every waiter gets in").expect("task");
+    }
+    let most = inside.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1;
+    assert_eq!(most, 1, "one permit: one inside at a time");
+    let whole = wait_until(Duration::from_secs(3), || get(&server, "sem:local").as_deref() == Some("1")).await;
+    assert!(whole, "the permit is back in Redis: {:?}", get(&server, "sem:local"));
+}
+both_servers!(a_release_hands_permits_to_the_clients_own_waiters);
+
+/// A permit handed over to a waiter that goes away before taking it goes back to Redis
+/// (current-thread runtime: the waiter is aborted before it can run again).
+async fn a_handed_over_permit_nobody_takes_goes_back(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:flush");
+    assert!(sem.try_set_permits(1).await.expect("set"));
+    assert!(sem.try_acquire(1).await.expect("take it"));
+    let waiter = {
+        let sem = client.semaphore("sem:flush");
+        tokio::spawn(async move { sem.acquire(1).await })
+    };
+    assert!(wait_until(Duration::from_secs(5), || sem.local_waiters() == 1).await, "in line");
+    sem.release(1).await.expect("release"); // handed over: nothing sent
+    waiter.abort(); // before the waiter's task runs again
+    assert!(waiter.await.is_err(), "aborted");
+    let back = wait_until(Duration::from_secs(3), || get(&server, "sem:flush").as_deref() == Some("1")).await;
+    assert!(back, "given back to Redis: {:?}", get(&server, "sem:flush"));
+}
+both_servers!(a_handed_over_permit_nobody_takes_goes_back, current_thread);
