@@ -264,24 +264,3 @@ async fn a_release_hands_permits_to_the_clients_own_waiters(on: ServerKind) {
     assert!(whole, "the permit is back in Redis: {:?}", get(&server, "sem:local"));
 }
 both_servers!(a_release_hands_permits_to_the_clients_own_waiters);
-
-/// A permit handed over to a waiter that goes away before taking it goes back to Redis
-/// (current-thread runtime: the waiter is aborted before it can run again).
-async fn a_handed_over_permit_nobody_takes_goes_back(on: ServerKind) {
-    let server = on.start();
-    let client = client(&server).await;
-    let sem = client.semaphore("sem:flush");
-    assert!(sem.try_set_permits(1).await.expect("set"));
-    assert!(sem.try_acquire(1).await.expect("take it"));
-    let waiter = {
-        let sem = client.semaphore("sem:flush");
-        tokio::spawn(async move { sem.acquire(1).await })
-    };
-    assert!(wait_until(Duration::from_secs(5), || sem.local_waiters() == 1).await, "in line");
-    sem.release(1).await.expect("release"); // handed over: nothing sent
-    waiter.abort(); // before the waiter's task runs again
-    assert!(waiter.await.is_err(), "aborted");
-    let back = wait_until(Duration::from_secs(3), || get(&server, "sem:flush").as_deref() == Some("1")).await;
-    assert!(back, "given back to Redis: {:?}", get(&server, "sem:flush"));
-}
-both_servers!(a_handed_over_permit_nobody_takes_goes_back, current_thread);
