@@ -55,8 +55,6 @@ pub(crate) struct ClientShared {
     pub(crate) telemetry: Arc<crate::telemetry::Telemetry>,
     /// Every guard alive of this client's handles ([`Client::shutdown`] releases them).
     pub(crate) live: crate::live::LiveGuards,
-    /// Semaphore permits a release handed to this client's own waiters.
-    pub(crate) permit_pool: crate::semaphore_pool::PermitPool,
     /// `true` once a [`Client::shutdown`] started; the sender tells later calls it ended.
     shutdown: parking_lot::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
     /// Through Sentinel: the watch that reconnects at a switch of primary.
@@ -263,7 +261,6 @@ impl Client {
                 owns_connection: owns,
                 telemetry,
                 live: crate::live::LiveGuards::default(),
-                permit_pool: crate::semaphore_pool::PermitPool::default(),
                 shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,
                 runtime: tokio::runtime::Handle::current(),

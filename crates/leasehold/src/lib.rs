@@ -161,7 +161,6 @@ mod replicas;
 mod retry;
 mod rw_guard;
 mod semaphore;
-mod semaphore_pool;
 mod semaphore_wait;
 mod sentinel;
 mod simple;

@@ -215,12 +215,6 @@ impl Semaphore {
     /// wakes at most that many waiters of each client. Any handle may release, whether
     /// or not it acquired (Redisson's `release`: no owner, no upper bound).
     ///
-    /// While this client's own waiters wait for the semaphore, every other release
-    /// hands its permits straight to them instead, with no round trip (they stay taken
-    /// in Redis; what none of them takes within 20 ms is given back to Redis), so that
-    /// a busy client does not pay a release and a retry per permit while the other
-    /// clients still get every other one.
-    ///
     /// # Errors
     /// As [`Semaphore::acquire`], without the retries: a timeout leaves it unknown
     /// whether the permits were given back.
@@ -230,24 +224,7 @@ impl Semaphore {
     pub async fn release(&self, permits: u32) -> Result<()> {
         let permits = positive(permits, "release")?;
         let names = self.names()?;
-        let client = &self.shared.client;
-        if client.subscriber.lock_waiters(names.channel(), names.key()) > 0
-            && client.permit_pool.offer(names.key_arc(), permits)
-        {
-            // Every other release while this client's own waiters wait: handed straight
-            // to them (the permits stay taken in Redis); what none takes soon goes back.
-            client.subscriber.wake_permits(names.channel(), u64::try_from(permits).unwrap_or(0));
-            let (client, names) = (client.clone(), names.clone());
-            drop(tokio::spawn(async move {
-                tokio::time::sleep(crate::semaphore_pool::FLUSH_AFTER).await;
-                let left = client.permit_pool.drain(names.key());
-                if left > 0 {
-                    crate::semaphore_wait::give_back(client.store.clone(), names, left).await;
-                }
-            }));
-            return Ok(());
-        }
-        client.store.semaphore_release(names, permits).await.map(drop)
+        self.shared.client.store.semaphore_release(names, permits).await.map(drop)
     }
 
     /// The wait of every acquire: `None` = unbounded, `Some(ZERO)` = one attempt.
@@ -263,7 +240,7 @@ impl Semaphore {
             subscribe_timeout: client.config.command_timeout,
             redisson_waiters: client.config.redisson_waiters,
         };
-        let attempt = PermitsAttempt::new(client.clone(), names.clone(), permits);
+        let attempt = PermitsAttempt::new(client.store.clone(), names.clone(), permits);
         let mut run = crate::wait::AcquireRun::default();
         let result = crate::wait::wait_for(&attempt, &env, deadline, &mut run).await;
         let waits = wait != Some(Duration::ZERO);

@@ -9,7 +9,6 @@ use lock_core::semaphore::SemaphoreNames;
 use lock_core::{Error, ErrorKind, LockStore, QueueKind, Result, WaitChannel};
 use tokio::time::Instant;
 
-use crate::client::ClientShared;
 use crate::telemetry::Kind;
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 
@@ -22,7 +21,6 @@ pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
 /// One acquire call of `permits` permits.
 pub(crate) struct PermitsAttempt {
-    client: Arc<ClientShared>,
     store: LockStore,
     names: SemaphoreNames,
     permits: i64,
@@ -30,8 +28,7 @@ pub(crate) struct PermitsAttempt {
 }
 
 impl PermitsAttempt {
-    pub(crate) fn new(client: Arc<ClientShared>, names: SemaphoreNames, permits: u32) -> Self {
-        let store = client.store.clone();
+    pub(crate) fn new(store: LockStore, names: SemaphoreNames, permits: u32) -> Self {
         let plan = WaitPlan {
             key: names.key_arc().clone(),
             channel: names.channel().clone(),
@@ -41,7 +38,7 @@ impl PermitsAttempt {
             kind: Kind::Semaphore,
             permits: Some(u64::from(permits)),
         };
-        PermitsAttempt { client, store, names, permits: i64::from(permits), plan }
+        PermitsAttempt { store, names, permits: i64::from(permits), plan }
     }
 }
 
@@ -62,10 +59,6 @@ impl Attempt for PermitsAttempt {
     /// it may have taken: whichever of the task and the departing caller comes second
     /// gives them back (`sem_release.lua`), see [`Handoff`].
     async fn attempt(&self, _waiting: bool) -> Result<std::result::Result<(), NotAcquired>> {
-        if self.client.permit_pool.take(self.names.key(), self.permits) {
-            // A release of this client handed them over: no round trip.
-            return Ok(Ok(()));
-        }
         let (store, names, permits) = (self.store.clone(), self.names.clone(), self.permits);
         let handoff = Arc::new(Handoff::default());
         let caller = Caller { handoff: handoff.clone(), store: store.clone(), names: names.clone(), permits };
@@ -196,7 +189,7 @@ impl Drop for Caller {
 }
 
 /// Gives back the permits of an acquire whose caller went away.
-pub(crate) async fn give_back(store: LockStore, names: SemaphoreNames, permits: i64) {
+async fn give_back(store: LockStore, names: SemaphoreNames, permits: i64) {
     if let Err(error) = store.semaphore_release(&names, permits).await {
         tracing::warn!(semaphore = %names.key(), %error, permits, "permits of a cancelled acquire not given back");
     }

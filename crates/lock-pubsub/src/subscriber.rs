@@ -355,16 +355,6 @@ impl Subscriber {
         self.register_lock(channel, channel)
     }
 
-    /// Wakes waiters of a semaphore's channel `channel` as a count message of
-    /// `permits` would (see [`Subscriber::register_permits`]), without one: for permits
-    /// a release of this client handed straight to its own waiters.
-    pub fn wake_permits(&self, channel: &str, permits: u64) {
-        let waiters = self.shared.registry.lock().channels.get(channel).cloned();
-        if let Some(waiters) = waiters {
-            waiters.wake_permits(permits);
-        }
-    }
-
     /// How many local waiters wait on `channel` now, over all its locks.
     pub fn waiters(&self, channel: &str) -> usize {
         self.shared.registry.lock().channels.get(channel).map_or(0, |w| w.len())
