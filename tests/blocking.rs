@@ -349,3 +349,33 @@ fn the_last_drop_lets_earlier_background_releases_finish() {
     drop(client);
     assert!(eventually(Duration::from_secs(5), || !exists(&server, "nested")), "the second release did not land");
 }
+
+/// The blocking semaphore: two threads share one permit, a waiter blocked in `acquire`
+/// is let in by another thread's `release`, and a call inside an async runtime is
+/// refused with nothing sent.
+#[test]
+fn a_blocking_semaphore_hands_its_permit_between_threads() {
+    let server = leasehold_tests::RedisServer::start();
+    let client = leasehold::blocking::Client::connect(&server.url()).expect("connect");
+    let sem = client.semaphore("bsem:one");
+    assert!(sem.try_set_permits(1).expect("set"));
+    sem.acquire(1).expect("acquire");
+    assert!(!sem.try_acquire(1).expect("try"), "the one permit is taken");
+    let other = client.clone();
+    let waiter = std::thread::spawn(move || {
+        let sem = other.semaphore("bsem:one");
+        sem.try_acquire_with(1, std::time::Duration::from_secs(10)).expect("wait")
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while client.stats().waiters == 0 {
+        assert!(std::time::Instant::now() < deadline, "the other thread waits");
+        std::thread::yield_now();
+    }
+    sem.release(1).expect("release");
+    assert!(waiter.join().expect("thread"), "the waiter got the released permit");
+    assert_eq!(sem.available_permits().expect("count"), 0);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let refused = runtime.block_on(async { sem.release(1) }).expect_err("refused");
+    assert_eq!(refused.kind(), leasehold::ErrorKind::AsyncContext);
+    assert_eq!(sem.available_permits().expect("count"), 0, "nothing sent");
+}

@@ -7,7 +7,7 @@ use fred::prelude::{Config, ReconnectPolicy};
 use lock_core::Result;
 
 use super::runtime::{refuse_in_async_context, Runner, Stop};
-use super::{FairLock, FencedLock, Lock, ReadWriteLock, SimpleLock};
+use super::{FairLock, FencedLock, Lock, ReadWriteLock, Semaphore, SimpleLock};
 use crate::config::{ClientConfig, ShardedSubscriptionMode};
 
 /// The blocking form of [`crate::Client`]: the same connections, watchdog and
@@ -112,6 +112,11 @@ impl Client {
     /// A handle on the read/write lock `name` (as [`crate::Client::read_write_lock`]).
     pub fn read_write_lock(&self, name: impl AsRef<str>) -> ReadWriteLock {
         ReadWriteLock::new(self, self.shared.client.read_write_lock(name))
+    }
+
+    /// A handle on the semaphore `name` (as [`crate::Client::semaphore`]).
+    pub fn semaphore(&self, name: impl AsRef<str>) -> Semaphore {
+        Semaphore::new(self, self.shared.client.semaphore(name))
     }
 
     /// A handle on the minimal lock `name` (as [`crate::Client::simple_lock`]).

@@ -54,6 +54,7 @@ mod held;
 mod lock;
 mod read_write;
 mod runtime;
+mod semaphore;
 mod simple;
 
 pub use client::{Client, ClientBuilder};
@@ -61,4 +62,5 @@ pub use fair::FairLock;
 pub use fenced::{FencedGuard, FencedLock};
 pub use lock::{Lock, LockGuard};
 pub use read_write::{ReadGuard, ReadWriteLock, WriteGuard};
+pub use semaphore::Semaphore;
 pub use simple::{SimpleGuard, SimpleLock};
