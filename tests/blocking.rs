@@ -349,3 +349,62 @@ fn the_last_drop_lets_earlier_background_releases_finish() {
     drop(client);
     assert!(eventually(Duration::from_secs(5), || !exists(&server, "nested")), "the second release did not land");
 }
+
+/// A latch counted down by one thread releases the waiters of other threads (each with
+/// its own handle), and not before the count reaches zero.
+#[test]
+fn a_latch_counted_down_by_one_thread_releases_waiters_on_others() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let latch = client.count_down_latch("round");
+    assert_eq!(latch.try_set_count(0).expect_err("a zero count").kind(), ErrorKind::InvalidArgument);
+    assert!(latch.try_set_count(2).expect("set"));
+    assert!(!latch.try_set_count(5).expect("set again"), "a live latch is not reset");
+    let (opened, opened_rx) = mpsc::channel();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let (latch, opened) = (client.count_down_latch("round"), opened.clone());
+            std::thread::spawn(move || opened.send(latch.wait_timeout(Duration::from_secs(20))).expect("send"))
+        })
+        .collect();
+    let counter = latch.clone();
+    let counted = std::thread::spawn(move || {
+        let left = counter.count_down().expect("count down");
+        // Still closed at 1: no waiter may have returned (bounded look, not a proof).
+        let early = opened_rx.recv_timeout(Duration::from_millis(200));
+        assert!(early.is_err(), "a waiter returned at count {left}: {early:?}");
+        assert_eq!(left, 1);
+        assert_eq!(counter.count_down().expect("count down"), 0);
+        opened_rx
+    });
+    let opened_rx = counted.join().expect("counter thread");
+    let started = Instant::now();
+    for _ in 0..3 {
+        let answer = opened_rx.recv_timeout(Duration::from_secs(10)).expect("a waiter returned");
+        assert!(answer.expect("wait"), "opened, not timed out");
+    }
+    assert!(started.elapsed() < Duration::from_secs(5), "woken by the message: {:?}", started.elapsed());
+    waiters.into_iter().for_each(|waiter| waiter.join().expect("waiter thread"));
+    assert_eq!(latch.count().expect("count"), 0);
+    assert!(!exists(&server, "round"), "the count down to zero deletes the key");
+    latch.wait().expect("an open latch returns at once");
+}
+
+/// `wait_timeout` returns `false` at its bound when nobody counts down; `delete` opens
+/// the latch for a waiter.
+#[test]
+fn a_latch_wait_timeout_returns_false_at_its_bound() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let latch = client.count_down_latch("gate").with_recheck(Duration::from_millis(100));
+    assert!(latch.try_set_count(1).expect("set"));
+    let started = Instant::now();
+    assert!(!latch.wait_timeout(Duration::from_millis(300)).expect("wait"), "nobody counted down");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(3), "{waited:?}");
+    assert_eq!(latch.count().expect("count"), 1);
+    let waiter = latch.clone();
+    let waiting = std::thread::spawn(move || waiter.wait_timeout(Duration::from_secs(20)));
+    assert!(latch.delete().expect("delete"), "there was a latch");
+    assert!(waiting.join().expect("waiter thread").expect("wait"), "a deleted latch is open");
+}

@@ -163,6 +163,14 @@ impl Client {
     }
 }
 
+/// The kinds wrapped after the first blocking release: the latch.
+impl Client {
+    /// A handle on the count-down latch `name` (as [`crate::Client::count_down_latch`]).
+    pub fn count_down_latch(&self, name: impl AsRef<str>) -> super::CountDownLatch {
+        super::CountDownLatch::new(self, self.shared.client.count_down_latch(name))
+    }
+}
+
 /// Builds a blocking [`Client`]: every setter of the async [`crate::ClientBuilder`]
 /// (each forwards to it), ending in a blocking [`ClientBuilder::connect`].
 ///

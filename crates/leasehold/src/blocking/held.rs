@@ -25,6 +25,14 @@ impl<L: std::fmt::Debug> std::fmt::Debug for Handle<L> {
     }
 }
 
+/// A clone shares the async handle: only for kinds whose handle is not an owner (a
+/// latch); a lock's blocking handle is not `Clone`, as the async one is not.
+impl<L> Clone for Handle<L> {
+    fn clone(&self) -> Self {
+        Handle { inner: self.inner.clone(), client: self.client.clone() }
+    }
+}
+
 impl<L: Send + Sync + 'static> Handle<L> {
     pub(crate) fn new(client: &Client, inner: L) -> Self {
         Handle { inner: Arc::new(inner), client: client.clone() }
@@ -33,6 +41,12 @@ impl<L: Send + Sync + 'static> Handle<L> {
     /// The async handle, for the calls that send nothing (`key`, `owner`, …).
     pub(crate) fn get(&self) -> &L {
         &self.inner
+    }
+
+    /// Another handle on the same client around `inner` (a derived async handle, such
+    /// as a latch's `with_recheck`).
+    pub(crate) fn with_inner(&self, inner: L) -> Self {
+        Handle::new(&self.client, inner)
     }
 
     /// The runtime thread (for the guards a call returns).
