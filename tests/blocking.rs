@@ -408,3 +408,96 @@ fn a_latch_wait_timeout_returns_false_at_its_bound() {
     assert!(latch.delete().expect("delete"), "there was a latch");
     assert!(waiting.join().expect("waiter thread").expect("wait"), "a deleted latch is open");
 }
+
+/// Threads taking overlapping multi-locks, named in opposite orders (and one made by
+/// `MultiLock::new` over two clients' blocking locks), exclude each other and never
+/// deadlock: every round of every thread gets its turn within a bound.
+#[test]
+fn multi_locks_on_overlapping_sets_exclude_each_other_in_both_orders() {
+    let server = RedisServer::start();
+    let (first, second) = (client(&server), client(&server));
+    let inside = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicUsize::new(0));
+    let make: [Box<dyn Fn() -> leasehold::blocking::MultiLock + Send>; 3] = [
+        Box::new({
+            let client = first.clone();
+            move || client.multi_lock(["m:a", "m:b", "m:c"])
+        }),
+        Box::new({
+            let client = second.clone();
+            move || client.multi_lock(["m:c", "m:b", "m:a"])
+        }),
+        Box::new({
+            let (first, second) = (first.clone(), second);
+            move || leasehold::blocking::MultiLock::new([second.lock("m:c"), first.lock("m:a")])
+        }),
+    ];
+    let started = Instant::now();
+    let threads: Vec<_> = make
+        .into_iter()
+        .map(|make| {
+            let (inside, rounds) = (inside.clone(), rounds.clone());
+            std::thread::spawn(move || {
+                let multi = make();
+                for round in 0..15 {
+                    let guard = multi.try_lock_for(Duration::from_secs(10)).expect("multi").expect("no deadlock");
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two multi-locks inside at once");
+                    std::thread::sleep(Duration::from_millis(2)); // a window for an intruder
+                    inside.store(false, Ordering::SeqCst);
+                    rounds.fetch_add(1, Ordering::SeqCst);
+                    if round % 5 == 4 {
+                        drop(guard); // released in the background; the others still get in
+                    } else {
+                        guard.unlock().expect("unlock");
+                    }
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|thread| thread.join().expect("contender thread"));
+    assert_eq!(rounds.load(Ordering::SeqCst), 45);
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    let multi = first.multi_lock(["m:b", "m:a"]);
+    assert_eq!(multi.keys(), ["m:a", "m:b"], "canonical order");
+    let empty = leasehold::blocking::MultiLock::new(Vec::new());
+    assert_eq!(empty.try_lock().expect_err("no member").kind(), ErrorKind::InvalidArgument);
+}
+
+/// A multi-guard's `wait_lost` answers when another client force-unlocks one member.
+#[test]
+fn a_multi_guard_is_told_when_a_member_is_lost() {
+    let server = RedisServer::start();
+    let client = client_with(&server, Duration::from_millis(900));
+    let guard = client.multi_lock(["w:a", "w:b"]).lock().expect("multi");
+    assert!(!guard.wait_lost(Duration::from_millis(50)).expect("wait_lost"), "held and renewed");
+    assert!(self::client(&server).lock("w:b").force_unlock().expect("force"));
+    assert!(guard.wait_lost(Duration::from_secs(10)).expect("wait_lost"), "told it was lost");
+    assert!(guard.is_lost());
+    guard.unlock().expect_err("a member was lost");
+    assert!(eventually(Duration::from_secs(5), || !exists(&server, "w:a")), "the other member was given back");
+}
+
+/// The latch and the multi-lock refuse a blocking call inside an async runtime with
+/// `AsyncContext`, nothing sent.
+#[test]
+fn latch_and_multi_lock_calls_inside_an_async_runtime_are_refused() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let latch = client.count_down_latch("async-latch");
+    let multi = client.multi_lock(["async:a", "async:b"]);
+    let guard = multi.lock().expect("multi from a plain thread");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let refused = runtime.block_on(async {
+        let set = latch.try_set_count(1).expect_err("try_set_count inside block_on");
+        let other = client.multi_lock(["async:b"]).try_lock().expect_err("try_lock inside block_on");
+        let lost = guard.wait_lost(Duration::from_secs(1)).expect_err("wait_lost inside block_on");
+        [set, other, lost]
+    });
+    for error in refused {
+        assert_eq!(error.kind(), ErrorKind::AsyncContext, "{error}");
+        assert!(error.is_not_sent());
+    }
+    assert!(!exists(&server, "async-latch"), "nothing was sent");
+    assert_eq!(latch.count().expect("count from a plain thread"), 0);
+    guard.unlock().expect("unlock");
+}

@@ -90,4 +90,6 @@ fn blocking_types_are_send_sync_and_static() {
     shared::<blocking::SimpleLock>();
     shared::<blocking::SimpleGuard>();
     shared::<blocking::CountDownLatch>();
+    shared::<blocking::MultiLock>();
+    shared::<blocking::MultiGuard>();
 }
