@@ -378,4 +378,155 @@ fn a_blocking_semaphore_hands_its_permit_between_threads() {
     let refused = runtime.block_on(async { sem.release(1) }).expect_err("refused");
     assert_eq!(refused.kind(), leasehold::ErrorKind::AsyncContext);
     assert_eq!(sem.available_permits().expect("count"), 0, "nothing sent");
+
+/// A latch counted down by one thread releases the waiters of other threads (each with
+/// its own handle), and not before the count reaches zero.
+#[test]
+fn a_latch_counted_down_by_one_thread_releases_waiters_on_others() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let latch = client.count_down_latch("round");
+    assert_eq!(latch.try_set_count(0).expect_err("a zero count").kind(), ErrorKind::InvalidArgument);
+    assert!(latch.try_set_count(2).expect("set"));
+    assert!(!latch.try_set_count(5).expect("set again"), "a live latch is not reset");
+    let (opened, opened_rx) = mpsc::channel();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let (latch, opened) = (client.count_down_latch("round"), opened.clone());
+            std::thread::spawn(move || opened.send(latch.wait_timeout(Duration::from_secs(20))).expect("send"))
+        })
+        .collect();
+    let counter = latch.clone();
+    let counted = std::thread::spawn(move || {
+        let left = counter.count_down().expect("count down");
+        // Still closed at 1: no waiter may have returned (bounded look, not a proof).
+        let early = opened_rx.recv_timeout(Duration::from_millis(200));
+        assert!(early.is_err(), "a waiter returned at count {left}: {early:?}");
+        assert_eq!(left, 1);
+        assert_eq!(counter.count_down().expect("count down"), 0);
+        opened_rx
+    });
+    let opened_rx = counted.join().expect("counter thread");
+    let started = Instant::now();
+    for _ in 0..3 {
+        let answer = opened_rx.recv_timeout(Duration::from_secs(10)).expect("a waiter returned");
+        assert!(answer.expect("wait"), "opened, not timed out");
+    }
+    assert!(started.elapsed() < Duration::from_secs(5), "woken by the message: {:?}", started.elapsed());
+    waiters.into_iter().for_each(|waiter| waiter.join().expect("waiter thread"));
+    assert_eq!(latch.count().expect("count"), 0);
+    assert!(!exists(&server, "round"), "the count down to zero deletes the key");
+    latch.wait().expect("an open latch returns at once");
+}
+
+/// `wait_timeout` returns `false` at its bound when nobody counts down; `delete` opens
+/// the latch for a waiter.
+#[test]
+fn a_latch_wait_timeout_returns_false_at_its_bound() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let latch = client.count_down_latch("gate").with_recheck(Duration::from_millis(100));
+    assert!(latch.try_set_count(1).expect("set"));
+    let started = Instant::now();
+    assert!(!latch.wait_timeout(Duration::from_millis(300)).expect("wait"), "nobody counted down");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(3), "{waited:?}");
+    assert_eq!(latch.count().expect("count"), 1);
+    let waiter = latch.clone();
+    let waiting = std::thread::spawn(move || waiter.wait_timeout(Duration::from_secs(20)));
+    assert!(latch.delete().expect("delete"), "there was a latch");
+    assert!(waiting.join().expect("waiter thread").expect("wait"), "a deleted latch is open");
+}
+
+/// Threads taking overlapping multi-locks, named in opposite orders (and one made by
+/// `MultiLock::new` over two clients' blocking locks), exclude each other and never
+/// deadlock: every round of every thread gets its turn within a bound.
+#[test]
+fn multi_locks_on_overlapping_sets_exclude_each_other_in_both_orders() {
+    let server = RedisServer::start();
+    let (first, second) = (client(&server), client(&server));
+    let inside = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicUsize::new(0));
+    let make: [Box<dyn Fn() -> leasehold::blocking::MultiLock + Send>; 3] = [
+        Box::new({
+            let client = first.clone();
+            move || client.multi_lock(["m:a", "m:b", "m:c"])
+        }),
+        Box::new({
+            let client = second.clone();
+            move || client.multi_lock(["m:c", "m:b", "m:a"])
+        }),
+        Box::new({
+            let (first, second) = (first.clone(), second);
+            move || leasehold::blocking::MultiLock::new([second.lock("m:c"), first.lock("m:a")])
+        }),
+    ];
+    let started = Instant::now();
+    let threads: Vec<_> = make
+        .into_iter()
+        .map(|make| {
+            let (inside, rounds) = (inside.clone(), rounds.clone());
+            std::thread::spawn(move || {
+                let multi = make();
+                for round in 0..15 {
+                    let guard = multi.try_lock_for(Duration::from_secs(10)).expect("multi").expect("no deadlock");
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two multi-locks inside at once");
+                    std::thread::sleep(Duration::from_millis(2)); // a window for an intruder
+                    inside.store(false, Ordering::SeqCst);
+                    rounds.fetch_add(1, Ordering::SeqCst);
+                    if round % 5 == 4 {
+                        drop(guard); // released in the background; the others still get in
+                    } else {
+                        guard.unlock().expect("unlock");
+                    }
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|thread| thread.join().expect("contender thread"));
+    assert_eq!(rounds.load(Ordering::SeqCst), 45);
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    let multi = first.multi_lock(["m:b", "m:a"]);
+    assert_eq!(multi.keys(), ["m:a", "m:b"], "canonical order");
+    let empty = leasehold::blocking::MultiLock::new(Vec::new());
+    assert_eq!(empty.try_lock().expect_err("no member").kind(), ErrorKind::InvalidArgument);
+}
+
+/// A multi-guard's `wait_lost` answers when another client force-unlocks one member.
+#[test]
+fn a_multi_guard_is_told_when_a_member_is_lost() {
+    let server = RedisServer::start();
+    let client = client_with(&server, Duration::from_millis(900));
+    let guard = client.multi_lock(["w:a", "w:b"]).lock().expect("multi");
+    assert!(!guard.wait_lost(Duration::from_millis(50)).expect("wait_lost"), "held and renewed");
+    assert!(self::client(&server).lock("w:b").force_unlock().expect("force"));
+    assert!(guard.wait_lost(Duration::from_secs(10)).expect("wait_lost"), "told it was lost");
+    assert!(guard.is_lost());
+    guard.unlock().expect_err("a member was lost");
+    assert!(eventually(Duration::from_secs(5), || !exists(&server, "w:a")), "the other member was given back");
+}
+
+/// The latch and the multi-lock refuse a blocking call inside an async runtime with
+/// `AsyncContext`, nothing sent.
+#[test]
+fn latch_and_multi_lock_calls_inside_an_async_runtime_are_refused() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let latch = client.count_down_latch("async-latch");
+    let multi = client.multi_lock(["async:a", "async:b"]);
+    let guard = multi.lock().expect("multi from a plain thread");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let refused = runtime.block_on(async {
+        let set = latch.try_set_count(1).expect_err("try_set_count inside block_on");
+        let other = client.multi_lock(["async:b"]).try_lock().expect_err("try_lock inside block_on");
+        let lost = guard.wait_lost(Duration::from_secs(1)).expect_err("wait_lost inside block_on");
+        [set, other, lost]
+    });
+    for error in refused {
+        assert_eq!(error.kind(), ErrorKind::AsyncContext, "{error}");
+        assert!(error.is_not_sent());
+    }
+    assert!(!exists(&server, "async-latch"), "nothing was sent");
+    assert_eq!(latch.count().expect("count from a plain thread"), 0);
+    guard.unlock().expect("unlock");
 }

@@ -89,4 +89,7 @@ fn blocking_types_are_send_sync_and_static() {
     shared::<blocking::WriteGuard>();
     shared::<blocking::SimpleLock>();
     shared::<blocking::SimpleGuard>();
+    shared::<blocking::CountDownLatch>();
+    shared::<blocking::MultiLock>();
+    shared::<blocking::MultiGuard>();
 }

@@ -168,6 +168,25 @@ impl Client {
     }
 }
 
+/// The kinds wrapped after the first blocking release: the latch and the multi-lock.
+impl Client {
+    /// A handle on the count-down latch `name` (as [`crate::Client::count_down_latch`]).
+    pub fn count_down_latch(&self, name: impl AsRef<str>) -> super::CountDownLatch {
+        super::CountDownLatch::new(self, self.shared.client.count_down_latch(name))
+    }
+
+    /// A [`MultiLock`](super::MultiLock) over the reentrant locks `names` of this client
+    /// (as [`crate::Client::multi_lock`]): one new owner per name, taken in one canonical
+    /// order, all or none. Sends nothing.
+    pub fn multi_lock<I>(&self, names: I) -> super::MultiLock
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        super::MultiLock::from_async(self, self.shared.client.multi_lock(names))
+    }
+}
+
 /// Builds a blocking [`Client`]: every setter of the async [`crate::ClientBuilder`]
 /// (each forwards to it), ending in a blocking [`ClientBuilder::connect`].
 ///

@@ -25,6 +25,14 @@ impl<L: std::fmt::Debug> std::fmt::Debug for Handle<L> {
     }
 }
 
+/// A clone shares the async handle: only for kinds whose handle is not an owner (a
+/// latch); a lock's blocking handle is not `Clone`, as the async one is not.
+impl<L> Clone for Handle<L> {
+    fn clone(&self) -> Self {
+        Handle { inner: self.inner.clone(), client: self.client.clone() }
+    }
+}
+
 impl<L: Send + Sync + 'static> Handle<L> {
     pub(crate) fn new(client: &Client, inner: L) -> Self {
         Handle { inner: Arc::new(inner), client: client.clone() }
@@ -33,6 +41,17 @@ impl<L: Send + Sync + 'static> Handle<L> {
     /// The async handle, for the calls that send nothing (`key`, `owner`, …).
     pub(crate) fn get(&self) -> &L {
         &self.inner
+    }
+
+    /// Another handle on the same client around `inner` (a derived async handle, such
+    /// as a latch's `with_recheck`).
+    pub(crate) fn with_inner(&self, inner: L) -> Self {
+        Handle::new(&self.client, inner)
+    }
+
+    /// The client this handle's calls run on.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The runtime thread (for the guards a call returns).
@@ -180,6 +199,32 @@ leased_async_guard! {
     crate::FencedGuard => |guard| &**guard;
     crate::ReadGuard => |guard| guard.lock_guard();
     crate::WriteGuard => |guard| guard.lock_guard();
+}
+
+impl AsyncGuard for crate::MultiGuard {
+    fn release(self) -> impl Future<Output = Result<()>> + Send + 'static {
+        self.unlock()
+    }
+}
+
+impl LeasedGuard for crate::MultiGuard {
+    fn is_lost(&self) -> bool {
+        crate::MultiGuard::is_lost(self)
+    }
+
+    /// Any member's lost signal (as [`crate::MultiGuard::lost`], owning what it watches).
+    fn lost_owned(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut each: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> =
+            self.guards().iter().map(|guard| Box::pin(guard.lost_owned()) as std::pin::Pin<Box<_>>).collect();
+        // Polls every member's signal each time (each registers its waker) until one fires.
+        std::future::poll_fn(move |cx| {
+            if each.iter_mut().any(|lost| lost.as_mut().poll(cx).is_ready()) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+    }
 }
 
 impl AsyncGuard for crate::SimpleGuard {

@@ -46,6 +46,13 @@ impl Lock {
         self.handle.get().owner()
     }
 
+    /// The async handle of the same owner, and the client, for a blocking multi-lock
+    /// that takes this handle over (the handle is consumed, so the owner stays one).
+    pub(crate) fn into_async(self) -> (crate::Lock, Client) {
+        let lock = crate::Lock { shared: self.handle.get().shared.clone() };
+        (lock, self.handle.client().clone())
+    }
+
     fn guard(&self, guard: crate::LockGuard) -> LockGuard {
         LockGuard::new(guard, self.handle.runner().clone())
     }

@@ -3,7 +3,8 @@
 //!
 //! Every type here is the blocking form of the async type of the same name, with the
 //! same methods, owner rules and errors: [`Client`] (and [`ClientBuilder`]), [`Lock`],
-//! [`FairLock`], [`FencedLock`], [`ReadWriteLock`] and [`SimpleLock`], and their guards.
+//! [`FairLock`], [`FencedLock`], [`ReadWriteLock`], [`SimpleLock`] and [`MultiLock`],
+//! and their guards, and [`CountDownLatch`].
 //!
 //! - **A runtime thread of its own.** A [`Client`] starts a current-thread tokio runtime
 //!   on a thread named `leasehold-blocking`, connects on it and keeps it running: the
@@ -51,7 +52,9 @@ mod client;
 mod fair;
 mod fenced;
 mod held;
+mod latch;
 mod lock;
+mod multi;
 mod read_write;
 mod runtime;
 mod semaphore;
@@ -60,7 +63,9 @@ mod simple;
 pub use client::{Client, ClientBuilder};
 pub use fair::FairLock;
 pub use fenced::{FencedGuard, FencedLock};
+pub use latch::CountDownLatch;
 pub use lock::{Lock, LockGuard};
+pub use multi::{MultiGuard, MultiLock};
 pub use read_write::{ReadGuard, ReadWriteLock, WriteGuard};
 pub use semaphore::Semaphore;
 pub use simple::{SimpleGuard, SimpleLock};
