@@ -4,7 +4,7 @@
 //! Every type here is the blocking form of the async type of the same name, with the
 //! same methods, owner rules and errors: [`Client`] (and [`ClientBuilder`]), [`Lock`],
 //! [`FairLock`], [`FencedLock`], [`ReadWriteLock`], [`SimpleLock`] and [`MultiLock`],
-//! and their guards, and [`CountDownLatch`].
+//! and their guards, [`CountDownLatch`] and [`Semaphore`].
 //!
 //! - **A runtime thread of its own.** A [`Client`] starts a current-thread tokio runtime
 //!   on a thread named `leasehold-blocking`, connects on it and keeps it running: the
