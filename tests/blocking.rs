@@ -355,8 +355,8 @@ fn the_last_drop_lets_earlier_background_releases_finish() {
 /// refused with nothing sent.
 #[test]
 fn a_blocking_semaphore_hands_its_permit_between_threads() {
-    let server = leasehold_tests::RedisServer::start();
-    let client = leasehold::blocking::Client::connect(&server.url()).expect("connect");
+    let server = RedisServer::start();
+    let client = client(&server);
     let sem = client.semaphore("bsem:one");
     assert!(sem.try_set_permits(1).expect("set"));
     sem.acquire(1).expect("acquire");
@@ -364,9 +364,9 @@ fn a_blocking_semaphore_hands_its_permit_between_threads() {
     let other = client.clone();
     let waiter = std::thread::spawn(move || {
         let sem = other.semaphore("bsem:one");
-        sem.try_acquire_with(1, std::time::Duration::from_secs(10)).expect("wait")
+        sem.try_acquire_with(1, Duration::from_secs(10)).expect("wait")
     });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while client.stats().waiters == 0 {
         assert!(std::time::Instant::now() < deadline, "the other thread waits");
         std::thread::yield_now();
@@ -376,8 +376,9 @@ fn a_blocking_semaphore_hands_its_permit_between_threads() {
     assert_eq!(sem.available_permits().expect("count"), 0);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let refused = runtime.block_on(async { sem.release(1) }).expect_err("refused");
-    assert_eq!(refused.kind(), leasehold::ErrorKind::AsyncContext);
+    assert_eq!(refused.kind(), ErrorKind::AsyncContext);
     assert_eq!(sem.available_permits().expect("count"), 0, "nothing sent");
+}
 
 /// A latch counted down by one thread releases the waiters of other threads (each with
 /// its own handle), and not before the count reaches zero.
