@@ -1,5 +1,5 @@
 //! A permit-expirable semaphore in Redisson's `RPermitExpirableSemaphore` layout: the
-//! String `NAME` holds the count of available permits (as `RSemaphore`'s), the ZSet
+//! String `NAME` holds the count of available permits (as `RSemaphore`'s), the `ZSet`
 //! `{NAME}:timeout` maps each held permit's id (16 raw bytes) to its lease end in epoch
 //! ms, and changes that free permits publish the count on `redisson_sc:{NAME}`. Each
 //! call is one script (`lua/pes_*.lua`) on the server's clock (`TIME`), which first
@@ -23,7 +23,7 @@ pub const RECLAIM_CHUNK: i64 = 1000;
 /// The score of a permit that never expires (Redisson's `NON_EXPIRABLE`).
 pub const NON_EXPIRING: i64 = 922_337_203_685_477;
 
-/// A permit's id: 16 random bytes, stored raw in the ZSet and shown as 32 lowercase hex
+/// A permit's id: 16 random bytes, stored raw in the `ZSet` and shown as 32 lowercase hex
 /// (Redisson's format since 3.17.0).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PermitId([u8; 16]);
@@ -43,7 +43,7 @@ impl PermitId {
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for anything
     /// but 32 hex digits.
     pub fn parse(hex: &str) -> Result<Self> {
-        let bad = || Error::invalid_argument(format!("a permit id is 32 hex digits, got {:?}", hex));
+        let bad = || Error::invalid_argument(format!("a permit id is 32 hex digits, got {hex:?}"));
         if hex.len() != 32 || !hex.is_ascii() {
             return Err(bad());
         }
@@ -54,7 +54,7 @@ impl PermitId {
         Ok(PermitId(bytes))
     }
 
-    /// The raw 16 bytes (the ZSet member).
+    /// The raw 16 bytes (the `ZSet` member).
     pub fn bytes(&self) -> &[u8; 16] {
         &self.0
     }
@@ -90,7 +90,7 @@ pub struct PesNames {
 
 impl PesNames {
     /// The names of the semaphore `key`: channel `redisson_sc:{NAME}` ([`derived_key`])
-    /// and ZSet `{NAME}:timeout` (Redisson's `suffixName`: `NAME:timeout` when NAME has a
+    /// and `ZSet` `{NAME}:timeout` (Redisson's `suffixName`: `NAME:timeout` when NAME has a
     /// valid hash tag; a name with braces but no valid tag gets `{T}:NAME:timeout`, T a
     /// slot tag, where Redisson's key would leave the name's slot).
     ///
@@ -129,7 +129,7 @@ impl PesNames {
         &self.channel
     }
 
-    /// The permits' ZSet, `{NAME}:timeout`.
+    /// The permits' `ZSet`, `{NAME}:timeout`.
     pub fn timeout_key(&self) -> &str {
         &self.timeout
     }
