@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use leasehold::ErrorKind;
 use leasehold_tests::{
-    both_servers, client, raw, raw_command, wait_until, HolderProcess, RedisServer, RespValue, ServerKind,
+    both_servers, client, client_with, raw, raw_command, wait_until, HolderProcess, RedisServer, RespValue, ServerKind,
 };
 use tokio::time::Instant;
 
@@ -64,7 +64,8 @@ async fn layout_is_redissons_and_calls_mean_what_redissons_do(on: ServerKind) {
         end >= before + 60_000 && end <= after + 60_000,
         "lease end {end} on the server clock [{before}, {after}] + 60 s"
     );
-    assert_eq!(score(&server, "{pes:layout}:timeout", &id_bytes(forever.id())), Some(922_337_203_685_477));
+    let renewed = score(&server, "{pes:layout}:timeout", &id_bytes(forever.id())).expect("listed");
+    assert!(renewed > after && renewed < 922_337_203_685_477, "a watchdog lease from the server clock: {renewed}");
     assert_eq!(forever.lease_remaining(), None);
     assert!(leased.lease_remaining().expect("leased") > Duration::from_secs(50));
     assert_eq!((sem.available_permits().await.expect("q"), sem.acquired_permits().await.expect("q")), (0, 2));
@@ -266,3 +267,56 @@ async fn bad_input_is_typed(on: ServerKind) {
     assert_eq!(get(&server, "{pes:bad}:timeout").as_deref(), Some("x"));
 }
 both_servers!(bad_input_is_typed);
+
+/// `acquire()` permits are renewed by the watchdog: a live holder's permit outlives
+/// several watchdog timeouts (500 ms) and is never lost.
+async fn a_live_holders_watchdog_permit_never_expires(on: ServerKind) {
+    let server = on.start();
+    let watchdog = Duration::from_millis(500);
+    let client = client_with(&server.url(), watchdog).await;
+    let sem = client.permit_expirable_semaphore("pes:renewed");
+    sem.set_permits(1).await.expect("set");
+    let permit = sem.acquire().await.expect("permit");
+    assert_eq!(permit.lease_remaining(), None, "no end while held");
+    let first = score(&server, "{pes:renewed}:timeout", &id_bytes(permit.id())).expect("listed");
+    tokio::time::sleep(watchdog * 3).await; // three timeouts: renewals, not the first lease, keep it
+    assert!(!permit.is_lost(), "renewed, never lost");
+    let later = score(&server, "{pes:renewed}:timeout", &id_bytes(permit.id())).expect("still listed");
+    assert!(later > first + 1000 && later > server_ms(&server), "renewed on the server clock: {first} -> {later}");
+    assert_eq!(sem.acquired_permits().await.expect("q"), 1);
+    assert!(sem.try_acquire().await.expect("try").is_none(), "still held");
+    permit.release().await.expect("release");
+    assert_eq!(client.stats().watchdog.registered, 0, "released: no longer renewed");
+}
+both_servers!(a_live_holders_watchdog_permit_never_expires);
+
+/// A holder process killed (`SIGKILL`) while holding an `acquire()` permit (watchdog 1 s,
+/// renewed past its first lease): the permit is back within one watchdog timeout of the
+/// kill.
+async fn a_killed_watchdog_holders_permit_comes_back_within_one_timeout(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.permit_expirable_semaphore("pes:killed-renewed");
+    sem.set_permits(1).await.expect("set");
+    let watchdog = Duration::from_millis(1000);
+    let mut holder = HolderProcess::spawn(
+        env!("CARGO_BIN_EXE_holder"),
+        &[&server.url(), "pes:killed-renewed", &watchdog.as_millis().to_string(), "permit-watchdog"],
+    );
+    let line = holder.next_line(Duration::from_secs(10)).await.expect("LOCKED line");
+    let id = line.strip_prefix("LOCKED ").expect("LOCKED <id>").to_owned();
+    tokio::time::sleep(watchdog * 2).await; // renewed past its first lease
+    assert!(
+        score(&server, "{pes:killed-renewed}:timeout", &id_bytes(&id)).is_some_and(|end| end > server_ms(&server)),
+        "renewed"
+    );
+    holder.signal("KILL");
+    let killed_at = Instant::now();
+    let permit =
+        sem.try_acquire_with(Duration::from_secs(5), Duration::from_secs(5)).await.expect("wait").expect("back");
+    let back = killed_at.elapsed();
+    assert!(back <= watchdog + Duration::from_millis(800), "back after {back:?}");
+    assert!(back >= watchdog / 3, "back too early ({back:?}): it was not renewed up to the kill");
+    permit.release().await.expect("release");
+}
+both_servers!(a_killed_watchdog_holders_permit_comes_back_within_one_timeout);

@@ -20,7 +20,9 @@ use crate::permit_semaphore::PesShared;
 /// [`Permit::lost`] and [`Permit::is_lost`] tell when the lease ran out on the local
 /// monotonic clock (measured from when the acquire was sent, so never after the
 /// server's own expiry). A permit of [`acquire`](crate::PermitExpirableSemaphore::acquire)
-/// never expires and is never lost. The local view knows only the lease this permit was
+/// or [`try_acquire`](crate::PermitExpirableSemaphore::try_acquire) is renewed by the
+/// client's watchdog while held, and is lost only when a renewal finds it gone or
+/// renewals fail until its lease runs out. The local view knows only the lease this permit was
 /// acquired with: a later
 /// [`update_lease`](crate::PermitExpirableSemaphore::update_lease) by its id changes the
 /// server's lease, not this view.
@@ -30,9 +32,11 @@ pub struct Permit {
     shared: Arc<PesShared>,
     id: PermitId,
     hex: String,
-    lease: LeaseState,
-    /// Whether the permit has a lease (`false`: it never expires).
-    leased: bool,
+    lease: Arc<LeaseState>,
+    /// Whether the watchdog renews the permit (acquired without a lease).
+    renewed: bool,
+    /// Its registration with the client's watchdog; dropping it stops the renewal.
+    renewal: Option<lock_watchdog::Renewal>,
     runtime: Option<tokio::runtime::Handle>,
     /// Set once released; `Drop` then does nothing.
     done: bool,
@@ -49,14 +53,23 @@ impl std::fmt::Debug for Permit {
 }
 
 impl Permit {
-    pub(crate) fn new(shared: Arc<PesShared>, id: PermitId, sent_at: Instant, lease: Option<Duration>) -> Self {
-        let expires_at = match lease {
-            Some(lease) => lock_core::args::instant_after(sent_at, lease),
-            None => lock_core::args::far_future(sent_at),
-        };
+    /// A permit taken with `lease` from `sent_at`; `renewed`: the watchdog renews it
+    /// from now on (the lease is then the watchdog timeout).
+    pub(crate) fn new(shared: Arc<PesShared>, id: PermitId, sent_at: Instant, lease: Duration, renewed: bool) -> Self {
+        let lease = Arc::new(LeaseState::new(lock_core::args::instant_after(sent_at, lease)));
         let runtime = tokio::runtime::Handle::try_current().ok();
         let hex = id.to_string();
-        Permit { shared, id, hex, lease: LeaseState::new(expires_at), leased: lease.is_some(), runtime, done: false }
+        let renewal = renewed.then(|| {
+            let timeout_key = shared.names().map_or_else(|_| Arc::from(""), |names| Arc::from(names.timeout_key()));
+            shared.client.watchdog.register_spec(
+                timeout_key,
+                lock_core::OwnerId::from_raw(&hex),
+                &lease,
+                "permit",
+                lock_watchdog::RenewSpec::Permit,
+            )
+        });
+        Permit { shared, id, hex, lease, renewed, renewal, runtime, done: false }
     }
 
     /// The permit's id: 32 lowercase hex digits (Redisson's format; Redis holds the 16
@@ -75,14 +88,15 @@ impl Permit {
         self.lease.expires_at()
     }
 
-    /// What is left of the lease on the local clock: `None` for a permit that never
-    /// expires, `Some(ZERO)` once it ran out.
+    /// What is left of the lease on the local clock: `None` for a permit the watchdog
+    /// renews (it has no end while held), `Some(ZERO)` once it ran out.
     pub fn lease_remaining(&self) -> Option<Duration> {
-        self.leased.then(|| self.lease.expires_at().saturating_duration_since(Instant::now()))
+        (!self.renewed).then(|| self.lease.expires_at().saturating_duration_since(Instant::now()))
     }
 
-    /// `true` once the lease ran out (on the local clock) or a release found the permit
-    /// gone. Never for a permit without a lease that is still held.
+    /// `true` once the lease ran out (on the local clock), a renewal found the permit
+    /// gone, or a release found it gone. Never for a renewed permit that is still held
+    /// and whose renewals succeed.
     pub fn is_lost(&self) -> bool {
         self.lease.is_lost()
     }
@@ -108,6 +122,7 @@ impl Permit {
     /// Dropping the future does not take the release back once sent; if it was not sent
     /// yet, the permit's `Drop` releases it in the background.
     pub async fn release(mut self) -> Result<()> {
+        self.renewal = None; // no renewal after this point
         let names = self.shared.names()?.clone();
         let answer = self.shared.client.store.pes_release(&names, &self.id).await;
         self.done = true;
@@ -127,6 +142,7 @@ impl Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        self.renewal = None;
         if self.done {
             return;
         }

@@ -32,10 +32,12 @@ use crate::wait::WaitEnv;
 /// - a waiter is woken at the earliest lease end as well as by messages, and re-checks
 ///   every second in case a message was lost.
 ///
-/// [`acquire`](Self::acquire) takes a permit that never expires, as Redisson's
-/// `acquire()` does: **it is not renewed by a watchdog**, so a holder that crashes keeps
-/// it for ever. Prefer [`acquire_with_lease`](Self::acquire_with_lease) wherever a crash
-/// must not leak a permit.
+/// [`acquire`](Self::acquire) and [`try_acquire`](Self::try_acquire) take a permit
+/// **renewed by the client's watchdog** while held (lease = the watchdog timeout,
+/// renewed every third of it): a live holder's permit never expires, and a crashed
+/// holder's comes back within one watchdog timeout. Redisson's `acquire()` permit never
+/// expires instead (scored 922337203685477), so a crashed Java holder keeps it for ever;
+/// leasehold reads and releases such permits but never makes them.
 ///
 /// Cheap to make (no I/O) and to clone.
 ///
@@ -102,8 +104,8 @@ impl PermitExpirableSemaphore {
         self.shared.names.as_ref().map_or("", |names| names.channel())
     }
 
-    /// Takes a permit that never expires, waiting as long as it takes (Redisson's
-    /// `acquire()`). Not renewed: see the type's docs.
+    /// Takes a permit renewed by the watchdog while held, waiting as long as it takes
+    /// (Redisson's `acquire()`, whose permit never expires instead: see the type's docs).
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an empty
@@ -131,8 +133,8 @@ impl PermitExpirableSemaphore {
         self.take(Some(lease), None).await?.ok_or_else(|| self.unbounded_end())
     }
 
-    /// Takes a permit that never expires if one is available now, in one round trip
-    /// (Redisson's `tryAcquire()`): `None` when none is.
+    /// Takes a permit renewed by the watchdog while held, if one is available now, in
+    /// one round trip (Redisson's `tryAcquire()`): `None` when none is.
     ///
     /// # Errors
     /// As [`Self::acquire`], and any error of its one attempt: nothing is retried.
@@ -268,11 +270,13 @@ impl PermitExpirableSemaphore {
         Error::new(crate::ErrorKind::Timeout, "an unbounded semaphore wait ended").with_key(self.key())
     }
 
-    /// Every acquire: `lease` `None` = never expires; `wait` `None` = unbounded,
+    /// Every acquire: `lease` `None` = renewed by the watchdog; `wait` `None` = unbounded,
     /// `Some(ZERO)` = one attempt.
     async fn take(&self, lease: Option<Duration>, wait: Option<Duration>) -> Result<Option<Permit>> {
         let start = Instant::now();
-        let ms = lease.map(lease_ms).transpose()?.unwrap_or(-1);
+        let renewed = lease.is_none();
+        let lease = lease.unwrap_or(self.shared.client.config.watchdog_timeout);
+        let ms = lease_ms(lease)?;
         let names = self.shared.names()?.clone();
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
         let client = &self.shared.client;
@@ -282,7 +286,7 @@ impl PermitExpirableSemaphore {
             subscribe_timeout: client.config.command_timeout,
             redisson_waiters: client.config.redisson_waiters,
         };
-        let attempt = PermitAttempt::new(self.shared.clone(), lease, ms)?;
+        let attempt = PermitAttempt::new(self.shared.clone(), lease, renewed, ms)?;
         let mut run = crate::wait::AcquireRun::default();
         let result = crate::wait::wait_for(&attempt, &env, deadline, &mut run).await;
         let waits = wait != Some(Duration::ZERO);

@@ -16,16 +16,18 @@ use crate::semaphore_wait::RECHECK;
 use crate::telemetry::Kind;
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 
-/// One acquire call of one permit with a lease (`None`: a permit that never expires).
+/// One acquire call of one permit with a lease (`renewed`: the watchdog timeout, and
+/// the watchdog renews the permit).
 pub(crate) struct PermitAttempt {
     shared: Arc<PesShared>,
-    lease: Option<Duration>,
+    lease: Duration,
+    renewed: bool,
     lease_ms: i64,
     plan: WaitPlan,
 }
 
 impl PermitAttempt {
-    pub(crate) fn new(shared: Arc<PesShared>, lease: Option<Duration>, lease_ms: i64) -> Result<Self> {
+    pub(crate) fn new(shared: Arc<PesShared>, lease: Duration, renewed: bool, lease_ms: i64) -> Result<Self> {
         let names = shared.names()?;
         let plan = WaitPlan {
             key: names.key_arc().clone(),
@@ -36,7 +38,7 @@ impl PermitAttempt {
             kind: Kind::Semaphore,
             permits: Some(1),
         };
-        Ok(PermitAttempt { shared, lease, lease_ms, plan })
+        Ok(PermitAttempt { shared, lease, renewed, lease_ms, plan })
     }
 }
 
@@ -63,7 +65,7 @@ impl Attempt for PermitAttempt {
     /// releases it in the background. No permit is left taken by a cancelled wait.
     async fn attempt(&self, _waiting: bool) -> Result<std::result::Result<Permit, NotAcquired>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let (shared, lease, lease_ms) = (self.shared.clone(), self.lease, self.lease_ms);
+        let (shared, lease, renewed, lease_ms) = (self.shared.clone(), self.lease, self.renewed, self.lease_ms);
         drop(tokio::spawn(async move {
             let id = PermitId::random();
             let sent_at = Instant::now();
@@ -72,7 +74,7 @@ impl Attempt for PermitAttempt {
                 Err(error) => Err(error),
             };
             let answer = answer.map(|reply| match reply {
-                PesAcquire::Taken(_) => Ok(Permit::new(shared.clone(), id, sent_at, lease)),
+                PesAcquire::Taken(_) => Ok(Permit::new(shared.clone(), id, sent_at, lease, renewed)),
                 PesAcquire::Busy(next) => Err(next),
             });
             // A caller gone: the value comes back and is dropped here (a Permit releases).

@@ -261,6 +261,42 @@ impl LockStore {
     }
 }
 
+impl LockStore {
+    /// `pes_renew_batch.lua`: extends watchdog-renewed permits, (timeout `ZSet` key,
+    /// permit id as 32 hex digits) pairs, to `lease_ms` from now on the server's clock.
+    /// Answers, per permit in order, `true` if it was listed and live (extended) and
+    /// `false` if it is gone. In a cluster every key of one call must be in one slot
+    /// (the watchdog groups by slot).
+    ///
+    /// # Errors
+    /// Timeouts and connection errors; then nothing is known about any permit of the
+    /// batch. [`ErrorKind::Redis`](crate::ErrorKind::Redis) for an id that is not hex.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs.
+    pub async fn pes_renew_batch(&self, holds: &[(String, String)], lease_ms: u64) -> Result<Vec<bool>> {
+        let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
+        let ids = holds
+            .iter()
+            .map(|(_, hex)| PermitId::parse(hex).map(|id| id_arg(&id)))
+            .collect::<Result<Vec<Value>>>()
+            .map_err(|e| Error::new(crate::ErrorKind::Redis, format!("a renewed permit's id: {e}")))?;
+        let lease = i64::try_from(lease_ms).unwrap_or(i64::MAX);
+        let build = || {
+            let keys = holds.iter().map(|(key, _)| Key::from(key.as_str())).collect();
+            (keys, std::iter::once(int(lease)).chain(ids.iter().cloned()).collect())
+        };
+        let (reply, _): (Vec<i64>, _) = self.run_script(first_key, &scripts::PES_RENEW_BATCH, build, None).await?;
+        if reply.len() != holds.len() {
+            return Err(Error::new(
+                crate::ErrorKind::Redis,
+                format!("pes_renew_batch.lua answered {} results for {} permits", reply.len(), holds.len()),
+            ));
+        }
+        Ok(reply.into_iter().map(|answer| answer == 1).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

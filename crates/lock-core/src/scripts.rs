@@ -91,9 +91,11 @@ pub static PES_UPDATE_LEASE: LazyLock<LuaScript> = lua!("pes_update_lease.lua");
 pub static PES_PERMITS: LazyLock<LuaScript> = lua!("pes_permits.lua");
 /// `pes_set_permits.lua`: set a permit-expirable semaphore's total.
 pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
+/// `pes_renew_batch.lua`: extend many live permits (the watchdog).
+pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 31] {
+pub fn all() -> [&'static LuaScript; 32] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -126,6 +128,7 @@ pub fn all() -> [&'static LuaScript; 31] {
         &PES_UPDATE_LEASE,
         &PES_PERMITS,
         &PES_SET_PERMITS,
+        &PES_RENEW_BATCH,
     ]
 }
 
