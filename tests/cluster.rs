@@ -1439,3 +1439,51 @@ async fn semaphores_keep_their_keys_in_the_slot_and_wake_through_sharded_pubsub(
         cluster.on_key(name, &["DEL", name]);
     }
 }
+
+/// Permit-expirable semaphores on every shard, braced names and names with braces but no
+/// valid hash tag included: every script's three keys are in the name's slot (no
+/// CROSSSLOT), a waiter is woken through sharded pub/sub by another client's release,
+/// and the watchdog renews an `acquire()` permit (its batch grouped by slot; the first
+/// name's is held past its first lease).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permit_semaphores_keep_their_keys_in_the_slot_and_wake_through_sharded_pubsub() {
+    let cluster = RedisCluster::shared();
+    let short = Duration::from_millis(600);
+    let setter = client_with(&cluster.url(), short).await;
+    let waiter = client_with(&cluster.url(), WATCHDOG).await;
+    let mut per_node = std::collections::BTreeMap::new();
+    for name in names("pes", 64) {
+        per_node.entry(cluster.primary_for(&name)).or_insert(name);
+    }
+    assert_eq!(per_node.len(), 3);
+    let mut all: Vec<String> = per_node.values().cloned().collect();
+    all.extend(["{pes}:tagged".to_owned(), "pes{odd".to_owned(), "pes{}odd".to_owned()]);
+    for name in &all {
+        let sem = setter.permit_expirable_semaphore(name);
+        sem.set_permits(1).await.expect("set");
+        let held = sem.acquire().await.expect("renewed permit");
+        let wait = {
+            let sem = waiter.permit_expirable_semaphore(name);
+            tokio::spawn(async move { sem.try_acquire_with(Duration::from_secs(10), Duration::from_secs(10)).await })
+        };
+        let channel = sem.channel().to_owned();
+        assert!(
+            leasehold_tests::wait_until(Duration::from_secs(5), || waiter.subscribed_channels().contains(&channel))
+                .await,
+            "{name}: the waiter waits, subscribed"
+        );
+        assert!(shard_channel_on(cluster, &cluster.primary_for(name), &channel), "{channel} on the slot's primary");
+        if name == &all[0] {
+            tokio::time::sleep(short * 2).await; // past the first lease: renewed, still held
+            assert!(!held.is_lost(), "{name}: renewed");
+        }
+        held.release().await.expect("release");
+        let taken = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("woken").expect("task");
+        let permit = taken.expect("acquire").expect("a permit");
+        assert_eq!(sem.acquired_permits().await.expect("q"), 1, "{name}");
+        assert!(sem.try_release(permit.id()).await.expect("by id"), "{name}");
+        drop(permit);
+        assert_eq!(sem.available_permits().await.expect("q"), 1, "{name}");
+        cluster.on_key(name, &["DEL", name]);
+    }
+}

@@ -285,8 +285,11 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "type",
     "zadd",
     "zcard",
+    "zcount",
     "zrange",
+    "zrangebyscore",
     "zrem",
+    "zremrangebyrank",
     "zremrangebyscore",
     "zscore",
 ];

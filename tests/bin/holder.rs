@@ -8,6 +8,11 @@
 //! exits. In fenced mode a line `WRITE KEY VALUE` makes a fenced write with its token
 //! (whether or not it still holds the lock) and prints `WRITE OK`,
 //! `WRITE REJECTED <fence>` or `WRITE ERR <kind>`.
+//!
+//! `holder URL NAME LEASE_MS permit` takes one permit of the permit-expirable semaphore
+//! `NAME` with a lease of `LEASE_MS`, prints `LOCKED <permit id>`, and holds it until
+//! killed or stdin closes. `holder URL NAME WATCHDOG_MS permit-watchdog` takes one with
+//! `acquire()` (renewed by a watchdog of `WATCHDOG_MS`) instead.
 
 use std::io::Write;
 use std::time::Duration;
@@ -26,6 +31,10 @@ async fn main() {
     let (url, name, watchdog_ms, fenced) = match args.as_slice() {
         [_, url, name, watchdog_ms] => (url, name, watchdog_ms, false),
         [_, url, name, watchdog_ms, mode] if mode == "fenced" => (url, name, watchdog_ms, true),
+        [_, url, name, lease_ms, mode] if mode == "permit" => return hold_permit(url, name, lease_ms, false).await,
+        [_, url, name, watchdog_ms, mode] if mode == "permit-watchdog" => {
+            return hold_permit(url, name, watchdog_ms, true).await;
+        }
         _ => {
             eprintln!("usage: holder URL NAME WATCHDOG_MS [fenced]");
             std::process::exit(2);
@@ -99,4 +108,21 @@ async fn hold_fenced(client: &leasehold::Client, name: &str) {
         Ok(()) => say("UNLOCK OK"),
         Err(error) => say(&format!("UNLOCK ERR {}", error.kind())),
     }
+}
+
+async fn hold_permit(url: &str, name: &str, lease_ms: &str, watchdog: bool) {
+    let lease = Duration::from_millis(lease_ms.parse().expect("LEASE_MS is a number"));
+    let client = leasehold::Client::builder()
+        .url(url)
+        .watchdog_timeout(lease)
+        .command_timeout(leasehold_tests::command_timeout_for(lease))
+        .connect()
+        .await
+        .expect("connect");
+    let sem = client.permit_expirable_semaphore(name);
+    let permit = if watchdog { sem.acquire().await } else { sem.acquire_with_lease(lease).await }.expect("permit");
+    say(&format!("LOCKED {}", permit.id()));
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(_)) = lines.next_line().await {}
+    drop(permit);
 }

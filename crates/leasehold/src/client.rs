@@ -370,6 +370,14 @@ impl Client {
         crate::Semaphore::new(self.inner.clone(), self.full_key(name.as_ref()).into_owned())
     }
 
+    /// A handle on the permit-expirable semaphore `name`, in Redisson's
+    /// `RPermitExpirableSemaphore` layout (see
+    /// [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore)). Cheap: nothing is
+    /// sent. An empty name is reported by the first operation, before anything is sent.
+    pub fn permit_expirable_semaphore(&self, name: impl AsRef<str>) -> crate::PermitExpirableSemaphore {
+        crate::PermitExpirableSemaphore::new(self.inner.clone(), self.full_key(name.as_ref()).into_owned())
+    }
+
     /// The lock key of `name`: borrowed when there is no prefix to prepend.
     fn full_key<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
         match &self.inner.config.key_prefix {

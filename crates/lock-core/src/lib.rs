@@ -14,6 +14,7 @@
 //! - [`gate`]: the write gate that holds lock writes back while a switch of primary is
 //!   followed.
 //! - [`semaphore`]: a semaphore's names and its scripts' calls on the store.
+//! - [`pes`]: a permit-expirable semaphore's names, permit ids and its scripts' calls.
 //! - [`fence`]: fencing tokens on the resource side (`fenced_write.lua`).
 //! - [`kind`]: the lock kinds ([`LockKind`]): each one's scripts, KEYS and ARGV, reply
 //!   and how its waiters wait.
@@ -35,6 +36,7 @@ pub mod lease;
 pub mod multi;
 pub mod names;
 pub mod owner;
+pub mod pes;
 pub mod replicas;
 pub mod script;
 pub mod scripts;

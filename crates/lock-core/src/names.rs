@@ -85,7 +85,7 @@ pub fn key_slot(key: &[u8]) -> u16 {
 
 /// The shortest decimal string that hashes to `slot` (0..16384), used as a hash tag
 /// for names whose own braces make Redisson's derivation leave the slot.
-fn slot_tag(slot: u16) -> u32 {
+pub(crate) fn slot_tag(slot: u16) -> u32 {
     static TAGS: std::sync::LazyLock<Vec<u32>> = std::sync::LazyLock::new(|| {
         // About 170,000 CRC16s of short strings, once per process: a few milliseconds.
         let mut tags = vec![u32::MAX; 16384];

@@ -81,8 +81,21 @@ pub static SEM_ADD_PERMITS: LazyLock<LuaScript> = lua!("sem_add_permits.lua");
 /// `sem_drain.lua`: take every available permit of a semaphore.
 pub static SEM_DRAIN: LazyLock<LuaScript> = lua!("sem_drain.lua");
 
+/// `pes_try_acquire.lua`: take one leased permit of a permit-expirable semaphore.
+pub static PES_TRY_ACQUIRE: LazyLock<LuaScript> = lua!("pes_try_acquire.lua");
+/// `pes_release.lua`: release a permit of a permit-expirable semaphore by its id.
+pub static PES_RELEASE: LazyLock<LuaScript> = lua!("pes_release.lua");
+/// `pes_update_lease.lua`: give a live permit a new lease.
+pub static PES_UPDATE_LEASE: LazyLock<LuaScript> = lua!("pes_update_lease.lua");
+/// `pes_permits.lua`: available and acquired permits, after a bounded reclaim.
+pub static PES_PERMITS: LazyLock<LuaScript> = lua!("pes_permits.lua");
+/// `pes_set_permits.lua`: set a permit-expirable semaphore's total.
+pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
+/// `pes_renew_batch.lua`: extend many live permits (the watchdog).
+pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
+
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 26] {
+pub fn all() -> [&'static LuaScript; 32] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -110,6 +123,12 @@ pub fn all() -> [&'static LuaScript; 26] {
         &SEM_TRY_SET_PERMITS,
         &SEM_ADD_PERMITS,
         &SEM_DRAIN,
+        &PES_TRY_ACQUIRE,
+        &PES_RELEASE,
+        &PES_UPDATE_LEASE,
+        &PES_PERMITS,
+        &PES_SET_PERMITS,
+        &PES_RENEW_BATCH,
     ]
 }
 

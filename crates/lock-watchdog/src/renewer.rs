@@ -25,6 +25,17 @@ pub trait Renewer: Clone + Send + Sync + 'static {
         self.renew(holds.into_iter().map(|(key, owner, _)| (key, owner)).collect(), lease_ms)
     }
 
+    /// Renews permits of permit-expirable semaphores to `lease_ms`: (timeout `ZSet` key,
+    /// permit id as hex) pairs ([`RenewSpec::Permit`](crate::RenewSpec)). Default:
+    /// [`Renewer::renew`] of the same pairs (for fakes).
+    fn renew_permits(
+        &self,
+        holds: Vec<(String, String)>,
+        lease_ms: u64,
+    ) -> impl Future<Output = Result<Vec<bool>>> + Send {
+        self.renew(holds, lease_ms)
+    }
+
     /// Checks that the owner field of each of `holds` still exists, writing nothing: a
     /// check must never extend a lease.
     fn verify(&self, holds: Vec<(String, String)>) -> impl Future<Output = Result<Vec<bool>>> + Send;
@@ -47,6 +58,10 @@ impl Renewer for LockStore {
 
     async fn renew_reads(&self, holds: Vec<(String, String, String)>, lease_ms: u64) -> Result<Vec<bool>> {
         self.read_renew_batch(&holds, lease_ms).await
+    }
+
+    async fn renew_permits(&self, holds: Vec<(String, String)>, lease_ms: u64) -> Result<Vec<bool>> {
+        self.pes_renew_batch(&holds, lease_ms).await
     }
 
     async fn verify(&self, holds: Vec<(String, String)>) -> Result<Vec<bool>> {

@@ -174,6 +174,10 @@ pub enum RenewSpec {
         /// The owner's timeout-key prefix, `{NAME}:OWNER:rwlock_timeout`.
         timeout_prefix: Arc<str>,
     },
+    /// A permit of a permit-expirable semaphore (`pes_renew_batch.lua`): the key is its
+    /// `{NAME}:timeout` `ZSet` and the owner its id (32 hex digits); while the permit is
+    /// listed and live, its score is raised to the lease from now (server clock).
+    Permit,
 }
 
 #[derive(Debug)]
@@ -479,6 +483,14 @@ async fn run<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: watch::R
     }
 }
 
+/// Which batch script renews a batch (one per [`RenewSpec`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Script {
+    Field,
+    Read,
+    Permit,
+}
+
 /// Renews every hold (`full`) or only the failing ones. Returns whether any hold is
 /// still failing afterwards.
 async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> bool {
@@ -487,6 +499,8 @@ async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> boo
     // Read holds go in batches of their own (another script); their prefixes by id.
     let mut read_jobs: Vec<Job> = Vec::new();
     let mut prefixes: HashMap<u64, Arc<str>> = HashMap::new();
+    // Permits too (another script again).
+    let mut permit_jobs: Vec<Job> = Vec::new();
     for (id, e) in shared.entries.lock().iter().filter(|(_, e)| full || e.failing) {
         let job = (*id, e.key.to_string(), e.owner.as_str().to_owned());
         match &e.spec {
@@ -495,13 +509,15 @@ async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> boo
                 prefixes.insert(*id, Arc::clone(timeout_prefix));
                 read_jobs.push(job);
             }
+            RenewSpec::Permit => permit_jobs.push(job),
         }
     }
     let prefixes = Arc::new(prefixes);
     let mut calls = JoinSet::new();
-    let field_batches = batches(jobs, &shared.config).into_iter().map(|b| (b, false));
-    let read_batches = batches(read_jobs, &shared.config).into_iter().map(|b| (b, true));
-    for (batch, reads) in field_batches.chain(read_batches) {
+    let field_batches = batches(jobs, &shared.config).into_iter().map(|b| (b, Script::Field));
+    let read_batches = batches(read_jobs, &shared.config).into_iter().map(|b| (b, Script::Read));
+    let permit_batches = batches(permit_jobs, &shared.config).into_iter().map(|b| (b, Script::Permit));
+    for (batch, script) in field_batches.chain(read_batches).chain(permit_batches) {
         let renewer = renewer.clone();
         let lease_ms = shared.lease_ms;
         let prefixes = Arc::clone(&prefixes);
@@ -509,7 +525,10 @@ async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> boo
         calls.spawn(async move {
             let sent_at = Instant::now();
             let renew = async {
-                if reads {
+                if script == Script::Permit {
+                    let holds: Vec<(String, String)> = batch.iter().map(|(_, k, o)| (k.clone(), o.clone())).collect();
+                    renewer.renew_permits(holds, lease_ms).await
+                } else if script == Script::Read {
                     let holds: Vec<(String, String, String)> = batch
                         .iter()
                         .map(|(id, k, o)| {

@@ -20,6 +20,7 @@ mod proxy;
 mod raw;
 mod reaper;
 pub mod redisson_latch;
+pub mod redisson_pes;
 pub mod redisson_rwlock;
 pub mod redisson_semaphore;
 mod replica;

@@ -1,0 +1,40 @@
+-- pes_try_acquire.lua: take one leased permit of a permit-expirable semaphore if one is
+-- available (Redisson's RPermitExpirableSemaphore acquire script, with the lease on the
+-- server's clock and a bounded reclaim of expired permits first).
+--
+-- KEYS[1]  the semaphore NAME (String: the count of available permits, decimal)
+-- KEYS[2]  its channel, redisson_sc:{NAME}
+-- KEYS[3]  its permits, {NAME}:timeout (ZSet: raw 16-byte id -> lease end, epoch ms)
+-- ARGV[1]  the lease in ms (1 or more), or -1: a permit that never expires (scored
+--          922337203685477, as Redisson's acquire() does)
+-- ARGV[2]  the new permit's id (16 random bytes, raw)
+-- ARGV[3]  the publish command: publish, or spublish (sharded pub/sub)
+-- ARGV[4]  how many expired permits one call reclaims at most (the chunk)
+--
+-- Replies:
+--   {1, lease end in epoch ms (server clock)}  taken; the id is in KEYS[3]
+--   {0, ms}   none available: the earliest live lease ends in `ms` (-1: none will)
+-- Errors:
+--   WRONGTYPE   a key of another type, or a count that is not a whole number
+--#include fragments/sem_count.lua
+--#include fragments/time.lua
+--#include fragments/pes_reclaim.lua chunk=4
+count = count + reclaimed
+if reclaimed > 0 then
+  --#include fragments/sem_publish.lua count=count cmd=3
+end
+if count >= 1 then
+  local expiry = 922337203685477
+  if tonumber(ARGV[1]) > 0 then
+    expiry = now + tonumber(ARGV[1])
+  end
+  redis.call('decrby', KEYS[1], 1)
+  redis.call('zadd', KEYS[3], expiry, ARGV[2])
+  local pttl = redis.call('pttl', KEYS[1])
+  if pttl > 0 then
+    redis.call('pexpire', KEYS[3], pttl)
+  end
+  return {1, expiry}
+end
+--#include fragments/pes_next_expiry.lua
+return {0, next_expiry}
