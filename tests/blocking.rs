@@ -531,3 +531,34 @@ fn latch_and_multi_lock_calls_inside_an_async_runtime_are_refused() {
     assert_eq!(latch.count().expect("count from a plain thread"), 0);
     guard.unlock().expect("unlock");
 }
+
+/// The blocking permit-expirable semaphore: a permit taken on one thread keeps the
+/// other thread out until it is released, by the permit or by its id; a dropped permit
+/// is released in the background.
+#[test]
+fn a_blocking_permit_expirable_semaphore_hands_out_leased_permits() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let sem = client.permit_expirable_semaphore("bpes:one");
+    assert!(sem.try_set_permits(1).expect("set"));
+    let permit = sem.acquire_with_lease(Duration::from_secs(30)).expect("acquire");
+    assert_eq!(permit.id().len(), 32);
+    assert!(permit.lease_remaining().is_some_and(|left| left > Duration::from_secs(20)));
+    assert!(!permit.is_lost());
+    let other = client.permit_expirable_semaphore("bpes:one");
+    assert!(other.try_acquire().expect("try").is_none(), "the one permit is taken");
+    assert_eq!(other.acquired_permits().expect("acquired"), 1);
+    permit.release().expect("release");
+    let renewed = other.try_acquire().expect("try").expect("free again");
+    assert_eq!(renewed.lease_remaining(), None, "renewed by the watchdog");
+    let id = renewed.id().to_owned();
+    drop(renewed);
+    assert!(
+        eventually(Duration::from_secs(5), || sem.available_permits().expect("count") == 1),
+        "the drop released it"
+    );
+    let by_id = sem.try_acquire_with(Duration::from_secs(1), Duration::from_secs(30)).expect("wait").expect("in");
+    assert_ne!(by_id.id(), id);
+    assert!(other.try_release(by_id.id()).expect("by id"), "released by its id through another handle");
+    assert!(by_id.release().is_err(), "already released by id");
+}

@@ -156,3 +156,13 @@ impl Drop for Permit {
         }));
     }
 }
+
+#[cfg(feature = "blocking")]
+impl Permit {
+    /// [`Permit::lost`] as a future that owns what it watches, so that the blocking API
+    /// can wait for it on its own runtime thread while the permit stays with the caller.
+    pub(crate) fn lost_owned(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let lease = self.lease.clone();
+        async move { lease.lost().await }
+    }
+}

@@ -20,7 +20,7 @@ use crate::wait::WaitEnv;
 ///
 /// Permits have no owner and no lease, as in Redisson: any handle may release, and a
 /// holder that crashes never gives its permits back. Use
-/// `PermitExpirableSemaphore` where that matters.
+/// [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore) where that matters.
 ///
 /// **A semaphore that was never set** (no key) has 0 permits, as in Redisson: an
 /// [`acquire`](Semaphore::acquire) waits until someone sets or releases permits (a

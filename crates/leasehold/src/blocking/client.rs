@@ -7,7 +7,7 @@ use fred::prelude::{Config, ReconnectPolicy};
 use lock_core::Result;
 
 use super::runtime::{refuse_in_async_context, Runner, Stop};
-use super::{FairLock, FencedLock, Lock, ReadWriteLock, Semaphore, SimpleLock};
+use super::{FairLock, FencedLock, Lock, PermitExpirableSemaphore, ReadWriteLock, Semaphore, SimpleLock};
 use crate::config::{ClientConfig, ShardedSubscriptionMode};
 
 /// The blocking form of [`crate::Client`]: the same connections, watchdog and
@@ -117,6 +117,12 @@ impl Client {
     /// A handle on the semaphore `name` (as [`crate::Client::semaphore`]).
     pub fn semaphore(&self, name: impl AsRef<str>) -> Semaphore {
         Semaphore::new(self, self.shared.client.semaphore(name))
+    }
+
+    /// A handle on the permit-expirable semaphore `name` (as
+    /// [`crate::Client::permit_expirable_semaphore`]).
+    pub fn permit_expirable_semaphore(&self, name: impl AsRef<str>) -> PermitExpirableSemaphore {
+        PermitExpirableSemaphore::new(self, self.shared.client.permit_expirable_semaphore(name))
     }
 
     /// A handle on the minimal lock `name` (as [`crate::Client::simple_lock`]).

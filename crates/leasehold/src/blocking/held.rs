@@ -227,6 +227,22 @@ impl LeasedGuard for crate::MultiGuard {
     }
 }
 
+impl AsyncGuard for crate::Permit {
+    fn release(self) -> impl Future<Output = Result<()>> + Send + 'static {
+        crate::Permit::release(self)
+    }
+}
+
+impl LeasedGuard for crate::Permit {
+    fn is_lost(&self) -> bool {
+        crate::Permit::is_lost(self)
+    }
+
+    fn lost_owned(&self) -> impl Future<Output = ()> + Send + 'static {
+        crate::Permit::lost_owned(self)
+    }
+}
+
 impl AsyncGuard for crate::SimpleGuard {
     fn release(self) -> impl Future<Output = Result<()>> + Send + 'static {
         self.unlock()

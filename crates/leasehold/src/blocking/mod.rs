@@ -4,7 +4,8 @@
 //! Every type here is the blocking form of the async type of the same name, with the
 //! same methods, owner rules and errors: [`Client`] (and [`ClientBuilder`]), [`Lock`],
 //! [`FairLock`], [`FencedLock`], [`ReadWriteLock`], [`SimpleLock`] and [`MultiLock`],
-//! and their guards, [`CountDownLatch`] and [`Semaphore`].
+//! and their guards, [`CountDownLatch`], [`Semaphore`] and [`PermitExpirableSemaphore`]
+//! (with its [`Permit`]).
 //!
 //! - **A runtime thread of its own.** A [`Client`] starts a current-thread tokio runtime
 //!   on a thread named `leasehold-blocking`, connects on it and keeps it running: the
@@ -55,6 +56,7 @@ mod held;
 mod latch;
 mod lock;
 mod multi;
+mod permit_semaphore;
 mod read_write;
 mod runtime;
 mod semaphore;
@@ -66,6 +68,7 @@ pub use fenced::{FencedGuard, FencedLock};
 pub use latch::CountDownLatch;
 pub use lock::{Lock, LockGuard};
 pub use multi::{MultiGuard, MultiLock};
+pub use permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use read_write::{ReadGuard, ReadWriteLock, WriteGuard};
 pub use semaphore::Semaphore;
 pub use simple::{SimpleGuard, SimpleLock};
