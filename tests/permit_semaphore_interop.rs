@@ -4,12 +4,13 @@
 //! client clock included) run against leasehold's and the other way round, on Redis
 //! and on Valkey (`both_servers!`). Waits are bounded by deadlines.
 
-use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::ErrorKind;
 use leasehold_test_support::redisson_pes::{REDISSON_PES_ACQUIRE, REDISSON_PES_AVAILABLE, REDISSON_PES_TRY_RELEASE};
-use leasehold_tests::{both_servers, client, raw, raw_command, wait_until, RedisServer, RespValue, ServerKind};
+use leasehold_tests::{
+    both_servers, client, raw, raw_command, wait_until, Listener, RedisServer, RespValue, ServerKind,
+};
 use tokio::time::{timeout, Instant};
 
 /// A Java client's clock, as Redisson reads it (`System.currentTimeMillis()`).
@@ -155,23 +156,9 @@ async fn each_sides_release_wakes_the_other(on: ServerKind) {
     assert!(java.try_release(&java_id));
     let permit = timeout(Duration::from_secs(3), waiter).await.expect("woken").expect("task").expect("permit");
     assert!(released_at.elapsed() < Duration::from_millis(800), "woken by the message: {:?}", released_at.elapsed());
-    let mut sub = std::net::TcpStream::connect(server.addr()).expect("connect");
-    sub.write_all(format!("SUBSCRIBE {}\r\n", java.channel()).as_bytes()).expect("subscribe");
-    sub.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    let mut reader = BufReader::new(sub);
-    let mut lines = |n: usize| -> Vec<String> {
-        (0..n)
-            .map(|_| {
-                let mut line = String::new();
-                reader.read_line(&mut line).expect("a line within 5 s");
-                line.trim().to_owned()
-            })
-            .collect()
-    };
-    assert_eq!(lines(6)[2].to_lowercase(), "subscribe");
+    let mut listener = Listener::start(&server, &java.channel());
     permit.release().await.expect("release");
-    let message = lines(7);
-    assert_eq!((message[2].as_str(), message[6].as_str()), ("message", "1"), "the count Java's listener reads");
+    assert_eq!(listener.next_message(), "1", "the count Java's listener reads");
     assert!(java.try_acquire(None).is_some(), "the Java waiter it wakes gets in");
 }
 both_servers!(each_sides_release_wakes_the_other);

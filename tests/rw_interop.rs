@@ -5,13 +5,12 @@
 //! run against leasehold's holds and the other way round. Every test runs on Redis and
 //! on Valkey (`both_servers!`). Waits are bounded by deadlines.
 
-use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
 use leasehold_test_support::redisson_rwlock::{
     REDISSON_READ_ACQUIRE, REDISSON_READ_UNLOCK, REDISSON_WRITE_ACQUIRE, REDISSON_WRITE_UNLOCK,
 };
-use leasehold_tests::{both_servers, client, hgetall, raw, RedisServer, RespValue, ServerKind};
+use leasehold_tests::{both_servers, client, hgetall, raw, Listener, RedisServer, RespValue, ServerKind};
 use tokio::time::{timeout, Instant};
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -103,40 +102,6 @@ fn rand_id() -> u128 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(1);
     u128::from(h.finish())
-}
-
-/// A plain subscriber on one channel, standing in for a Java client's `LockPubSub`.
-struct Listener {
-    reader: BufReader<std::net::TcpStream>,
-}
-
-impl Listener {
-    fn start(server: &RedisServer, channel: &str) -> Self {
-        let mut sub = std::net::TcpStream::connect(server.addr()).expect("connect");
-        sub.write_all(format!("SUBSCRIBE {channel}\r\n").as_bytes()).expect("subscribe");
-        sub.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-        let mut listener = Listener { reader: BufReader::new(sub) };
-        let confirmation = listener.lines(6);
-        assert_eq!(confirmation[2].to_lowercase(), "subscribe", "{confirmation:?}");
-        listener
-    }
-
-    fn lines(&mut self, n: usize) -> Vec<String> {
-        (0..n)
-            .map(|_| {
-                let mut line = String::new();
-                self.reader.read_line(&mut line).expect("a line within 5 s");
-                line.trim().to_owned()
-            })
-            .collect()
-    }
-
-    /// The payload of the next message.
-    fn next_message(&mut self) -> String {
-        let lines = self.lines(7);
-        assert_eq!(lines[2], "message", "{lines:?}");
-        lines[6].clone()
-    }
 }
 
 /// Redisson's readers and leasehold's share the lock, whichever comes first, and each

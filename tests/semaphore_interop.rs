@@ -3,14 +3,13 @@
 //! KEYS and ARGV as Redisson sends them) run against leasehold's semaphore and the other
 //! way round, on Redis and on Valkey (`both_servers!`). Waits are bounded by deadlines.
 
-use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
 use leasehold_test_support::redisson_semaphore::{
     REDISSON_SEM_ADD_PERMITS, REDISSON_SEM_DRAIN, REDISSON_SEM_RELEASE, REDISSON_SEM_TRY_ACQUIRE,
     REDISSON_SEM_TRY_SET_PERMITS,
 };
-use leasehold_tests::{both_servers, client, raw, wait_until, RedisServer, RespValue, ServerKind};
+use leasehold_tests::{both_servers, client, raw, wait_until, Listener, RedisServer, RespValue, ServerKind};
 use tokio::time::timeout;
 
 /// A Redisson client's `RSemaphore` on `name` (a name without braces), sending
@@ -61,39 +60,6 @@ impl Java<'_> {
             RespValue::Integer(n) => n,
             other => other.as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("drain: {other:?}")),
         }
-    }
-}
-
-/// A Java `SemaphorePubSub` stand-in: a raw subscription to the semaphore's channel.
-struct Listener {
-    reader: BufReader<std::net::TcpStream>,
-}
-
-impl Listener {
-    fn start(server: &RedisServer, channel: &str) -> Self {
-        let mut sub = std::net::TcpStream::connect(server.addr()).expect("connect");
-        sub.write_all(format!("SUBSCRIBE {channel}\r\n").as_bytes()).expect("subscribe");
-        sub.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-        let mut listener = Listener { reader: BufReader::new(sub) };
-        let confirmation = listener.lines(6);
-        assert_eq!(confirmation[2].to_lowercase(), "subscribe", "{confirmation:?}");
-        listener
-    }
-
-    fn lines(&mut self, n: usize) -> Vec<String> {
-        (0..n)
-            .map(|_| {
-                let mut line = String::new();
-                self.reader.read_line(&mut line).expect("a line within 5 s");
-                line.trim().to_owned()
-            })
-            .collect()
-    }
-
-    fn next_message(&mut self) -> String {
-        let lines = self.lines(7);
-        assert_eq!(lines[2], "message", "{lines:?}");
-        lines[6].clone()
     }
 }
 

@@ -4,7 +4,10 @@
 //! a cluster, and [`ServerKind`] with [`both_servers!`] for the standalone-only tests
 //! that run on Redis and on Valkey.
 
+mod listener;
 mod server_kind;
+
+pub use listener::Listener;
 
 pub use server_kind::{ServerKind, VALKEY_SERVER_VAR};
 
