@@ -101,13 +101,5 @@ impl Attempt for PermitAttempt {
         false
     }
 
-    fn queue_entered(&self) {}
-
-    fn queue_left(&self) {}
-
-    async fn leave(&self) -> bool {
-        true
-    }
-
-    fn leave_in_background(&self) {}
+    // No queue place: the trait's default clean-up (nothing to remove).
 }

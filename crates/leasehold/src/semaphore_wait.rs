@@ -90,15 +90,7 @@ impl Attempt for PermitsAttempt {
         false
     }
 
-    fn queue_entered(&self) {}
-
-    fn queue_left(&self) {}
-
-    async fn leave(&self) -> bool {
-        true
-    }
-
-    fn leave_in_background(&self) {}
+    // No queue place: the trait's default clean-up (nothing to remove).
 }
 
 /// Where an attempt's task leaves its answer for the caller, and where a caller that

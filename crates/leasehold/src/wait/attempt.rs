@@ -97,18 +97,23 @@ pub(crate) trait Attempt: Sync {
 
     /// A wait that holds a place in a server queue begins; it counts until
     /// [`Attempt::queue_left`], so that no clean-up of the same owner removes the place
-    /// under it.
-    fn queue_entered(&self);
+    /// under it. The default, for a kind that holds no queue place (a semaphore, a
+    /// latch), counts nothing.
+    fn queue_entered(&self) {}
 
-    /// That wait ended (acquired) or its clean-up begins.
-    fn queue_left(&self);
+    /// That wait ended (acquired) or its clean-up begins. Default: nothing to count.
+    fn queue_left(&self) {}
 
     /// Removes the wait's queue entry now (the wait ended without acquiring), unless
     /// another live wait of the same owner keeps it. `true` when nothing is left to
-    /// clean up; `false` sends the clean-up to [`Attempt::leave_in_background`].
-    fn leave(&self) -> impl Future<Output = bool> + Send;
+    /// clean up; `false` sends the clean-up to [`Attempt::leave_in_background`]. The
+    /// default, for a kind without a queue entry, has nothing to remove.
+    fn leave(&self) -> impl Future<Output = bool> + Send {
+        std::future::ready(true)
+    }
 
     /// [`Attempt::leave`] in the background: for a wait that was cancelled, or whose
-    /// inline clean-up failed. Synchronous, never blocks (it runs in `Drop`).
-    fn leave_in_background(&self);
+    /// inline clean-up failed. Synchronous, never blocks (it runs in `Drop`). Default:
+    /// nothing to remove.
+    fn leave_in_background(&self) {}
 }
