@@ -32,6 +32,38 @@ fn public_types_are_send_sync_and_static() {
     shared::<WatchdogStats>();
     shared::<ClientStats>();
     shared::<SubscriberStats>();
+    shared::<leasehold::ReadWriteLock>();
+    shared::<leasehold::ReadGuard>();
+    shared::<leasehold::WriteGuard>();
+    shared::<leasehold::MultiLock>();
+    shared::<leasehold::MultiGuard>();
+    shared::<leasehold::CountDownLatch>();
+    shared::<leasehold::Semaphore>();
+    shared::<leasehold::PermitExpirableSemaphore>();
+    shared::<leasehold::Permit>();
+}
+
+/// The futures of the kinds added after the lock: `Send` too (compile-time, never run).
+async fn family_futures_are_send(
+    multi: leasehold::MultiLock,
+    latch: leasehold::CountDownLatch,
+    semaphore: leasehold::Semaphore,
+    pes: leasehold::PermitExpirableSemaphore,
+    permit: leasehold::Permit,
+) {
+    let d = Duration::from_secs(1);
+    send(&multi.lock());
+    send(&multi.try_lock_with(d, d));
+    send(&latch.wait());
+    send(&latch.wait_timeout(d));
+    send(&latch.count_down());
+    send(&semaphore.acquire(1));
+    send(&semaphore.try_acquire_with(1, d));
+    send(&semaphore.release(1));
+    send(&pes.acquire());
+    send(&pes.try_acquire_with(d, d));
+    send(&permit.lost());
+    send(&permit.release());
 }
 
 /// Every public future is `Send`: a compile-time check (never run).
@@ -92,4 +124,7 @@ fn blocking_types_are_send_sync_and_static() {
     shared::<blocking::CountDownLatch>();
     shared::<blocking::MultiLock>();
     shared::<blocking::MultiGuard>();
+    shared::<blocking::Semaphore>();
+    shared::<blocking::PermitExpirableSemaphore>();
+    shared::<blocking::Permit>();
 }
