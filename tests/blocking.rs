@@ -351,33 +351,37 @@ fn the_last_drop_lets_earlier_background_releases_finish() {
 }
 
 /// The blocking semaphore: two threads share one permit, a waiter blocked in `acquire`
-/// is let in by another thread's `release`, and a call inside an async runtime is
-/// refused with nothing sent.
+/// is let in when another thread drops its permit guard, a forgotten permit stays taken,
+/// and a call inside an async runtime is refused with nothing sent.
 #[test]
 fn a_blocking_semaphore_hands_its_permit_between_threads() {
     let server = RedisServer::start();
     let client = client(&server);
     let sem = client.semaphore("bsem:one");
     assert!(sem.try_set_permits(1).expect("set"));
-    sem.acquire(1).expect("acquire");
-    assert!(!sem.try_acquire(1).expect("try"), "the one permit is taken");
+    let held = sem.acquire(1).expect("acquire");
+    assert_eq!(held.permits(), 1);
+    assert!(sem.try_acquire(1).expect("try").is_none(), "the one permit is taken");
     let other = client.clone();
     let waiter = std::thread::spawn(move || {
         let sem = other.semaphore("bsem:one");
-        sem.try_acquire_with(1, Duration::from_secs(10)).expect("wait")
+        sem.try_acquire_for(1, Duration::from_secs(10)).expect("wait").map(|permit| permit.forget())
     });
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while client.stats().waiters == 0 {
         assert!(std::time::Instant::now() < deadline, "the other thread waits");
         std::thread::yield_now();
     }
-    sem.release(1).expect("release");
-    assert!(waiter.join().expect("thread"), "the waiter got the released permit");
-    assert_eq!(sem.available_permits().expect("count"), 0);
+    drop(held); // gives the permit back in the background
+    assert!(waiter.join().expect("thread").is_some(), "the waiter got the dropped permit");
+    assert_eq!(sem.available_permits().expect("count"), 0, "the waiter forgot its permit: still taken");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let refused = runtime.block_on(async { sem.release(1) }).expect_err("refused");
     assert_eq!(refused.kind(), ErrorKind::AsyncContext);
     assert_eq!(sem.available_permits().expect("count"), 0, "nothing sent");
+    sem.release(1).expect("release the forgotten permit");
+    sem.acquire(1).expect("acquire").release().expect("release");
+    assert_eq!(sem.available_permits().expect("count"), 1);
 }
 
 /// A latch counted down by one thread releases the waiters of other threads (each with

@@ -43,10 +43,11 @@ async fn calls_keep_redissons_layout_and_payloads(on: ServerKind) {
     assert!(sem.try_set_permits(3).await.expect("set"));
     assert!(!sem.try_set_permits(5).await.expect("set again"), "set only once");
     assert_eq!(get(&server, "sem:basics").as_deref(), Some("3"));
-    assert!(sem.try_acquire(2).await.expect("try"));
-    assert!(!sem.try_acquire(2).await.expect("try"), "1 left");
+    let two = sem.try_acquire(2).await.expect("try").expect("3 free");
+    assert_eq!(two.permits(), 2);
+    assert!(sem.try_acquire(2).await.expect("try").is_none(), "1 left");
     assert_eq!(get(&server, "sem:basics").as_deref(), Some("1"));
-    sem.release(2).await.expect("release");
+    two.release().await.expect("release");
     assert_eq!(sem.available_permits().await.expect("q"), 3);
     sem.add_permits(-5).await.expect("take away");
     assert_eq!(sem.available_permits().await.expect("q"), -2, "the count may go below 0, as in Redisson");
@@ -67,7 +68,7 @@ async fn queue_waiters(client: &leasehold::Client, name: &str, permits: &[u32]) 
     for (index, &n) in permits.iter().enumerate() {
         let (sem, order) = (client.semaphore(name), order.clone());
         drop(tokio::spawn(async move {
-            sem.acquire(n).await.expect("acquire");
+            sem.acquire(n).await.expect("acquire").forget();
             order.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(index);
         }));
         assert!(
@@ -140,7 +141,7 @@ async fn a_silent_change_is_found_and_a_bounded_wait_ends(on: ServerKind) {
     let client = client(&server).await;
     let sem = client.semaphore("sem:silent");
     let started = Instant::now();
-    assert!(!sem.try_acquire_with(1, Duration::from_millis(300)).await.expect("wait"));
+    assert!(sem.try_acquire_for(1, Duration::from_millis(300)).await.expect("wait").is_none());
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_millis(300) && waited < Duration::from_secs(2),
@@ -148,12 +149,14 @@ async fn a_silent_change_is_found_and_a_bounded_wait_ends(on: ServerKind) {
     );
     let waiter = {
         let sem = sem.clone();
-        tokio::spawn(async move { sem.try_acquire_with(1, Duration::from_secs(10)).await })
+        tokio::spawn(
+            async move { sem.try_acquire_for(1, Duration::from_secs(10)).await.map(|p| p.map(|p| p.forget())) },
+        )
     };
     assert!(wait_until(Duration::from_secs(5), || sem.local_waiters() == 1).await);
     assert_eq!(raw(&server, &["SET", "sem:silent", "1"]), RespValue::Simple("OK".into()));
     let taken = timeout(Duration::from_secs(4), waiter).await.expect("found by the re-check").expect("task");
-    assert!(taken.expect("acquire"));
+    assert!(taken.expect("acquire").is_some());
     assert_eq!(get(&server, "sem:silent").as_deref(), Some("0"));
 }
 both_servers!(a_silent_change_is_found_and_a_bounded_wait_ends);
@@ -167,9 +170,9 @@ async fn cancelled_acquires_give_their_permits_back(on: ServerKind) {
     assert!(sem.try_set_permits(1).await.expect("set"));
     for step in 0..40u64 {
         match timeout(Duration::from_micros(50 * step), sem.try_acquire(1)).await {
-            Ok(Ok(true)) => sem.release(1).await.expect("release"),
+            Ok(Ok(Some(permit))) => permit.release().await.expect("release"),
             // The call cancelled before may have taken it, and is giving it back.
-            Ok(Ok(false)) | Err(_) => {}
+            Ok(Ok(None)) | Err(_) => {}
             Ok(Err(error)) => panic!("step {step}: {error}"),
         }
     }
@@ -179,9 +182,64 @@ async fn cancelled_acquires_give_their_permits_back(on: ServerKind) {
         assert!(back, "the permit came back");
         tokio::time::sleep(Duration::from_millis(50)).await; // a late give-back would show as "2"
     }
-    assert!(sem.try_acquire(1).await.expect("try") && !sem.try_acquire(1).await.expect("try"), "exactly 1 permit");
+    let one = sem.try_acquire(1).await.expect("try");
+    assert!(one.is_some() && sem.try_acquire(1).await.expect("try").is_none(), "exactly 1 permit");
 }
 both_servers!(cancelled_acquires_give_their_permits_back);
+
+/// A request handler dropped between its acquire and its release (a client hanging up
+/// on axum drops the handler's future) leaks nothing: the permit guard gives its permits
+/// back in the background. Five such handlers on a 3-permit semaphore leave it whole,
+/// and a later request gets in at once.
+async fn handlers_cancelled_while_holding_permits_leak_nothing(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:handlers");
+    assert!(sem.try_set_permits(3).await.expect("set"));
+    let handler = |sem: leasehold::Semaphore| async move {
+        let _permit = sem.acquire(1).await?;
+        tokio::time::sleep(Duration::from_secs(3600)).await; // the slow critical section
+        Ok::<_, leasehold::Error>(())
+    };
+    let mut requests = Vec::new();
+    for _ in 0..5 {
+        // `curl -m 0.08`: the request is given up, and its handler dropped, after 80 ms.
+        requests.push(tokio::spawn(timeout(Duration::from_millis(80), handler(sem.clone()))));
+    }
+    for request in requests {
+        assert!(request.await.expect("task").is_err(), "every handler was cut off");
+    }
+    let whole = wait_until(Duration::from_secs(5), || get(&server, "sem:handlers").as_deref() == Some("3")).await;
+    assert!(whole, "every permit came back: {:?}", get(&server, "sem:handlers"));
+    let next =
+        timeout(Duration::from_secs(2), sem.acquire(3)).await.expect("a later request gets in").expect("acquire");
+    assert_eq!(next.permits(), 3);
+    next.release().await.expect("release");
+    assert_eq!(get(&server, "sem:handlers").as_deref(), Some("3"));
+}
+both_servers!(handlers_cancelled_while_holding_permits_leak_nothing);
+
+/// `forget` keeps the permits taken (nothing sent on drop), for a `release(n)` later;
+/// `release` gives them back once.
+async fn a_forgotten_permit_stays_taken(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:forget");
+    assert!(sem.try_set_permits(2).await.expect("set"));
+    let monitor = Monitor::start(&server.addr());
+    sem.acquire(2).await.expect("acquire").forget();
+    tokio::task::yield_now().await;
+    assert!(sem.try_acquire(1).await.expect("try").is_none(), "still taken after the forget");
+    assert_eq!(get(&server, "sem:forget").as_deref(), Some("0"));
+    sem.release(2).await.expect("the plain release gives them back");
+    let permit = sem.try_acquire(2).await.expect("try").expect("both free");
+    permit.release().await.expect("release");
+    assert_eq!(get(&server, "sem:forget").as_deref(), Some("2"));
+    monitor.sync(&server.addr());
+    let scripts = monitor.commands().iter().filter(|l| l.to_lowercase().contains("evalsha")).count();
+    assert_eq!(scripts, 5, "acquire, try, release, try, release: no give-back of the forgotten permits");
+}
+both_servers!(a_forgotten_permit_stays_taken);
 
 /// Bad input is refused with a typed error before anything is sent; a key of another
 /// type (or a String that is not a count) is `WrongType`, nothing written.
@@ -191,12 +249,13 @@ async fn bad_input_is_refused_and_nothing_changes(on: ServerKind) {
     let sem = client.semaphore("sem:bad");
     let monitor = Monitor::start(&server.addr());
     let invalid = |result: leasehold::Result<bool>| result.expect_err("refused").kind() == ErrorKind::InvalidArgument;
-    assert!(invalid(sem.try_acquire(0).await));
-    assert!(invalid(sem.try_acquire_with(0, Duration::from_secs(1)).await));
-    assert!(invalid(sem.try_acquire_with(1, Duration::MAX).await), "a wait that overflows the clock");
-    assert!(invalid(sem.acquire(0).await.map(|()| true)));
+    let some = |taken: leasehold::Result<Option<leasehold::SemaphorePermit>>| taken.map(|p| p.is_some());
+    assert!(invalid(some(sem.try_acquire(0).await)));
+    assert!(invalid(some(sem.try_acquire_for(0, Duration::from_secs(1)).await)));
+    assert!(invalid(some(sem.try_acquire_for(1, Duration::MAX).await)), "a wait that overflows the clock");
+    assert!(invalid(sem.acquire(0).await.map(|_| true)));
     assert!(invalid(sem.release(0).await.map(|()| true)));
-    assert!(invalid(client.semaphore("").try_acquire(1).await));
+    assert!(invalid(some(client.semaphore("").try_acquire(1).await)));
     assert!(invalid(client.semaphore("").available_permits().await.map(|_| true)));
     monitor.sync(&server.addr());
     assert!(monitor.commands().is_empty(), "nothing sent: {:?}", monitor.commands());
@@ -207,9 +266,7 @@ async fn bad_input_is_refused_and_nothing_changes(on: ServerKind) {
         let sem = client.semaphore(name);
         let wrong = |e: leasehold::Error| e.kind() == ErrorKind::WrongType;
         assert!(wrong(sem.try_acquire(1).await.expect_err("acquire")), "{name}");
-        assert!(wrong(
-            sem.try_acquire_with(1, Duration::from_secs(5)).await.expect_err("a definite error ends a wait")
-        ));
+        assert!(wrong(sem.try_acquire_for(1, Duration::from_secs(5)).await.expect_err("a definite error ends a wait")));
         assert!(wrong(sem.release(1).await.expect_err("release")));
         assert!(wrong(sem.add_permits(1).await.expect_err("add")));
         assert!(wrong(sem.try_set_permits(1).await.expect_err("set")));
@@ -225,4 +282,6 @@ both_servers!(bad_input_is_refused_and_nothing_changes);
 fn semaphore_is_send_sync_and_clone() {
     fn bounds<T: Send + Sync + Clone>() {}
     bounds::<leasehold::Semaphore>();
+    fn guard<T: Send + Sync + 'static>() {}
+    guard::<leasehold::SemaphorePermit>();
 }

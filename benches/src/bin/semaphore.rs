@@ -7,9 +7,9 @@
 //! a fresh server state:
 //!
 //! - `leasehold`: `sem.acquire(1)` (woken by the release messages, a release of k waking
-//!   at most k waiters per client) and `sem.release(1)`;
+//!   at most k waiters per client) and the permit's `release()`;
 //! - `polling`: `sem.try_acquire(1)` retried after a `--poll-ms` (2) sleep until it
-//!   succeeds, then `sem.release(1)`: a semaphore without pub/sub.
+//!   succeeds, then the permit's `release()`: a semaphore without pub/sub.
 //!
 //! Figures per contender: acquisitions in all, per task min and max and min/max (every
 //! task served: target >= 0.5), and requests per acquisition: the top-level commands
@@ -122,20 +122,21 @@ async fn run(
             handles.push(tokio::spawn(async move {
                 let mut acquisitions = 0u64;
                 while Instant::now() < end {
-                    match contender {
+                    let permit = match contender {
                         Contender::Leasehold => sem.acquire(1).await?,
-                        Contender::Polling => {
-                            while !sem.try_acquire(1).await? {
-                                tokio::time::sleep(settings.poll).await;
+                        Contender::Polling => loop {
+                            if let Some(permit) = sem.try_acquire(1).await? {
+                                break permit;
                             }
-                        }
-                    }
+                            tokio::time::sleep(settings.poll).await;
+                        },
+                    };
                     if inside.fetch_add(1, Ordering::SeqCst) >= settings.permits as usize {
                         overlap.store(true, Ordering::SeqCst);
                     }
                     tokio::time::sleep(settings.hold).await;
                     inside.fetch_sub(1, Ordering::SeqCst);
-                    sem.release(1).await?;
+                    permit.release().await?;
                     acquisitions += 1;
                 }
                 Ok::<u64, BoxError>(acquisitions)

@@ -164,6 +164,7 @@ mod replicas;
 mod retry;
 mod rw_guard;
 mod semaphore;
+mod semaphore_permit;
 mod semaphore_wait;
 mod sentinel;
 mod simple;
@@ -195,6 +196,7 @@ pub use permit_semaphore::PermitExpirableSemaphore;
 pub use read_write::ReadWriteLock;
 pub use rw_guard::{ReadGuard, WriteGuard};
 pub use semaphore::Semaphore;
+pub use semaphore_permit::SemaphorePermit;
 pub use simple::{SimpleGuard, SimpleLock};
 pub use stats::ClientStats;
 

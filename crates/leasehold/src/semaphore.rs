@@ -8,6 +8,7 @@ use lock_core::{args, Error, Result};
 use tokio::time::Instant;
 
 use crate::client::ClientShared;
+use crate::semaphore_permit::SemaphorePermit;
 use crate::semaphore_wait::PermitsAttempt;
 use crate::telemetry::{Kind, Outcome};
 use crate::wait::WaitEnv;
@@ -25,7 +26,7 @@ use crate::wait::WaitEnv;
 /// **A semaphore that was never set** (no key) has 0 permits, as in Redisson: an
 /// [`acquire`](Semaphore::acquire) waits until someone sets or releases permits (a
 /// Java service that calls `trySetPermits` later is honoured), and
-/// [`try_acquire_with`](Semaphore::try_acquire_with) returns `false` at its deadline.
+/// [`try_acquire_for`](Semaphore::try_acquire_for) returns `None` at its deadline.
 ///
 /// **Waiting** never polls and never wakes a herd: a client's waiters for one semaphore
 /// wait in one line (first come, first served), and a message with the count `k` wakes
@@ -45,9 +46,9 @@ use crate::wait::WaitEnv;
 /// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
 /// let exports = client.semaphore("exports");
 /// exports.try_set_permits(8).await?; // once, by whoever comes first
-/// exports.acquire(1).await?;
+/// let permit = exports.acquire(1).await?;
 /// // ... at most 8 of these run at once, fleet-wide ...
-/// exports.release(1).await?;
+/// permit.release().await?; // or drop it: the permit goes back in the background
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -165,7 +166,8 @@ impl Semaphore {
     }
 
     /// Waits as long as it takes to take `permits` permits (Redisson's `acquire`),
-    /// including for a semaphore that was never set (see the type's docs).
+    /// including for a semaphore that was never set (see the type's docs). The permits
+    /// come as a [`SemaphorePermit`], which gives them back when released or dropped.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for 0 permits
@@ -176,29 +178,29 @@ impl Semaphore {
     /// # Cancel safety
     /// Dropping the future leaves nothing behind: the waiter leaves its line, and
     /// permits that an attempt in flight took are given back in the background.
-    pub async fn acquire(&self, permits: u32) -> Result<()> {
+    pub async fn acquire(&self, permits: u32) -> Result<SemaphorePermit> {
         match self.take(permits, None).await? {
-            true => Ok(()),
-            false => {
+            Some(permit) => Ok(permit),
+            None => {
                 Err(Error::new(crate::ErrorKind::Timeout, "an unbounded semaphore wait ended").with_key(self.key()))
             }
         }
     }
 
     /// Takes `permits` permits if that many are available now, in one round trip
-    /// (Redisson's `tryAcquire`). `false`: fewer are available, nothing changed.
+    /// (Redisson's `tryAcquire`). `None`: fewer are available, nothing changed.
     ///
     /// # Errors
     /// As [`Semaphore::acquire`], and any error of its one attempt: nothing is retried.
     ///
     /// # Cancel safety
     /// As [`Semaphore::acquire`].
-    pub async fn try_acquire(&self, permits: u32) -> Result<bool> {
+    pub async fn try_acquire(&self, permits: u32) -> Result<Option<SemaphorePermit>> {
         self.take(permits, Some(Duration::ZERO)).await
     }
 
     /// Waits up to `wait` to take `permits` permits (Redisson's `tryAcquire(permits,
-    /// waitTime)`): `false` when the wait ran out (a zero wait is one attempt).
+    /// waitTime)`): `None` when the wait ran out (a zero wait is one attempt).
     ///
     /// # Errors
     /// As [`Semaphore::acquire`]; a wait that overflows the clock is
@@ -207,13 +209,16 @@ impl Semaphore {
     ///
     /// # Cancel safety
     /// As [`Semaphore::acquire`].
-    pub async fn try_acquire_with(&self, permits: u32, wait: Duration) -> Result<bool> {
+    pub async fn try_acquire_for(&self, permits: u32, wait: Duration) -> Result<Option<SemaphorePermit>> {
         self.take(permits, Some(wait)).await
     }
 
     /// Gives `permits` permits back and publishes the new count (when above 0), which
     /// wakes at most that many waiters of each client. Any handle may release, whether
-    /// or not it acquired (Redisson's `release`: no owner, no upper bound).
+    /// or not it acquired (Redisson's `release`: no owner, no upper bound): this is for
+    /// permits taken elsewhere (a Java peer, another process, a
+    /// [`SemaphorePermit::forget`]); permits taken here are given back by their
+    /// [`SemaphorePermit`].
     ///
     /// # Errors
     /// As [`Semaphore::acquire`], without the retries: a timeout leaves it unknown
@@ -227,8 +232,14 @@ impl Semaphore {
         self.shared.client.store.semaphore_release(names, permits).await.map(drop)
     }
 
+    /// Gives back the permits of a [`SemaphorePermit`] (its release, its drop).
+    pub(crate) async fn give_back(&self, permits: u32) -> Result<()> {
+        let names = self.names()?;
+        self.shared.client.store.semaphore_release(names, i64::from(permits)).await.map(drop)
+    }
+
     /// The wait of every acquire: `None` = unbounded, `Some(ZERO)` = one attempt.
-    async fn take(&self, permits: u32, wait: Option<Duration>) -> Result<bool> {
+    async fn take(&self, permits: u32, wait: Option<Duration>) -> Result<Option<SemaphorePermit>> {
         let start = Instant::now();
         positive(permits, "acquire")?;
         let names = self.names()?;
@@ -251,6 +262,6 @@ impl Semaphore {
             Outcome::of(&result, waits),
             start.elapsed(),
         );
-        result.map(|taken| taken.is_some())
+        Ok(result?.map(|()| SemaphorePermit::new(self.clone(), permits)))
     }
 }

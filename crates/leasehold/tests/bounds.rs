@@ -41,6 +41,7 @@ fn public_types_are_send_sync_and_static() {
     shared::<leasehold::Semaphore>();
     shared::<leasehold::PermitExpirableSemaphore>();
     shared::<leasehold::Permit>();
+    shared::<leasehold::SemaphorePermit>();
 }
 
 /// The futures of the kinds added after the lock: `Send` too (compile-time, never run).
@@ -50,6 +51,7 @@ async fn family_futures_are_send(
     semaphore: leasehold::Semaphore,
     pes: leasehold::PermitExpirableSemaphore,
     permit: leasehold::Permit,
+    semaphore_permit: leasehold::SemaphorePermit,
 ) {
     let d = Duration::from_secs(1);
     send(&multi.lock());
@@ -58,12 +60,13 @@ async fn family_futures_are_send(
     send(&latch.wait_timeout(d));
     send(&latch.count_down());
     send(&semaphore.acquire(1));
-    send(&semaphore.try_acquire_with(1, d));
+    send(&semaphore.try_acquire_for(1, d));
     send(&semaphore.release(1));
     send(&pes.acquire());
     send(&pes.try_acquire_with(d, d));
     send(&permit.lost());
     send(&permit.release());
+    send(&semaphore_permit.release());
 }
 
 /// Every public future is `Send`: a compile-time check (never run).
@@ -125,6 +128,7 @@ fn blocking_types_are_send_sync_and_static() {
     shared::<blocking::MultiLock>();
     shared::<blocking::MultiGuard>();
     shared::<blocking::Semaphore>();
+    shared::<blocking::SemaphorePermit>();
     shared::<blocking::PermitExpirableSemaphore>();
     shared::<blocking::Permit>();
 }

@@ -243,6 +243,12 @@ impl LeasedGuard for crate::Permit {
     }
 }
 
+impl AsyncGuard for crate::SemaphorePermit {
+    fn release(self) -> impl Future<Output = Result<()>> + Send + 'static {
+        crate::SemaphorePermit::release(self)
+    }
+}
+
 impl AsyncGuard for crate::SimpleGuard {
     fn release(self) -> impl Future<Output = Result<()>> + Send + 'static {
         self.unlock()

@@ -70,5 +70,5 @@ pub use lock::{Lock, LockGuard};
 pub use multi::{MultiGuard, MultiLock};
 pub use permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use read_write::{ReadGuard, ReadWriteLock, WriteGuard};
-pub use semaphore::Semaphore;
+pub use semaphore::{Semaphore, SemaphorePermit};
 pub use simple::{SimpleGuard, SimpleLock};

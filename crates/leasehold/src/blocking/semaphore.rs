@@ -1,11 +1,13 @@
-//! The blocking [`Semaphore`]: [`crate::Semaphore`], each call run on the client's
-//! runtime thread.
+//! The blocking [`Semaphore`] and its [`SemaphorePermit`]: [`crate::Semaphore`] and
+//! [`crate::SemaphorePermit`], each call run on the client's runtime thread.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::Result;
 
-use super::held::Handle;
+use super::held::{Guarded, Handle};
+use super::runtime::Runner;
 use super::Client;
 
 /// The blocking form of [`crate::Semaphore`] (Redisson's `RSemaphore` layout): the same
@@ -21,9 +23,9 @@ use super::Client;
 /// # fn demo(client: leasehold::blocking::Client) -> leasehold::Result<()> {
 /// let exports = client.semaphore("exports");
 /// exports.try_set_permits(8)?;
-/// exports.acquire(1)?;
+/// let permit = exports.acquire(1)?;
 /// // ... at most 8 of these run at once across the fleet ...
-/// exports.release(1)?;
+/// permit.release()?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
@@ -78,28 +80,34 @@ impl Semaphore {
         self.handle.call(|s| async move { s.drain_permits().await })
     }
 
+    fn permit(&self, permit: crate::SemaphorePermit) -> SemaphorePermit {
+        SemaphorePermit::new(permit, self.handle.runner().clone())
+    }
+
     /// As [`crate::Semaphore::acquire`]: waits until `permits` are taken.
     ///
     /// # Errors
     /// As [`crate::Semaphore::acquire`].
-    pub fn acquire(&self, permits: u32) -> Result<()> {
-        self.handle.call(move |s| async move { s.acquire(permits).await })
+    pub fn acquire(&self, permits: u32) -> Result<SemaphorePermit> {
+        self.handle.call(move |s| async move { s.acquire(permits).await }).map(|permit| self.permit(permit))
     }
 
     /// As [`crate::Semaphore::try_acquire`]: one attempt.
     ///
     /// # Errors
     /// As [`crate::Semaphore::try_acquire`].
-    pub fn try_acquire(&self, permits: u32) -> Result<bool> {
-        self.handle.call(move |s| async move { s.try_acquire(permits).await })
+    pub fn try_acquire(&self, permits: u32) -> Result<Option<SemaphorePermit>> {
+        let taken = self.handle.call(move |s| async move { s.try_acquire(permits).await })?;
+        Ok(taken.map(|permit| self.permit(permit)))
     }
 
-    /// As [`crate::Semaphore::try_acquire_with`]: waits at most `wait`.
+    /// As [`crate::Semaphore::try_acquire_for`]: waits at most `wait`.
     ///
     /// # Errors
-    /// As [`crate::Semaphore::try_acquire_with`].
-    pub fn try_acquire_with(&self, permits: u32, wait: Duration) -> Result<bool> {
-        self.handle.call(move |s| async move { s.try_acquire_with(permits, wait).await })
+    /// As [`crate::Semaphore::try_acquire_for`].
+    pub fn try_acquire_for(&self, permits: u32, wait: Duration) -> Result<Option<SemaphorePermit>> {
+        let taken = self.handle.call(move |s| async move { s.try_acquire_for(permits, wait).await })?;
+        Ok(taken.map(|permit| self.permit(permit)))
     }
 
     /// As [`crate::Semaphore::release`]: gives `permits` back and publishes the count.
@@ -108,5 +116,53 @@ impl Semaphore {
     /// As [`crate::Semaphore::release`].
     pub fn release(&self, permits: u32) -> Result<()> {
         self.handle.call(move |s| async move { s.release(permits).await })
+    }
+}
+
+/// Permits of a blocking [`Semaphore`]: the blocking form of [`crate::SemaphorePermit`].
+/// Dropping it gives the permits back in the background (never blocking); once the
+/// client's last clone was dropped, nothing is sent.
+#[must_use = "dropping the permit gives its permits back (in the background)"]
+#[clippy::has_significant_drop]
+pub struct SemaphorePermit {
+    held: Guarded<crate::SemaphorePermit>,
+}
+
+impl std::fmt::Debug for SemaphorePermit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.held.get().fmt(f)
+    }
+}
+
+impl SemaphorePermit {
+    fn new(permit: crate::SemaphorePermit, runner: Arc<Runner>) -> Self {
+        SemaphorePermit { held: Guarded::new(permit, runner) }
+    }
+
+    /// How many permits it holds (as [`crate::SemaphorePermit::permits`]).
+    pub fn permits(&self) -> u32 {
+        self.held.get().permits()
+    }
+
+    /// The semaphore's Redis key.
+    pub fn key(&self) -> &str {
+        self.held.get().key()
+    }
+
+    /// Gives the permits back and waits for the server's answer.
+    ///
+    /// # Errors
+    /// As [`crate::SemaphorePermit::release`];
+    /// [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext) on a thread that runs
+    /// async tasks (the permit is then dropped, which gives the permits back in the
+    /// background); [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown) once the client
+    /// was shut down or its last clone dropped.
+    pub fn release(self) -> Result<()> {
+        self.held.unlock()
+    }
+
+    /// Keeps the permits taken (as [`crate::SemaphorePermit::forget`]): nothing is sent.
+    pub fn forget(self) {
+        self.held.detach(crate::SemaphorePermit::forget);
     }
 }
