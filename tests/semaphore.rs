@@ -241,6 +241,34 @@ async fn a_forgotten_permit_stays_taken(on: ServerKind) {
 }
 both_servers!(a_forgotten_permit_stays_taken);
 
+/// A wait on a semaphore that does not exist (never set, flushed, emptied by a restart
+/// without persistence) is not silent: after `MISSING_WARN_AFTER` it is counted (and
+/// logged at WARN) once; a wait on a semaphore that exists with no permit free is not.
+async fn a_wait_on_a_missing_semaphore_is_reported_once(on: ServerKind) {
+    let server = on.start();
+    // One client per semaphore, so that each one's count says which wait it counted.
+    let (a, b) = (client(&server).await, client(&server).await);
+    let (missing, empty) = (a.semaphore("sem:missing"), b.semaphore("sem:empty"));
+    assert!(empty.try_set_permits(0).await.expect("set 0"));
+    let wait = |sem: leasehold::Semaphore| {
+        tokio::spawn(async move { sem.try_acquire_for(1, Duration::from_secs(20)).await.map(|p| p.map(drop)) })
+    };
+    let (on_missing, on_empty) = (wait(missing.clone()), wait(empty.clone()));
+    let after = leasehold::Semaphore::MISSING_WARN_AFTER + Duration::from_secs(3);
+    let reported = |client: &leasehold::Client| client.stats().missing_semaphore_waits;
+    assert!(wait_until(after, || reported(&a) == 1).await, "the missing semaphore's wait was reported");
+    // The other wait's check came at the same time: give it a moment to (wrongly) count.
+    assert!(!wait_until(Duration::from_millis(500), || reported(&b) > 0).await, "a set semaphore is not missing");
+    missing.release(1).await.expect("release");
+    empty.release(1).await.expect("release");
+    for waiter in [on_missing, on_empty] {
+        let taken = timeout(Duration::from_secs(5), waiter).await.expect("let in").expect("task");
+        assert!(taken.expect("acquire").is_some());
+    }
+    assert_eq!((reported(&a), reported(&b)), (1, 0), "once per wait, for the missing one only");
+}
+both_servers!(a_wait_on_a_missing_semaphore_is_reported_once);
+
 /// Bad input is refused with a typed error before anything is sent; a key of another
 /// type (or a String that is not a count) is `WrongType`, nothing written.
 async fn bad_input_is_refused_and_nothing_changes(on: ServerKind) {

@@ -4,10 +4,11 @@
 use std::sync::LazyLock;
 
 use futures_util::StreamExt;
-use leasehold::fred::prelude::{Client as FredClient, ClientLike};
+use leasehold::fred::prelude::{Client as FredClient, ClientLike, PubsubInterface};
 use leasehold::fred::types::scripts::Script;
 use leasehold::fred::types::Value;
 use leasehold::{Client, Error, ErrorKind};
+use lock_core::semaphore::SemaphoreNames;
 use lock_core::LockNames;
 
 use crate::args::{ListArgs, StatusArgs};
@@ -30,9 +31,12 @@ pub(crate) struct Status {
     /// The Redis type of the lock key (`none` when free).
     pub(crate) redis_type: String,
     /// `lock`, `fenced`, `fair`, `read_write`, `simple`, `semaphore` (a String holding a
-    /// whole number: Redisson's `RSemaphore` count, or any such counter), `none` (no
-    /// key) or `other` (not a lock).
+    /// whole number: Redisson's `RSemaphore` count, or any such counter),
+    /// `missing_semaphore` (no key, but clients wait on its semaphore channel), `none`
+    /// (no key) or `other` (not a lock).
     pub(crate) kind: &'static str,
+    /// For `missing_semaphore`: how many connections wait on `redisson_sc:{NAME}`.
+    pub(crate) semaphore_subscribers: Option<i64>,
     /// A semaphore's count of available permits.
     pub(crate) available: Option<i64>,
     /// The key's remaining TTL in ms, `None` without a key or an expiry.
@@ -52,7 +56,7 @@ impl Status {
     /// A semaphore is not listed: any String counter of an application would look like
     /// one.
     fn is_lock(&self) -> bool {
-        !matches!(self.kind, "other" | "none" | "semaphore")
+        !matches!(self.kind, "other" | "none" | "semaphore" | "missing_semaphore")
     }
 
     fn to_json(&self) -> Json {
@@ -73,12 +77,19 @@ impl Status {
             ("fair_queue", owners(&self.fair_queue)),
             ("last_token", Json::opt_int(self.last_token)),
             ("available", Json::opt_int(self.available)),
+            ("semaphore_subscribers", Json::opt_int(self.semaphore_subscribers)),
         ])
     }
 
     fn print_text(&self) {
         let state = if self.holders.is_empty() { "free" } else { "held" };
         println!("name:       {}", self.name);
+        if let Some(waiting) = self.semaphore_subscribers.filter(|_| self.kind == "missing_semaphore") {
+            println!("kind:       semaphore missing (no key; {waiting} connection(s) wait on its channel)");
+            println!("            its waiters wait until someone sets it: try_set_permits / trySetPermits");
+            println!("            (a flush, or a restart without persistence, empties a semaphore)");
+            return;
+        }
         println!("kind:       {} ({state}; key type {})", self.kind, self.redis_type);
         match self.pttl_ms {
             Some(ms) => println!("pttl:       {ms} ms"),
@@ -173,10 +184,15 @@ pub(crate) async fn read_status(client: &Client, name: &str) -> leasehold::Resul
         },
         _ => "other",
     };
+    // No key: a semaphore whose waiters listen on its channel is missing, not free
+    // (flushed, or lost in a restart without persistence; nobody will publish for it).
+    let semaphore_subscribers = if kind == "none" { semaphore_subscribers(client, name).await? } else { None };
+    let kind = if semaphore_subscribers.is_some() { "missing_semaphore" } else { kind };
     Ok(Status {
         name: name.to_owned(),
         redis_type,
         kind,
+        semaphore_subscribers,
         pttl_ms: (pttl >= 0).then_some(pttl),
         holders,
         waiters,
@@ -184,6 +200,22 @@ pub(crate) async fn read_status(client: &Client, name: &str) -> leasehold::Resul
         last_token,
         available,
     })
+}
+
+/// How many connections listen on the semaphore channel `redisson_sc:{NAME}` (sharded
+/// on a cluster, where leasehold subscribes with `SSUBSCRIBE`), `None` for none.
+async fn semaphore_subscribers(client: &Client, name: &str) -> leasehold::Result<Option<i64>> {
+    let names = SemaphoreNames::new(name)?;
+    let channel = names.channel().to_string();
+    let fred = client.fred();
+    let reply: Value = if fred.is_clustered() {
+        bounded(client, fred.pubsub_shardnumsub(channel)).await?
+    } else {
+        bounded(client, fred.pubsub_numsub(channel)).await?
+    };
+    // [channel, count]
+    let count = reply.into_array().get(1).and_then(Value::as_i64).unwrap_or(0);
+    Ok((count > 0).then_some(count))
 }
 
 /// Runs `leasehold status`; returns the exit code.

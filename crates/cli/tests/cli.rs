@@ -351,3 +351,30 @@ async fn status_knows_the_semaphore_and_unlock_leaves_it() {
     let left = raw_command(&server.addr(), &[b"GET", b"permits"]);
     assert_eq!(left.as_str(), Some("3"), "the count is untouched");
 }
+
+/// A semaphore whose key is gone (a flush, a restart without persistence) while
+/// leasehold waiters wait on it shows as `missing_semaphore`, not as a free name.
+#[tokio::test]
+async fn status_says_a_waited_on_semaphore_is_missing() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = leasehold::Client::connect(&url).await.expect("connect");
+    let sem = client.semaphore("orders");
+    let waiter = {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.acquire(1).await.map(leasehold::SemaphorePermit::forget) })
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while client.subscribed_channels().iter().all(|c| c != sem.channel()) {
+        assert!(tokio::time::Instant::now() < deadline, "the waiter subscribed");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let (code, json) = output(&url, &["status", "orders", "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    assert!(json.contains(r#""kind":"missing_semaphore""#) && json.contains(r#""semaphore_subscribers":1"#), "{json}");
+    let (_, text) = output(&url, &["status", "orders"]).await;
+    assert!(text.contains("semaphore missing"), "{text}");
+    let (_, free) = output(&url, &["status", "nobody-waits", "--json"]).await;
+    assert!(free.contains(r#""kind":"none""#), "{free}");
+    waiter.abort();
+}

@@ -238,6 +238,22 @@ impl Semaphore {
         self.shared.client.store.semaphore_release(names, i64::from(permits)).await.map(drop)
     }
 
+    /// How long a wait for permits waits before it checks, once, whether the
+    /// semaphore exists at all: a missing one (never set, flushed, emptied by a restart
+    /// without persistence) is logged at WARN and counted in
+    /// [`ClientStats::missing_semaphore_waits`](crate::ClientStats::missing_semaphore_waits).
+    pub const MISSING_WARN_AFTER: Duration = Duration::from_secs(3);
+
+    /// Once per wait, after [`Semaphore::MISSING_WARN_AFTER`]: tells whether the
+    /// semaphore is missing. Never ends by itself, so the wait it runs beside decides.
+    async fn watch_missing(&self, names: &SemaphoreNames, start: Instant) {
+        tokio::time::sleep_until(lock_core::args::instant_after(start, Self::MISSING_WARN_AFTER)).await;
+        // A failed check says nothing: the wait's own attempts report errors.
+        if let Ok(false) = self.shared.client.store.semaphore_exists(names).await {
+            self.shared.client.telemetry.semaphore_missing(names.key(), start.elapsed());
+        }
+    }
+
     /// The wait of every acquire: `None` = unbounded, `Some(ZERO)` = one attempt.
     async fn take(&self, permits: u32, wait: Option<Duration>) -> Result<Option<SemaphorePermit>> {
         let start = Instant::now();
@@ -253,7 +269,22 @@ impl Semaphore {
         };
         let attempt = PermitsAttempt::new(client.store.clone(), names.clone(), permits);
         let mut run = crate::wait::AcquireRun::default();
-        let result = crate::wait::wait_for(&attempt, &env, deadline, &mut run).await;
+        let waiting = crate::wait::wait_for(&attempt, &env, deadline, &mut run);
+        // A wait that lasts is told, once, when the semaphore it waits on does not
+        // exist: nothing would ever say so otherwise (issue 26 item 7).
+        let watch = async {
+            if deadline
+                .is_none_or(|deadline| deadline > lock_core::args::instant_after(start, Self::MISSING_WARN_AFTER))
+            {
+                self.watch_missing(names, start).await;
+            }
+            std::future::pending::<std::convert::Infallible>().await
+        };
+        let result = tokio::select! {
+            biased;
+            result = waiting => result,
+            never = watch => match never {},
+        };
         let waits = wait != Some(Duration::ZERO);
         client.telemetry.acquire_done(
             names.key(),

@@ -32,6 +32,11 @@ pub struct ClientStats {
     /// Attempts a waiting acquire made after it had queued: woken by a release message,
     /// its turn in line, or its timer (the holder's TTL, a back-off, a queue refresh).
     pub wake_ups: u64,
+    /// Semaphore waits that found their semaphore missing (no count key: never set,
+    /// flushed, or lost in a restart without persistence) after waiting
+    /// [`Semaphore::MISSING_WARN_AFTER`](crate::Semaphore::MISSING_WARN_AFTER); each also
+    /// logged one WARN. Such a wait goes on until someone sets or releases permits.
+    pub missing_semaphore_waits: u64,
     /// Guards alive now (not yet unlocked, dropped or detached), every kind.
     pub held: usize,
     /// Acquires waiting now (queued, past their first attempt).

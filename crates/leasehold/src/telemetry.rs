@@ -143,6 +143,7 @@ pub(crate) struct Telemetry {
     timed_out: AtomicU64,
     busy: AtomicU64,
     wake_ups: AtomicU64,
+    missing_semaphore_waits: AtomicU64,
     held: AtomicUsize,
     waiters: AtomicUsize,
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -174,6 +175,7 @@ impl Telemetry {
         stats.timed_out = self.timed_out.load(Ordering::Relaxed);
         stats.busy = self.busy.load(Ordering::Relaxed);
         stats.wake_ups = self.wake_ups.load(Ordering::Relaxed);
+        stats.missing_semaphore_waits = self.missing_semaphore_waits.load(Ordering::Relaxed);
         stats.held = self.held.load(Ordering::Relaxed);
         stats.waiters = self.waiters.load(Ordering::Relaxed);
     }
@@ -205,6 +207,20 @@ impl Telemetry {
             tracing::Span::none()
         };
         WaitScope { telemetry: self, key, kind, started: Instant::now(), wake_ups: 0, span }
+    }
+
+    /// A wait for permits of the semaphore `key` found, after `waited`, that the
+    /// semaphore does not exist (no key: never set, flushed, lost in a restart without
+    /// persistence, or deleted): one WARN and one count per wait, since nothing will
+    /// ever publish permits for it unless someone sets it.
+    pub(crate) fn semaphore_missing(&self, key: &str, waited: Duration) {
+        self.missing_semaphore_waits.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            semaphore = %key,
+            waited = ?waited,
+            "waiting for permits of a semaphore that does not exist (no key): it waits until someone sets it \
+             (try_set_permits) or releases permits; a flush or a restart without persistence empties it"
+        );
     }
 
     /// A guard was handed out.

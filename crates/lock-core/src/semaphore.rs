@@ -155,4 +155,17 @@ impl LockStore {
             }),
         }
     }
+
+    /// `EXISTS NAME`: whether the semaphore was ever set (its count key is there).
+    ///
+    /// # Errors
+    /// Timeouts and connection errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn semaphore_exists(&self, names: &SemaphoreNames) -> Result<bool> {
+        let key = names.key();
+        let count: i64 = self.bounded(key, || self.client().exists(key)).await?;
+        Ok(count > 0)
+    }
 }
