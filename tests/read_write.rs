@@ -460,3 +460,28 @@ async fn an_outer_release_keeps_the_inner_reads_expiry(on: ServerKind) {
     writer_never_overlaps(&other, &inner, start, Duration::from_secs(5)).await;
 }
 both_servers!(an_outer_release_keeps_the_inner_reads_expiry);
+
+/// Issue 26: after `force_unlock` removed this owner's read hold, its `write()` is not
+/// refused as an upgrade from local state: the server holds no read of it, so the write
+/// is taken at once (the watchdog has not noticed yet: 30 s lease).
+async fn a_force_unlocked_readers_write_succeeds_at_once(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let rw = client.read_write_lock("rw:force-upgrade");
+    let read = rw.read().await.expect("read");
+    assert!(client.read_write_lock("rw:force-upgrade").force_unlock().await.expect("force"));
+    let start = Instant::now();
+    let write = timeout(Duration::from_secs(2), rw.write()).await.expect("at once").expect("no WouldDeadlock");
+    assert!(start.elapsed() < Duration::from_millis(1_000), "{:?}", start.elapsed());
+    assert!(read.is_lost(), "the read the server dropped is known lost");
+    assert_eq!(raw(&server, &["HGET", "rw:force-upgrade", "mode"]).as_str(), Some("write"));
+    write.unlock().await.expect("unlock");
+    // A live read still refuses the upgrade, nothing written.
+    let read = rw.read().await.expect("read");
+    let refused = rw.try_write().await.expect_err("an upgrade");
+    assert_eq!(refused.kind(), ErrorKind::WouldDeadlock);
+    assert!(!read.is_lost());
+    assert_eq!(raw(&server, &["HGET", "rw:force-upgrade", "mode"]).as_str(), Some("read"));
+    read.unlock().await.expect("unlock");
+}
+both_servers!(a_force_unlocked_readers_write_succeeds_at_once);
