@@ -461,6 +461,22 @@ async fn an_outer_release_keeps_the_inner_reads_expiry(on: ServerKind) {
 }
 both_servers!(an_outer_release_keeps_the_inner_reads_expiry);
 
+/// A downgrade (a read inside the write, then the write released) keeps the read's
+/// expiry at least its guard's deadline, whichever lease is longer.
+async fn a_downgrade_never_lets_a_writer_in_under_a_live_read(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let rw = a.read_write_lock("rw:downgrade-lease");
+    let start = Instant::now();
+    let write = rw.write_with_lease(Duration::from_millis(400)).await.expect("write");
+    tokio::time::sleep_until(start + Duration::from_millis(300)).await;
+    let read = rw.try_read_with(Duration::ZERO, Duration::from_millis(400)).await.expect("try").expect("read in write");
+    write.unlock().await.expect("the downgrade");
+    let other = b.read_write_lock("rw:downgrade-lease");
+    writer_never_overlaps(&other, &read, start, Duration::from_secs(5)).await;
+}
+both_servers!(a_downgrade_never_lets_a_writer_in_under_a_live_read);
+
 /// Issue 26: after `force_unlock` removed this owner's read hold, its `write()` is not
 /// refused as an upgrade from local state: the server holds no read of it, so the write
 /// is taken at once (the watchdog has not noticed yet: 30 s lease).
