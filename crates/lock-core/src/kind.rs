@@ -329,13 +329,17 @@ impl LockKind {
             }
             LockKind::Read | LockKind::Write { .. } => {
                 let reads = *self == LockKind::Read;
-                let mut keys = vec![Key::from(names.key_arg()), Key::from(names.rwlock_channel())];
-                let message = if reads { unlock_message() } else { read_unlock_message() };
-                // A read release builds the owner's timeout-key prefix from ARGV (see
-                // `read_release.lua`); a write release names the waiting writers.
+                // A read release declares only the lock key: it builds the owner's
+                // timeout-key prefix from ARGV and takes the channel in ARGV (a key that
+                // never exists makes the call TRYAGAIN in a migrating slot; see
+                // `read_release.lua`); a write release names the channel and the waiting
+                // writers.
+                let mut keys = vec![Key::from(names.key_arg())];
                 if !reads {
+                    keys.push(Key::from(names.rwlock_channel()));
                     keys.push(Key::from(names.rw_writers_key()));
                 }
+                let message = if reads { unlock_message() } else { read_unlock_message() };
                 let mut args = vec![
                     Value::Bytes(owner.arg()),
                     int_arg(target),
@@ -344,7 +348,9 @@ impl LockKind {
                     static_arg(settings.publish),
                     message,
                 ];
-                if !reads {
+                if reads {
+                    args.push(Value::from(names.rwlock_channel()));
+                } else {
                     args.push(int_arg(u64::from(leave_queue)));
                 }
                 (keys, args)
@@ -367,9 +373,11 @@ impl LockKind {
         let args = vec![unlock_message(), static_arg(settings.publish)];
         match self {
             LockKind::Read | LockKind::Write { .. } => (
-                vec![Key::from(names.key_arg()), Key::from(names.rwlock_channel())],
+                // Only the lock key is declared; the channel is in ARGV (see
+                // `rw_force_release.lua`).
+                vec![Key::from(names.key_arg())],
                 // "1" whoever held it: every waiter, reader or writer, may try.
-                vec![read_unlock_message(), static_arg(settings.publish)],
+                vec![read_unlock_message(), static_arg(settings.publish), Value::from(names.rwlock_channel())],
             ),
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => {
                 (vec![Key::from(names.key_arg()), Key::from(names.channel_arg())], args)
@@ -506,8 +514,8 @@ mod tests {
         let (_, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, true, settings());
         assert_eq!(text(&args)[4], "8000");
         let (keys, args) = LockKind::Read.release_args(&names, &reader, 0, 0, true, settings());
-        assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}"]);
-        assert_eq!(text(&args), [reader.as_str(), "0", "0", "{k}", "spublish", "0"]);
+        assert_eq!(key_text(&keys), ["k"]);
+        assert_eq!(text(&args), [reader.as_str(), "0", "0", "{k}", "spublish", "0", "redisson_rwlock:{k}"]);
         let (keys, args) = WRITE.release_args(&names, &writer, 1, 30_000, false, settings());
         assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", writers]);
         assert_eq!(text(&args), [writer.as_str(), "1", "30000", "{k}", "spublish", "1", "0"]);
@@ -516,7 +524,7 @@ mod tests {
         let (keys, args) = LockKind::Read.force_release_args(&names, settings());
         assert_eq!(
             (key_text(&keys), text(&args)),
-            (vec!["k".to_owned(), "redisson_rwlock:{k}".to_owned()], vec!["1".to_owned(), "spublish".to_owned()])
+            (vec!["k".to_owned()], vec!["1".to_owned(), "spublish".to_owned(), "redisson_rwlock:{k}".to_owned()])
         );
         // A name with a hash tag is its own prefix (Redisson's suffixName rule).
         let tagged = LockNames::new("{a}b").expect("valid");

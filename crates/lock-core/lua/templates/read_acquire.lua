@@ -50,6 +50,11 @@
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type, or a Hash without "mode"; nothing written
 --#include fragments/rw_mode.lua
+local timeouts = ARGV[4] .. ':' .. ARGV[2] .. ':rwlock_timeout'
+-- In a MIGRATING cluster slot a script may touch only keys still on this node, and the
+-- new hold's timeout key is a new key (Redis puts those on the target): touch it first,
+-- so that such a call fails before it writes anything.
+redis.call('pttl', timeouts .. ':' .. ARGV[3])
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2] .. ':write') == 0 then
   return {0, redis.call('pttl', KEYS[1])}
 end
@@ -69,7 +74,6 @@ end
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'read')
 end
-local timeouts = ARGV[4] .. ':' .. ARGV[2] .. ':rwlock_timeout'
 local lease = tonumber(ARGV[1])
 local target = tonumber(ARGV[3])
 if held == 0 then
