@@ -1517,9 +1517,6 @@ async fn read_releases_and_force_unlock_run_in_a_migrating_slot() {
     let forced = tokio::time::timeout(bound, other.force_unlock()).await.expect("in time").expect("force");
     assert!(forced, "deleted on the source");
     drop(other_read);
-    for key in [name.to_owned()] {
-        migration.migrate_key(&key);
-    }
     let keys = cluster.on(&source, &["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "100"]);
     if let RespValue::Array(keys) = keys {
         for key in keys {
