@@ -461,6 +461,29 @@ async fn an_outer_release_keeps_the_inner_reads_expiry(on: ServerKind) {
 }
 both_servers!(an_outer_release_keeps_the_inner_reads_expiry);
 
+/// A release that leaves a watchdog read hold moves the guards' deadline to the
+/// watchdog lease from now: the owner's remaining timeout keys are raised with the Hash,
+/// not only at the watchdog's next round.
+async fn a_release_under_a_watchdog_read_raises_its_timeout_keys(on: ServerKind) {
+    let server = on.start();
+    let client = client_with(&server.url(), Duration::from_secs(3)).await;
+    let rw = client.read_write_lock("rw:release-raise");
+    let outer = rw.read().await.expect("watchdog read");
+    // Half way to the first renewal round (a third of the 3 s lease).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let inner = rw.try_read_with(Duration::ZERO, Duration::from_millis(200)).await.expect("try").expect("re-entry");
+    inner.unlock().await.expect("unlock the re-entry");
+    let key = format!("{{rw:release-raise}}:{}:rwlock_timeout:1", rw.owner());
+    let left = Duration::from_millis(u64::try_from(pttl(&server, &key)).expect("the first hold's key lives"));
+    assert!(
+        Instant::now() + left + Duration::from_millis(5) >= outer.lease_deadline().into(),
+        "the first hold's key expires ({left:?} from now) no earlier than its guard's deadline ({:?} from now)",
+        outer.lease_deadline().saturating_duration_since(std::time::Instant::now())
+    );
+    outer.unlock().await.expect("unlock");
+}
+both_servers!(a_release_under_a_watchdog_read_raises_its_timeout_keys);
+
 /// A downgrade (a read inside the write, then the write released) keeps the read's
 /// expiry at least its guard's deadline, whichever lease is longer.
 async fn a_downgrade_never_lets_a_writer_in_under_a_live_read(on: ServerKind) {
