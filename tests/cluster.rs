@@ -1489,3 +1489,41 @@ async fn permit_semaphores_keep_their_keys_in_the_slot_and_wake_through_sharded_
         cluster.on_key(name, &["DEL", name]);
     }
 }
+
+/// Issue 26 (item 6, the read scripts): a read release and a force-unlock run while the
+/// lock's slot is MIGRATING (its keys still on the source) declare only the lock key, so
+/// they run there instead of being refused with `TRYAGAIN` for the whole window (a
+/// declared key that does not exist there, the owner's timeout-key prefix or the
+/// channel, made the call "multi-key with a missing key"). A new read hold cannot be
+/// taken in that window (its timeout key would be a new key: Redis sends new keys to the
+/// target), but holds already there are given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_releases_and_force_unlock_run_in_a_migrating_slot() {
+    let cluster = RedisCluster::start();
+    let client = client_with(&cluster.url(), WATCHDOG).await;
+    let name = "rw:migrating";
+    let slot = cluster.slot(name);
+    let source = cluster.primary_for(name);
+    let target = cluster.primaries().into_iter().find(|p| *p != source).expect("another primary");
+    let rw = client.read_write_lock(name);
+    let outer = rw.read_with_lease(Duration::from_secs(30)).await.expect("read");
+    let inner = rw.try_read_with(Duration::ZERO, Duration::from_secs(30)).await.expect("try").expect("re-entry");
+    let other = client.read_write_lock(name);
+    let other_read = other.try_read_with(Duration::ZERO, Duration::from_secs(30)).await.expect("try").expect("shared");
+    let migration = cluster.begin_migration(slot, &target);
+    let bound = Duration::from_secs(2);
+    tokio::time::timeout(bound, inner.unlock()).await.expect("in time").expect("a partial release");
+    assert_eq!(cluster.on(&source, &["HGET", name, rw.owner()]).as_str(), Some("1"));
+    tokio::time::timeout(bound, outer.unlock()).await.expect("in time").expect("the last hold of one reader");
+    assert_eq!(cluster.on(&source, &["HEXISTS", name, rw.owner()]).as_int(), Some(0));
+    let forced = tokio::time::timeout(bound, other.force_unlock()).await.expect("in time").expect("force");
+    assert!(forced, "deleted on the source");
+    drop(other_read);
+    let keys = cluster.on(&source, &["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "100"]);
+    if let RespValue::Array(keys) = keys {
+        for key in keys {
+            migration.migrate_key(key.as_str().expect("key"));
+        }
+    }
+    migration.finish();
+}

@@ -791,3 +791,44 @@ async fn a_short_keepalive_never_cuts_the_queue_of_a_longer_one(on: ServerKind) 
     tokio::time::timeout(Duration::from_secs(10), newcomer_wait).await.expect("newcomer ended").expect("task");
 }
 both_servers!(a_short_keepalive_never_cuts_the_queue_of_a_longer_one);
+
+/// Redisson's `testLeaseTimeout` (issue 26): eight owners 100 ms apart, each
+/// `try_lock_with(10 s, 1 s)` and never unlocking, on eight handles of one client, all
+/// acquire in arrival order, each as soon as the lease before it ran out (nothing is
+/// published then: the next waiter must know when it ends). Before, a waiter behind the
+/// head learned of the new holder only at its refresh (keep-alive / 3): gaps of 3.3 s.
+async fn expiring_fair_holders_on_one_client_hand_off_in_order(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let acquired = leasehold_tests::expiring::expiring_holders(8, |_| {
+        let lock = client.fair_lock("fair:expiring-one");
+        async move {
+            let guard = lock.try_lock_with(Duration::from_secs(10), Duration::from_secs(1)).await.expect("wait");
+            guard.map(leasehold::LockGuard::detach).is_some()
+        }
+    })
+    .await;
+    let (lease, slack) = (Duration::from_secs(1), Duration::from_millis(700));
+    leasehold_tests::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
+}
+both_servers!(expiring_fair_holders_on_one_client_hand_off_in_order);
+
+/// The same with each owner on its own client (a waiter's local line holds only it).
+async fn expiring_fair_holders_on_eight_clients_hand_off_in_order(on: ServerKind) {
+    let server = on.start();
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(client(&server).await);
+    }
+    let acquired = leasehold_tests::expiring::expiring_holders(8, |i| {
+        let lock = clients[i].fair_lock("fair:expiring-eight");
+        async move {
+            let guard = lock.try_lock_with(Duration::from_secs(10), Duration::from_secs(1)).await.expect("wait");
+            guard.map(leasehold::LockGuard::detach).is_some()
+        }
+    })
+    .await;
+    let (lease, slack) = (Duration::from_secs(1), Duration::from_millis(700));
+    leasehold_tests::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
+}
+both_servers!(expiring_fair_holders_on_eight_clients_hand_off_in_order);

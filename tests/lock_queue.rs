@@ -315,3 +315,36 @@ async fn an_uncontended_lock_costs_what_try_lock_costs() {
     guard.unlock().await.expect("unlock");
     tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("handed over").expect("task");
 }
+
+/// Redisson's `testLeaseTimeout` on the plain `Lock`'s server queue (issue 26): eight
+/// owners 100 ms apart, each `try_lock_with(10 s, 1 s)` and never unlocking, all acquire
+/// in arrival order, each as soon as the lease before it ran out; on eight handles of one
+/// client, then on eight clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiring_lock_holders_hand_off_in_order() {
+    let server = RedisServer::start();
+    let (lease, slack) = (Duration::from_secs(1), Duration::from_millis(700));
+    let one = client(&server).await;
+    let acquired = leasehold_tests::expiring::expiring_holders(8, |_| {
+        let lock = one.lock("queue:expiring-one");
+        async move {
+            let guard = lock.try_lock_with(Duration::from_secs(10), Duration::from_secs(1)).await.expect("wait");
+            guard.map(leasehold::LockGuard::detach).is_some()
+        }
+    })
+    .await;
+    leasehold_tests::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(client(&server).await);
+    }
+    let acquired = leasehold_tests::expiring::expiring_holders(8, |i| {
+        let lock = clients[i].lock("queue:expiring-eight");
+        async move {
+            let guard = lock.try_lock_with(Duration::from_secs(10), Duration::from_secs(1)).await.expect("wait");
+            guard.map(leasehold::LockGuard::detach).is_some()
+        }
+    })
+    .await;
+    leasehold_tests::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
+}

@@ -393,3 +393,134 @@ async fn a_reader_held_back_by_a_writer_does_not_stall_it(on: ServerKind) {
     assert!(timeout(Duration::from_secs(5), held_back).await.expect("in time").expect("task").expect("wait"));
 }
 both_servers!(a_reader_held_back_by_a_writer_does_not_stall_it);
+
+/// Another owner's `try_write` until it gets in (at most `within`): it must never get in
+/// while `first` still believes it holds (`is_lost()` false before the attempt is sent).
+/// Returns how long after `start` it got in.
+async fn writer_never_overlaps(
+    other: &leasehold::ReadWriteLock,
+    first: &leasehold::ReadGuard,
+    start: Instant,
+    within: Duration,
+) -> Duration {
+    loop {
+        let believed_held = !first.is_lost();
+        if let Some(write) = other.try_write_with(Duration::ZERO, LEASE).await.expect("try") {
+            let at = start.elapsed();
+            assert!(!believed_held, "another owner's write got in at {at:?} while the first reader believed it held");
+            write.unlock().await.expect("unlock");
+            return at;
+        }
+        assert!(start.elapsed() < within, "the write never got in");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue 26: a read re-entered with a lease later than the first hold's, then released,
+/// leaves the first guard's deadline at the re-entry's end; the first hold's timeout key
+/// must live that long too (the re-entry raises it). Before, it kept its own lease, the
+/// writer pruned the reader as dead at ~400 ms and got in while the first guard believed
+/// it held until ~700 ms.
+async fn a_released_reentry_never_lets_a_writer_in_under_a_live_guard(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let rw = a.read_write_lock("rw:reenter-lease");
+    let lease = Duration::from_millis(400);
+    let start = Instant::now();
+    let first = rw.read_with_lease(lease).await.expect("read");
+    tokio::time::sleep_until(start + Duration::from_millis(300)).await;
+    let second = rw.try_read_with(Duration::ZERO, lease).await.expect("try").expect("re-entry");
+    assert!(first.lease_deadline() > (start + Duration::from_millis(650)).into_std(), "the deadline moved");
+    second.unlock().await.expect("unlock the re-entry");
+    let key = format!("{{rw:reenter-lease}}:{}:rwlock_timeout:1", rw.owner());
+    let left = Duration::from_millis(u64::try_from(pttl(&server, &key)).expect("the first hold's key lives"));
+    assert!(
+        Instant::now() + left + Duration::from_millis(5) >= first.lease_deadline().into(),
+        "the first hold's key expires ({left:?} from now) no earlier than its guard's deadline"
+    );
+    let other = b.read_write_lock("rw:reenter-lease");
+    let at = writer_never_overlaps(&other, &first, start, Duration::from_secs(5)).await;
+    assert!(at < Duration::from_millis(700 + 1_000), "the writer got in soon after the lease: {at:?}");
+}
+both_servers!(a_released_reentry_never_lets_a_writer_in_under_a_live_guard);
+
+/// The same for a re-entry released first in the other order (the outer guard first),
+/// and for a watchdog hold's fixed re-entry: no guard's deadline runs ahead of the
+/// server's expiry of its owner's read holds.
+async fn an_outer_release_keeps_the_inner_reads_expiry(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let rw = a.read_write_lock("rw:outer");
+    let start = Instant::now();
+    let outer = rw.read_with_lease(Duration::from_millis(400)).await.expect("read");
+    tokio::time::sleep_until(start + Duration::from_millis(300)).await;
+    let inner = rw.try_read_with(Duration::ZERO, Duration::from_millis(400)).await.expect("try").expect("re-entry");
+    outer.unlock().await.expect("unlock the outer hold");
+    let other = b.read_write_lock("rw:outer");
+    writer_never_overlaps(&other, &inner, start, Duration::from_secs(5)).await;
+}
+both_servers!(an_outer_release_keeps_the_inner_reads_expiry);
+
+/// A release that leaves a watchdog read hold moves the guards' deadline to the
+/// watchdog lease from now: the owner's remaining timeout keys are raised with the Hash,
+/// not only at the watchdog's next round.
+async fn a_release_under_a_watchdog_read_raises_its_timeout_keys(on: ServerKind) {
+    let server = on.start();
+    let client = client_with(&server.url(), Duration::from_secs(3)).await;
+    let rw = client.read_write_lock("rw:release-raise");
+    let outer = rw.read().await.expect("watchdog read");
+    // Half way to the first renewal round (a third of the 3 s lease).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let inner = rw.try_read_with(Duration::ZERO, Duration::from_millis(200)).await.expect("try").expect("re-entry");
+    inner.unlock().await.expect("unlock the re-entry");
+    let key = format!("{{rw:release-raise}}:{}:rwlock_timeout:1", rw.owner());
+    let left = Duration::from_millis(u64::try_from(pttl(&server, &key)).expect("the first hold's key lives"));
+    assert!(
+        Instant::now() + left + Duration::from_millis(5) >= outer.lease_deadline().into(),
+        "the first hold's key expires ({left:?} from now) no earlier than its guard's deadline ({:?} from now)",
+        outer.lease_deadline().saturating_duration_since(std::time::Instant::now())
+    );
+    outer.unlock().await.expect("unlock");
+}
+both_servers!(a_release_under_a_watchdog_read_raises_its_timeout_keys);
+
+/// A downgrade (a read inside the write, then the write released) keeps the read's
+/// expiry at least its guard's deadline, whichever lease is longer.
+async fn a_downgrade_never_lets_a_writer_in_under_a_live_read(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let rw = a.read_write_lock("rw:downgrade-lease");
+    let start = Instant::now();
+    let write = rw.write_with_lease(Duration::from_millis(400)).await.expect("write");
+    tokio::time::sleep_until(start + Duration::from_millis(300)).await;
+    let read = rw.try_read_with(Duration::ZERO, Duration::from_millis(400)).await.expect("try").expect("read in write");
+    write.unlock().await.expect("the downgrade");
+    let other = b.read_write_lock("rw:downgrade-lease");
+    writer_never_overlaps(&other, &read, start, Duration::from_secs(5)).await;
+}
+both_servers!(a_downgrade_never_lets_a_writer_in_under_a_live_read);
+
+/// Issue 26: after `force_unlock` removed this owner's read hold, its `write()` is not
+/// refused as an upgrade from local state: the server holds no read of it, so the write
+/// is taken at once (the watchdog has not noticed yet: 30 s lease).
+async fn a_force_unlocked_readers_write_succeeds_at_once(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let rw = client.read_write_lock("rw:force-upgrade");
+    let read = rw.read().await.expect("read");
+    assert!(client.read_write_lock("rw:force-upgrade").force_unlock().await.expect("force"));
+    let start = Instant::now();
+    let write = timeout(Duration::from_secs(2), rw.write()).await.expect("at once").expect("no WouldDeadlock");
+    assert!(start.elapsed() < Duration::from_millis(1_000), "{:?}", start.elapsed());
+    assert!(read.is_lost(), "the read the server dropped is known lost");
+    assert_eq!(raw(&server, &["HGET", "rw:force-upgrade", "mode"]).as_str(), Some("write"));
+    write.unlock().await.expect("unlock");
+    // A live read still refuses the upgrade, nothing written.
+    let read = rw.read().await.expect("read");
+    let refused = rw.try_write().await.expect_err("an upgrade");
+    assert_eq!(refused.kind(), ErrorKind::WouldDeadlock);
+    assert!(!read.is_lost());
+    assert_eq!(raw(&server, &["HGET", "rw:force-upgrade", "mode"]).as_str(), Some("read"));
+    read.unlock().await.expect("unlock");
+}
+both_servers!(a_force_unlocked_readers_write_succeeds_at_once);

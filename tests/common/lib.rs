@@ -4,6 +4,7 @@
 //! a cluster, and [`ServerKind`] with [`both_servers!`] for the standalone-only tests
 //! that run on Redis and on Valkey.
 
+pub mod expiring;
 mod listener;
 mod server_kind;
 

@@ -24,7 +24,9 @@ use crate::rw_guard::{ReadGuard, WriteGuard};
 /// Through one handle, a read inside a read, a write inside a write and a read inside
 /// a write (a downgrade: release the write, keep reading) re-enter. A write while the
 /// handle holds only reads (an upgrade) would wait for itself forever, so it fails at
-/// once with [`ErrorKind::WouldDeadlock`], nothing sent.
+/// once with [`ErrorKind::WouldDeadlock`], no write sent: the handle first asks the
+/// server whether it still holds a live read (a `force_unlock` or an expiry may have
+/// removed it), and if not, its read guards report lost and the write goes ahead.
 ///
 /// Waiting never polls: waiters listen on `redisson_rwlock:{NAME}`; a write release
 /// wakes every waiting reader and a writer, a downgrade publishes too (Redisson
@@ -111,14 +113,15 @@ impl ReadWriteLock {
     /// Waits as long as it takes for the write hold, in watchdog mode.
     ///
     /// # Errors
-    /// [`ErrorKind::WouldDeadlock`] when this handle holds reads but not the write
-    /// (nothing sent); otherwise as [`ReadWriteLock::read`].
+    /// [`ErrorKind::WouldDeadlock`] when this handle holds reads but not the write and
+    /// the server confirms a live read of it (nothing written); otherwise as
+    /// [`ReadWriteLock::read`].
     ///
     /// # Cancel safety
     /// As [`ReadWriteLock::read`]; the writer's entry among the waiting writers (which
     /// keeps new readers out) is removed too, in the background.
     pub async fn write(&self) -> Result<WriteGuard> {
-        self.refuse_upgrade()?;
+        self.refuse_upgrade().await?;
         unbounded(self.writer.acquire(None, LeaseMode::Watchdog).await).map(WriteGuard::new)
     }
 
@@ -142,7 +145,7 @@ impl ReadWriteLock {
     /// # Cancel safety
     /// As [`ReadWriteLock::read`].
     pub async fn write_with_lease(&self, lease: Duration) -> Result<WriteGuard> {
-        self.refuse_upgrade()?;
+        self.refuse_upgrade().await?;
         unbounded(self.writer.acquire(None, LeaseMode::Fixed(lease)).await).map(WriteGuard::new)
     }
 
@@ -167,7 +170,7 @@ impl ReadWriteLock {
     /// # Cancel safety
     /// As [`ReadWriteLock::read`].
     pub async fn try_write(&self) -> Result<Option<WriteGuard>> {
-        self.refuse_upgrade()?;
+        self.refuse_upgrade().await?;
         Ok(self.writer.acquire(Some(Duration::ZERO), LeaseMode::Watchdog).await?.map(WriteGuard::new))
     }
 
@@ -193,7 +196,7 @@ impl ReadWriteLock {
     /// # Cancel safety
     /// As [`ReadWriteLock::read`].
     pub async fn try_write_with(&self, wait: Duration, lease: Duration) -> Result<Option<WriteGuard>> {
-        self.refuse_upgrade()?;
+        self.refuse_upgrade().await?;
         Ok(self.writer.acquire(Some(wait), LeaseMode::Fixed(lease)).await?.map(WriteGuard::new))
     }
 
@@ -244,18 +247,56 @@ impl ReadWriteLock {
     }
 
     /// An upgrade (a write while this owner holds only reads) would wait for its own
-    /// reads forever: refused before anything is sent.
-    fn refuse_upgrade(&self) -> Result<()> {
-        if self.reader.shared.holds.has_current() && !self.writer.shared.holds.has_current() {
+    /// reads forever: refused before the write is sent. Local state only says the owner
+    /// *may* hold reads (a `force_unlock`, or a lease that ran out, removed them without
+    /// telling it until its next renewal), so the refusal asks the server first, in the
+    /// reader's turn (no read acquire or release of this owner runs meanwhile): only a
+    /// read hold of this owner that is still alive there (its field, and one of its
+    /// timeout keys) refuses. Reads the server no longer holds end locally (their guards
+    /// report lost) and the write goes ahead.
+    async fn refuse_upgrade(&self) -> Result<()> {
+        let reader = &self.reader.shared;
+        if !reader.holds.has_current() || self.writer.shared.holds.has_current() {
+            return Ok(());
+        }
+        let _turn = reader.holds.turn().await;
+        if !reader.holds.has_current() {
+            return Ok(());
+        }
+        let names = reader.names()?;
+        let store = &reader.client.store;
+        let count = store.hold_count(names.key(), &reader.owner).await?;
+        let mut alive = false;
+        if count > 0 {
+            let prefix = names.rw_timeout_prefix(reader.owner.as_str());
+            // A read hold lives while any of its owner's timeout keys does (rw_prune.lua);
+            // the lowest outlives the others (read_acquire.lua), so look there first.
+            // A count this client never makes (beyond a few nested reads) refuses
+            // without a round trip per hold.
+            alive = count > MAX_CHECKED_HOLDS;
+            for k in 1..=count.min(MAX_CHECKED_HOLDS) {
+                if store.exists(&format!("{prefix}:{k}")).await? {
+                    alive = true;
+                    break;
+                }
+            }
+        }
+        if alive {
             return Err(Error::unsent(
                 ErrorKind::WouldDeadlock,
                 "a write while this owner holds only reads (an upgrade) would wait for itself forever: release the reads first",
             )
             .with_key(self.key()));
         }
+        tracing::debug!(lock = %names.key(), "the server holds no read of this owner: its read guards are lost, the write goes ahead");
+        reader.holds.server_holds_nothing(None);
         Ok(())
     }
 }
+
+/// The most read holds of one owner whose timeout keys an upgrade check looks at one by
+/// one; above it the reads count as alive (the write is refused).
+const MAX_CHECKED_HOLDS: u64 = 16;
 
 /// The guard of an unbounded wait (which ends only with one, or an error).
 fn unbounded<G>(acquired: Result<Option<G>>) -> Result<G> {

@@ -3,10 +3,14 @@
 -- keys are left to expire with their leases (as Redisson's forceUnlock does): without
 -- the Hash they grant nothing, and an acquire writes a fresh count over them.
 --
+-- Only KEYS[1] is declared; the channel comes in ARGV[3] (it is never a key, and a
+-- declared key missing on the node makes the call a TRYAGAIN refusal in a MIGRATING
+-- cluster slot, while the lock is still there to delete). It has NAME's hash tag.
+--
 -- KEYS[1]  lock key NAME (Hash)
--- KEYS[2]  channel "redisson_rwlock:{NAME}"
 -- ARGV[1]  unlock message ("1": wakes every waiter)
 -- ARGV[2]  the publish command: "publish" or "spublish" (sharded, in a cluster)
+-- ARGV[3]  channel "redisson_rwlock:{NAME}"
 --
 -- Replies:
 --   1  the lock existed and was deleted; ARGV[1] published
@@ -22,5 +26,5 @@ if mode == false then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[2], KEYS[2], ARGV[1])
+redis.call(ARGV[2], ARGV[3], ARGV[1])
 return 1

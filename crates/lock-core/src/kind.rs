@@ -233,11 +233,9 @@ impl LockKind {
                 (fair_keys(names), args)
             }
             LockKind::Read => {
-                let keys = vec![
-                    Key::from(names.key_arg()),
-                    Key::from(names.rw_timeout_prefix(owner.as_str())),
-                    Key::from(names.rw_writers_key()),
-                ];
+                // The owner's timeout-key prefix is built by the script from ARGV (a key
+                // that never exists must not be declared: TRYAGAIN in a migrating slot).
+                let keys = vec![Key::from(names.key_arg()), Key::from(names.rw_writers_key())];
                 (keys, rw_acquire_args(names, owner, lease_ms, target))
             }
             LockKind::Write { queue_keepalive_ms } => {
@@ -331,13 +329,17 @@ impl LockKind {
             }
             LockKind::Read | LockKind::Write { .. } => {
                 let reads = *self == LockKind::Read;
-                let mut keys = vec![Key::from(names.key_arg()), Key::from(names.rwlock_channel())];
+                // A read release declares only the lock key: it builds the owner's
+                // timeout-key prefix from ARGV and takes the channel in ARGV (a key that
+                // never exists makes the call TRYAGAIN in a migrating slot; see
+                // `read_release.lua`); a write release names the channel and the waiting
+                // writers.
+                let mut keys = vec![Key::from(names.key_arg())];
+                if !reads {
+                    keys.push(Key::from(names.rwlock_channel()));
+                    keys.push(Key::from(names.rw_writers_key()));
+                }
                 let message = if reads { unlock_message() } else { read_unlock_message() };
-                keys.push(Key::from(if reads {
-                    names.rw_timeout_prefix(owner.as_str())
-                } else {
-                    names.rw_writers_key()
-                }));
                 let mut args = vec![
                     Value::Bytes(owner.arg()),
                     int_arg(target),
@@ -346,7 +348,9 @@ impl LockKind {
                     static_arg(settings.publish),
                     message,
                 ];
-                if !reads {
+                if reads {
+                    args.push(Value::from(names.rwlock_channel()));
+                } else {
                     args.push(int_arg(u64::from(leave_queue)));
                 }
                 (keys, args)
@@ -369,9 +373,11 @@ impl LockKind {
         let args = vec![unlock_message(), static_arg(settings.publish)];
         match self {
             LockKind::Read | LockKind::Write { .. } => (
-                vec![Key::from(names.key_arg()), Key::from(names.rwlock_channel())],
+                // Only the lock key is declared; the channel is in ARGV (see
+                // `rw_force_release.lua`).
+                vec![Key::from(names.key_arg())],
                 // "1" whoever held it: every waiter, reader or writer, may try.
-                vec![read_unlock_message(), static_arg(settings.publish)],
+                vec![read_unlock_message(), static_arg(settings.publish), Value::from(names.rwlock_channel())],
             ),
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => {
                 (vec![Key::from(names.key_arg()), Key::from(names.channel_arg())], args)
@@ -496,10 +502,11 @@ mod tests {
         let plan = |kind: LockKind| (kind.wait_channel(), kind.queue(), kind.queue_keepalive_ms());
         assert_eq!(plan(LockKind::Read), (WaitChannel::ReadWrite, QueueKind::Shared, None));
         assert_eq!(plan(WRITE), (WaitChannel::ReadWrite, QueueKind::WriterIntent, Some(8_000)));
-        let timeout = format!("{{k}}:{reader}:rwlock_timeout");
         let writers = "leasehold_rwlock_writers:{k}";
         let (keys, args) = LockKind::Read.acquire_args(&names, &reader, 30_000, 2, true, settings());
-        assert_eq!(key_text(&keys), ["k", timeout.as_str(), writers]);
+        // No timeout-key prefix among the keys: it never exists (TRYAGAIN in a migrating
+        // slot); the script builds it from ARGV[4] and the owner.
+        assert_eq!(key_text(&keys), ["k", writers]);
         assert_eq!(text(&args), ["30000", reader.as_str(), "2", "{k}"]);
         let (keys, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, false, settings());
         assert_eq!(key_text(&keys), ["k", writers]);
@@ -507,8 +514,8 @@ mod tests {
         let (_, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, true, settings());
         assert_eq!(text(&args)[4], "8000");
         let (keys, args) = LockKind::Read.release_args(&names, &reader, 0, 0, true, settings());
-        assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", timeout.as_str()]);
-        assert_eq!(text(&args), [reader.as_str(), "0", "0", "{k}", "spublish", "0"]);
+        assert_eq!(key_text(&keys), ["k"]);
+        assert_eq!(text(&args), [reader.as_str(), "0", "0", "{k}", "spublish", "0", "redisson_rwlock:{k}"]);
         let (keys, args) = WRITE.release_args(&names, &writer, 1, 30_000, false, settings());
         assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", writers]);
         assert_eq!(text(&args), [writer.as_str(), "1", "30000", "{k}", "spublish", "1", "0"]);
@@ -517,7 +524,7 @@ mod tests {
         let (keys, args) = LockKind::Read.force_release_args(&names, settings());
         assert_eq!(
             (key_text(&keys), text(&args)),
-            (vec!["k".to_owned(), "redisson_rwlock:{k}".to_owned()], vec!["1".to_owned(), "spublish".to_owned()])
+            (vec!["k".to_owned()], vec!["1".to_owned(), "spublish".to_owned(), "redisson_rwlock:{k}".to_owned()])
         );
         // A name with a hash tag is its own prefix (Redisson's suffixName rule).
         let tagged = LockNames::new("{a}b").expect("valid");

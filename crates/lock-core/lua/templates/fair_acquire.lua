@@ -19,12 +19,14 @@
 -- ARGV[4]  keep-alive in milliseconds (> 0): a queued entry's deadline is now + ARGV[4]
 -- ARGV[5]  "1": queue up (or refresh the entry) when not acquired; "0": do not (try_lock)
 -- ARGV[6]  unlock message ("0"), published to a new queue head this call uncovered
+--          (by purging dead heads, or by taking the lock as the head)
 -- ARGV[7]  the publish command: "publish" (classic pub/sub) or "spublish" (sharded;
 --          a waiter's channel has the lock key's hash tag, so it is in the script's slot)
 --
 -- Replies:
 --   {1, 1}        acquired fresh (the key was absent and the queue empty or headed by
---                 this owner); the owner's queue entry, if any, is removed
+--                 this owner); the owner's queue entry, if any, is removed, and the
+--                 next waiter, now the head, is told (ARGV[6] on its channel)
 --   {1, ARGV[3]}  re-entered: the owner's field existed; its count is now ARGV[3]
 --   {0, wait}     not acquired; wait = the key's PTTL in ms (-1: no expiry) while the
 --                 lock is held, else (free, another waiter is first) the ms until that
@@ -53,6 +55,14 @@ local free = redis.call('exists', KEYS[1]) == 0
 if free and (not head or head == ARGV[2]) then
   if head then
     redis.call('lpop', KEYS[2])
+    -- Tell the waiter now first: it learns this hold's PTTL with one call and retries
+    -- when it ends. A lease that runs out publishes nothing, and a waiter behind the
+    -- head that tried while the lock was free (the head not in yet) was told to wait
+    -- for the head's deadline: without this it would sleep until its refresh.
+    local next = redis.call('lindex', KEYS[2], 0)
+    if next then
+      redis.call(ARGV[7], KEYS[4] .. ':' .. next, ARGV[6])
+    end
   end
   redis.call('zrem', KEYS[3], ARGV[2])
   redis.call('hset', KEYS[1], ARGV[2], 1)

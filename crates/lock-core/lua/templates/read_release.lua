@@ -14,9 +14,19 @@
 -- mode (a writer's own read inside its write) the Hash's TTL is never lowered, where
 -- Redisson cuts it to the readers' longest lease; a Hash without "mode" is not touched.
 --
+-- Only KEYS[1] is declared: the owner's timeout-key prefix "{NAME}:OWNER:rwlock_timeout"
+-- is built here from ARGV[4] and ARGV[1] (it never exists; see read_acquire.lua), and
+-- the channel comes in ARGV[7] (a channel is never a key). A declared key missing on the
+-- node makes a call in a MIGRATING cluster slot a TRYAGAIN refusal for the whole window,
+-- while the keys this script touches (the lock, the owner's timeout keys) are still
+-- there and a release can run. The channel has NAME's hash tag (SPUBLISH stays in the
+-- slot).
+--
+-- While holds remain and ARGV[3] > 0, the owner's remaining timeout keys are raised to
+-- ARGV[3] as the Hash is (never lowered): the client moves its guards' deadline to it,
+-- and a read hold lives only as long as its timeout keys.
+--
 -- KEYS[1]  lock key NAME (Hash)
--- KEYS[2]  channel "redisson_rwlock:{NAME}"
--- KEYS[3]  this owner's timeout-key prefix "{NAME}:OWNER:rwlock_timeout"
 -- ARGV[1]  reader owner field "CLIENT_UUID:N"
 -- ARGV[2]  the owner's read hold count after this release (>= 0)
 -- ARGV[3]  TTL in ms the remaining holds need (the watchdog lease while a watchdog
@@ -25,6 +35,7 @@
 --          contains "{"
 -- ARGV[5]  the publish command: "publish" or "spublish" (sharded, in a cluster)
 -- ARGV[6]  read-unlock message ("0", Redisson's UNLOCK_MESSAGE)
+-- ARGV[7]  channel "redisson_rwlock:{NAME}"
 --
 -- Replies:
 --   -1  the owner holds no read on KEYS[1] (or KEYS[1] is not a read/write lock):
@@ -32,7 +43,8 @@
 --    0  released: the owner's field and timeout keys removed; when no live holder was
 --       left, the lock deleted and ARGV[6] published; in read mode the Hash's TTL is
 --       then the longest live read hold's
---    N  N = ARGV[2] > 0 read holds remain; the Hash's TTL is at least ARGV[3]
+--    N  N = ARGV[2] > 0 read holds remain; the Hash's TTL and the owner's timeout
+--       keys' TTLs are at least ARGV[3]
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type; nothing written
 local mode = redis.call('hget', KEYS[1], 'mode')
@@ -43,15 +55,24 @@ local held = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0)
 if held == 0 then
   return -1
 end
+local timeouts = ARGV[4] .. ':' .. ARGV[1] .. ':rwlock_timeout'
 local target = tonumber(ARGV[2])
 for k = target + 1, held do
-  redis.call('del', KEYS[3] .. ':' .. k)
+  redis.call('del', timeouts .. ':' .. k)
 end
 if target > 0 then
   redis.call('hset', KEYS[1], ARGV[1], target)
   local need = tonumber(ARGV[3])
-  if need > 0 and redis.call('pttl', KEYS[1]) < need then
-    redis.call('pexpire', KEYS[1], need)
+  if need > 0 then
+    if redis.call('pttl', KEYS[1]) < need then
+      redis.call('pexpire', KEYS[1], need)
+    end
+    for k = 1, target do
+      local ttl = redis.call('pttl', timeouts .. ':' .. k)
+      if ttl >= 0 and ttl < need then
+        redis.call('pexpire', timeouts .. ':' .. k, need)
+      end
+    end
   end
   return target
 end
@@ -70,5 +91,5 @@ elseif live > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[5], KEYS[2], ARGV[6])
+redis.call(ARGV[5], ARGV[7], ARGV[6])
 return 0
