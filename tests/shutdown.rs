@@ -53,6 +53,37 @@ async fn shutdown_releases_every_kind_and_every_guard_reports_lost() {
     drop((read, multi));
 }
 
+/// The blocking client's `shutdown`, and its last drop, give back a `Permit` too: the
+/// permit reports lost at once and its release is refused, nothing sent.
+#[test]
+fn the_blocking_client_releases_permits_at_shutdown_and_at_its_last_drop() {
+    let server = RedisServer::start();
+    for shut_down in [true, false] {
+        let client = leasehold::blocking::Client::connect(&server.url()).expect("connect");
+        let semaphore = client.permit_expirable_semaphore("sdb:permits");
+        semaphore.set_permits(2).expect("set");
+        let permit = semaphore.acquire().expect("permit");
+        assert_eq!(raw(&server, &["GET", "sdb:permits"]), RespValue::Bulk("1".into()));
+        if shut_down {
+            client.shutdown().expect("shutdown");
+            assert!(permit.is_lost(), "lost as soon as shutdown returned");
+            assert_eq!(raw(&server, &["GET", "sdb:permits"]), RespValue::Bulk("2".into()), "given back");
+        } else {
+            // The last handle gone: the drop shuts the client down in the background.
+            drop((semaphore, client));
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while !permit.is_lost() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(permit.is_lost(), "lost after the last drop's shutdown");
+            assert_eq!(raw(&server, &["GET", "sdb:permits"]), RespValue::Bulk("2".into()), "given back");
+            assert_eq!(raw(&server, &["ZCARD", "{sdb:permits}:timeout"]), RespValue::Integer(0));
+        }
+        let refused = permit.release().expect_err("shut down");
+        assert!(refused.is_shutdown(), "{refused:?}");
+    }
+}
+
 /// Every WARN (or ERROR) event, with its target and fields, as text.
 #[derive(Clone, Default)]
 struct Warnings(Arc<Mutex<Vec<String>>>);
@@ -121,6 +152,10 @@ async fn a_clean_shutdown_logs_nothing_at_warn() {
     holder.shutdown().await.expect("shutdown");
     drop((permit, guard, read, semaphore));
     drop(holder);
+    // A client dropped without a shutdown quits each connection once too.
+    let dropped = client(&server).await;
+    dropped.lock("sdw:other").lock().await.expect("lock").unlock().await.expect("unlock");
+    drop(dropped);
     // What the drops leave to the background (a QUIT of the last clone's drop, fred's
     // connection tasks ending) runs on this thread: give it time to run and to warn.
     tokio::time::sleep(Duration::from_millis(500)).await;
