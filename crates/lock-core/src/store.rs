@@ -382,8 +382,8 @@ impl LockStore {
         /// not a count leasehold makes).
         const MOST_TIMEOUT_KEYS: i64 = 1024;
         let Some((first_key, _, _)) = holds.first() else { return Ok(Vec::new()) };
-        let start = tokio::time::Instant::now();
         let budget = self.write_budget(first_key).await?;
+        let start = tokio::time::Instant::now();
         let batch = holds
             .iter()
             .map(|(key, owner, prefix)| (key.clone(), vec![Value::from(owner.as_str()), Value::from(prefix.as_str())]))
