@@ -3,6 +3,10 @@
 -- and its lease has not run out on the server's clock: a reclaimed or expired permit is
 -- never revived (its count may have gone to someone else).
 --
+-- Only the ZSets are declared (never the count key NAME, which a semaphore whose
+-- permits are all taken may lack): a held permit's ZSet exists, so while its slot
+-- migrates the call runs on the source or, once the ZSet moved, follows ASK.
+--
 -- KEYS[i]    the {NAME}:timeout ZSet of permit i; in a cluster all in one hash slot
 -- ARGV[1]    lease in ms (> 0)
 -- ARGV[1+i]  permit i's id (16 bytes, raw)

@@ -1527,3 +1527,114 @@ async fn read_releases_and_force_unlock_run_in_a_migrating_slot() {
     }
     migration.finish();
 }
+
+/// When each of `holds` was first seen lost, if it was, within the next `window`
+/// (each looked at every 20 ms).
+async fn watch_lost(holds: &[(&str, &dyn Fn() -> bool)], since: Instant, window: Duration, seen: &mut Vec<String>) {
+    let end = Instant::now() + window;
+    while Instant::now() < end {
+        for (name, is_lost) in holds {
+            if is_lost() && !seen.iter().any(|s| s.starts_with(name)) {
+                seen.push(format!("{name} at {:?}", since.elapsed()));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue 26 item 6: two read holds, a write hold and a watchdog-renewed permit, 1 s
+/// leases, all in one slot, through a 3 s migration window: 1 s with every key on the
+/// source (the slot MIGRATING), 1 s with one read lock's Hash moved but not its timeout
+/// key, and the other's timeout key moved but not its Hash, 1 s with every key moved.
+/// None is ever told lost, and after the hand-over each is still held on the target
+/// (the read holds' timeout keys with a running lease, so no writer can prune them),
+/// renewed there, and released cleanly.
+/// On main the read hold was lost in the first second (its renewal declared the
+/// never-existing timeout-key prefix: `TRYAGAIN`) and the permit after its key moved
+/// (the permit renewal did not follow `ASK`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_and_permit_holds_survive_a_migration_window_longer_than_their_lease() {
+    const LEASE: Duration = Duration::from_secs(1);
+    const PHASE: Duration = Duration::from_secs(1);
+    let cluster = RedisCluster::start();
+    let client = client_with(&cluster.url(), LEASE).await;
+    let (reads, writes) = (client.read_write_lock("{mig26}:r"), client.read_write_lock("{mig26}:w"));
+    let other_reads = client.read_write_lock("{mig26}:r2");
+    let semaphore = client.permit_expirable_semaphore("{mig26}:permits");
+    semaphore.set_permits(2).await.expect("set");
+    let read = reads.read().await.expect("read");
+    let other_read = other_reads.read().await.expect("other read");
+    let write = writes.write().await.expect("write");
+    let permit = semaphore.acquire().await.expect("renewed permit");
+    let slot = cluster.slot(reads.key());
+    for key in [writes.key(), other_reads.key(), semaphore.key(), semaphore.timeout_key()] {
+        assert_eq!(cluster.slot(key), slot, "precondition: one slot");
+    }
+    let source = cluster.primary_for(reads.key());
+    let target = cluster.primaries().into_iter().find(|p| *p != source).expect("another primary");
+    let keys_on = |addr: &str| -> Vec<String> {
+        match cluster.on(addr, &["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "100"]) {
+            RespValue::Array(keys) => keys.iter().filter_map(|k| k.as_str().map(str::to_owned)).collect(),
+            other => panic!("GETKEYSINSLOT: {other:?}"),
+        }
+    };
+    let timeout_key_of = |lock: &leasehold::ReadWriteLock| -> String {
+        let keys: Vec<String> = keys_on(&source)
+            .into_iter()
+            .filter(|k| k.starts_with(&format!("{}:", lock.key())) && k.contains("rwlock_timeout"))
+            .collect();
+        assert_eq!(keys.len(), 1, "{}'s timeout key: {keys:?}", lock.key());
+        keys[0].clone()
+    };
+    let (timeout_key, other_timeout_key) = (timeout_key_of(&reads), timeout_key_of(&other_reads));
+
+    let is_read_lost = || read.is_lost();
+    let is_other_read_lost = || other_read.is_lost();
+    let is_write_lost = || write.is_lost();
+    let is_permit_lost = || permit.is_lost();
+    let watched: [(&str, &dyn Fn() -> bool); 4] = [
+        ("read (Hash moved first)", &is_read_lost),
+        ("read (timeout key moved first)", &is_other_read_lost),
+        ("write", &is_write_lost),
+        ("permit", &is_permit_lost),
+    ];
+    let mut lost = Vec::new();
+    let migration = cluster.begin_migration(slot, &target);
+    let began = Instant::now();
+    watch_lost(&watched, began, PHASE, &mut lost).await;
+    migration.migrate_key(reads.key());
+    migration.migrate_key(&other_timeout_key);
+    watch_lost(&watched, began, PHASE, &mut lost).await;
+    for key in keys_on(&source) {
+        migration.migrate_key(&key);
+    }
+    watch_lost(&watched, began, PHASE, &mut lost).await;
+    assert!(lost.is_empty(), "lost during the migration window: {lost:?}");
+    // Every key on the target, with a running lease.
+    let ttl = |key: &str| migration.on_target_asking(&["PTTL", key]).as_int().expect("PTTL");
+    // (The permit's lease is its score: `acquired_permits` below counts live ones.)
+    assert_eq!(migration.on_target_asking(&["ZCARD", semaphore.timeout_key()]).as_int(), Some(1), "the permit moved");
+    for key in [reads.key(), &timeout_key, other_reads.key(), &other_timeout_key, writes.key()] {
+        let left = ttl(key);
+        assert!(left > 0 && left <= 1000, "{key} on the target with a running lease: PTTL {left}");
+    }
+
+    migration.finish();
+    assert_eq!(cluster.primary_for(reads.key()), target);
+    watch_lost(&watched, began, LEASE * 2, &mut lost).await;
+    assert!(lost.is_empty(), "lost after the hand-over: {lost:?}");
+    for key in [&timeout_key, &other_timeout_key] {
+        assert!(pttl(&cluster, key) > 0, "{key}: the read hold's timeout key is renewed on the target");
+    }
+    for (lock, guard) in [(&reads, &read), (&other_reads, &other_read)] {
+        let count = holds(&cluster, lock.key()).into_iter().find(|(field, _)| field == guard.owner()).map(|(_, c)| c);
+        assert_eq!(count.as_deref(), Some("1"), "{}: the read hold is there", lock.key());
+    }
+    assert_eq!(semaphore.acquired_permits().await.expect("acquired"), 1);
+    read.unlock().await.expect("read unlock");
+    other_read.unlock().await.expect("other read unlock");
+    write.unlock().await.expect("write unlock");
+    permit.release().await.expect("permit release");
+    assert_eq!(semaphore.available_permits().await.expect("available"), 2);
+    assert_eq!(client.stats().watchdog.lost, 0);
+}

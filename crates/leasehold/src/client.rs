@@ -77,7 +77,9 @@ impl std::fmt::Debug for Client {
 
 impl Drop for ClientShared {
     fn drop(&mut self) {
-        if self.owns_connection {
+        // After `shutdown` (the store is closed then) the connection was quit already:
+        // a second QUIT only makes fred warn.
+        if self.owns_connection && !self.store.is_closed() {
             let client = self.store.client().clone();
             // Never block in Drop: QUIT in the background; a dead runtime drops the task.
             drop(self.runtime.spawn(async move {
@@ -465,12 +467,14 @@ impl Client {
 
     /// A graceful exit, for every clone of this client at once:
     ///
-    /// 1. gives back every lock held through this client's handles (every live guard of a
-    ///    [`Lock`], [`FencedLock`], [`FairLock`] or [`SimpleLock`], forgotten ones
-    ///    included; not those [detached](crate::LockGuard::detach)): each owner's holds
-    ///    set to 0 or each simple lock compare-and-deleted, concurrently and best effort,
-    ///    all within one command timeout, so the keys are gone and waiters elsewhere are
-    ///    woken by the usual unlock message;
+    /// 1. gives back every hold taken through this client's handles (every live guard of a
+    ///    [`Lock`], [`FencedLock`], [`FairLock`], [`SimpleLock`], a read/write lock's
+    ///    either side, a multi-lock's members, and every live
+    ///    [`Permit`](crate::Permit), forgotten ones included; not those
+    ///    [detached](crate::LockGuard::detach)): each owner's holds set to 0, each simple
+    ///    lock compare-and-deleted, each permit released by its id, concurrently and best
+    ///    effort, all within one command timeout, so the keys are gone and waiters
+    ///    elsewhere are woken by the usual unlock message;
     /// 2. refuses every later call of the client with
     ///    [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown), nothing sent;
     /// 3. stops the background tasks: the watchdog (no renewal or check is sent
@@ -480,7 +484,8 @@ impl Client {
     ///    given to [`Client::from_fred`] is left open, as it always is).
     ///
     /// Guards still alive afterwards hold nothing: [`LockGuard::is_lost`](crate::LockGuard::is_lost)
-    /// is `true`, their `unlock` fails with `ErrorKind::Shutdown` without sending
+    /// (and [`Permit::is_lost`](crate::Permit::is_lost)) is `true` as soon as this
+    /// returns, their `unlock` (`release`) fails with `ErrorKind::Shutdown` without sending
     /// anything, and dropping them sends nothing. A lock whose release failed or did not
     /// answer in time is no longer renewed and expires with its lease. Waits in progress
     /// end with `ErrorKind::Shutdown` at their next call to the server (woken at once
@@ -544,13 +549,16 @@ impl ClientShared {
         if let Some(watch) = &self._sentinel {
             watch.stop();
         }
+        // Each connection is quit once: the command connection here (and not again by
+        // `Drop`, which sees the store closed), the subscriber's by its task as it ends
+        // (`Subscriber::stop`), which this waits for. fred warns at a second QUIT.
         let command = self.owns_connection.then(|| self.store.client().clone());
-        let subscriber = self.subscriber.client().clone();
+        let subscriber = &self.subscriber;
         let quits = async move {
             if let Some(command) = command {
                 let _ = command.quit().await;
             }
-            let _ = subscriber.quit().await;
+            subscriber.ended().await;
         };
         if tokio::time::timeout(timeout, quits).await.is_err() {
             tracing::debug!("shutdown: QUIT did not answer within {timeout:?}");

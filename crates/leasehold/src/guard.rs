@@ -68,7 +68,8 @@ impl std::fmt::Debug for LockGuard {
 impl LockGuard {
     pub(crate) fn new(lock: Arc<LockShared>, hold: Arc<Hold>, mode: LeaseMode) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        let live = lock.client.live.insert(crate::live::Live::Lock(Arc::downgrade(&lock)));
+        let weak: std::sync::Weak<dyn crate::live::LiveHold> = Arc::downgrade(&lock) as _;
+        let live = lock.client.live.insert(weak);
         lock.client.telemetry.guard_opened();
         let since = tokio::time::Instant::now();
         LockGuard { lock, hold, mode, runtime, token: None, live, done: false, since }

@@ -1,10 +1,26 @@
-//! The guards alive of one client's lock handles, so that
+//! The holds alive of one client's handles, so that
 //! [`Client::shutdown`](crate::Client::shutdown) knows what to give back.
 //!
-//! A guard enters when it is made and leaves when it is unlocked, dropped or detached;
-//! a guard forgotten with `mem::forget` stays, so shutdown releases its lock too.
+//! The registry names no kind: every kind of hold implements [`LiveHold`] (how to give
+//! it back on the server, and how to end it locally) and its guard enters a `Weak` to it
+//! when it is made ([`LiveGuards::insert`]) and leaves when it is released, dropped or
+//! detached ([`LiveGuards::remove`]). A guard forgotten with `mem::forget` stays, so
+//! shutdown releases its hold too. Implementations today: a lock owner's holds
+//! (`LockShared`: [`Lock`](crate::Lock), [`FencedLock`](crate::FencedLock),
+//! [`FairLock`](crate::FairLock), both sides of a
+//! [`ReadWriteLock`](crate::ReadWriteLock), each member of a
+//! [`MultiLock`](crate::MultiLock)), a [`SimpleLock`](crate::SimpleLock)'s hold, and one
+//! [`Permit`](crate::Permit).
+//!
+//! To add a kind: put what its release needs (key, owner or id, the client) behind an
+//! `Arc`, implement [`LiveHold`] for it, keep the `Arc` in the guard, `insert` a
+//! `Arc::downgrade` of it when the guard is made and `remove` the id when the guard ends
+//! (unlock, drop, detach). Several guards may register the same `Arc` (re-entries of one
+//! owner): shutdown releases each `Arc` once.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -12,31 +28,35 @@ use std::time::Duration;
 use lock_core::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
 
-use crate::lock::LockShared;
-use crate::simple::SimpleShared;
+/// A boxed, `Send` future borrowing the hold (what [`LiveHold::release`] answers).
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The handle a live guard belongs to. Weak: the registry must not keep a handle (and
-/// its client) alive.
-pub(crate) enum Live {
-    /// A guard of a [`Lock`](crate::Lock), [`FencedLock`](crate::FencedLock) or
-    /// [`FairLock`](crate::FairLock): its owner's hold.
-    Lock(Weak<LockShared>),
-    /// A [`SimpleGuard`](crate::SimpleGuard).
-    Simple(Weak<SimpleShared>),
+/// One kind of hold, as [`Client::shutdown`](crate::Client::shutdown) sees it.
+pub(crate) trait LiveHold: Send + Sync {
+    /// Gives the hold back on the server, best effort, once (shutdown bounds the wait
+    /// and abandons what did not answer: such a hold expires with its lease). Must not
+    /// loop on failures, and must send nothing for a hold it knows already ended.
+    fn release(&self) -> BoxFuture<'_, Result<()>>;
+
+    /// Ends the hold locally, whether or not `release` reached the server: its guards
+    /// report `is_lost()` (and `lost()` resolves) from now on, its renewal stops, and
+    /// their unlock or drop sends nothing. Synchronous and non-blocking.
+    fn end_locally(&self);
 }
 
 /// The registry, one per client.
 #[derive(Default)]
 pub(crate) struct LiveGuards {
     next: AtomicU64,
-    entries: Mutex<HashMap<u64, Live>>,
+    entries: Mutex<HashMap<u64, Weak<dyn LiveHold>>>,
 }
 
 impl LiveGuards {
-    /// Enters a guard; the id is what [`LiveGuards::remove`] takes.
-    pub(crate) fn insert(&self, live: Live) -> u64 {
+    /// Enters a guard's hold; the id is what [`LiveGuards::remove`] takes. Weak: the
+    /// registry must not keep a hold (and its client) alive.
+    pub(crate) fn insert(&self, hold: Weak<dyn LiveHold>) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.entries.lock().insert(id, live);
+        self.entries.lock().insert(id, hold);
         id
     }
 
@@ -45,45 +65,33 @@ impl LiveGuards {
         self.entries.lock().remove(&id);
     }
 
-    /// Every live guard's handle, once each, leaving the registry empty.
-    fn take_all(&self) -> (Vec<Arc<LockShared>>, Vec<Arc<SimpleShared>>) {
+    /// Every live hold, once each, leaving the registry empty.
+    fn take_all(&self) -> Vec<Arc<dyn LiveHold>> {
         let entries = std::mem::take(&mut *self.entries.lock());
-        let (mut locks, mut simples) = (Vec::new(), Vec::new());
-        for live in entries.into_values() {
-            match live {
-                Live::Lock(weak) => locks.extend(weak.upgrade()),
-                Live::Simple(weak) => simples.extend(weak.upgrade()),
-            }
-        }
-        // Many guards of one owner: one release gives back all of its holds.
-        locks.sort_by_key(|lock| Arc::as_ptr(lock) as usize);
-        locks.dedup_by(|a, b| Arc::ptr_eq(a, b));
-        simples.sort_by_key(|simple| Arc::as_ptr(simple) as usize);
-        simples.dedup_by(|a, b| Arc::ptr_eq(a, b));
-        (locks, simples)
+        let mut holds: Vec<Arc<dyn LiveHold>> = entries.into_values().filter_map(|weak| weak.upgrade()).collect();
+        // Many guards of one owner share one hold: one release gives back all of them.
+        // Compared by data address only (a `dyn` pointer's vtable part may differ).
+        let address = |hold: &Arc<dyn LiveHold>| Arc::as_ptr(hold).cast::<()>() as usize;
+        holds.sort_by_key(address);
+        holds.dedup_by(|a, b| address(a) == address(b));
+        holds
     }
 
-    /// Gives back, concurrently, every hold of every live guard, all within `timeout`:
-    /// each owner's count is set to 0 (the key deleted and the unlock message published
-    /// when no other owner holds it), each simple lock compare-and-deleted. Then every
-    /// hold of those owners is ended locally, released or not: its guards report
-    /// [`LockGuard::is_lost`](crate::LockGuard::is_lost), their renewal and tracking
-    /// stop, and their unlock or drop sends nothing.
+    /// Gives back, concurrently, every live hold, all within `timeout` (each kind as its
+    /// [`LiveHold::release`] says: a lock owner's count set to 0, a simple lock
+    /// compare-and-deleted, a permit released). Then every one of them is ended locally,
+    /// released or not ([`LiveHold::end_locally`]).
     ///
     /// # Errors
     /// The first release that failed, or [`ErrorKind::Timeout`] when `timeout` ran out
-    /// first (the releases not answered by then are abandoned: those locks expire with
+    /// first (the releases not answered by then are abandoned: those holds expire with
     /// their leases).
     pub(crate) async fn release_all(&self, timeout: Duration) -> Result<()> {
-        let (locks, simples) = self.take_all();
+        let holds = self.take_all();
         let mut releases = tokio::task::JoinSet::new();
-        for lock in &locks {
-            let lock = lock.clone();
-            releases.spawn(async move { release_owner(&lock).await });
-        }
-        for simple in simples {
-            releases
-                .spawn(async move { simple.client.store.simple_release(&simple.key, &simple.owner).await.map(drop) });
+        for hold in &holds {
+            let hold = hold.clone();
+            releases.spawn(async move { hold.release().await });
         }
         let mut first_error = None;
         let all = async {
@@ -102,21 +110,9 @@ impl LiveGuards {
                 ),
             ));
         }
-        for lock in &locks {
-            lock.holds.server_holds_nothing(None);
+        for hold in &holds {
+            hold.end_locally();
         }
         first_error.map_or(Ok(()), Err)
     }
-}
-
-/// Sets the owner's hold count to 0, in its turn, if it holds the lock as far as it
-/// knows. A retry is never needed for safety: a release that did not land leaves the
-/// lock to expire with its lease (the watchdog is stopped next).
-async fn release_owner(lock: &LockShared) -> Result<()> {
-    let _turn = lock.holds.turn().await;
-    if !lock.holds.has_current() {
-        return Ok(());
-    }
-    let names = lock.names()?;
-    lock.set_holds(names, 0, 0, false).await.map(drop)
 }

@@ -518,3 +518,25 @@ pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'s
         }
     }));
 }
+
+/// A lock owner's holds, for [`Client::shutdown`](crate::Client::shutdown).
+impl crate::live::LiveHold for LockShared {
+    /// Sets the owner's hold count to 0, in its turn, if it holds the lock as far as it
+    /// knows. A retry is never needed for safety: a release that did not land leaves the
+    /// lock to expire with its lease (the watchdog is stopped next).
+    fn release(&self) -> crate::live::BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let _turn = self.holds.turn().await;
+            if !self.holds.has_current() {
+                return Ok(());
+            }
+            let names = self.names()?;
+            self.set_holds(names, 0, 0, false).await.map(drop)
+        })
+    }
+
+    /// Every hold of the owner ends: its guards report lost, renewal and tracking stop.
+    fn end_locally(&self) {
+        self.holds.server_holds_nothing(None);
+    }
+}

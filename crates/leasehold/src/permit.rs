@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use lock_core::pes::{PermitId, PesRelease};
 use lock_core::{Error, ErrorKind, LeaseState, Result};
+use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::permit_semaphore::PesShared;
@@ -29,23 +30,57 @@ use crate::permit_semaphore::PesShared;
 #[must_use = "dropping the permit releases it (in the background)"]
 #[clippy::has_significant_drop]
 pub struct Permit {
-    shared: Arc<PesShared>,
-    id: PermitId,
+    /// What the client's live registry shares with this permit (for `Client::shutdown`).
+    hold: Arc<PermitHold>,
     hex: String,
-    lease: Arc<LeaseState>,
     /// Whether the watchdog renews the permit (acquired without a lease).
     renewed: bool,
-    /// Its registration with the client's watchdog; dropping it stops the renewal.
-    renewal: Option<lock_watchdog::Renewal>,
     runtime: Option<tokio::runtime::Handle>,
+    /// This permit's entry in the client's live holds.
+    live: u64,
     /// Set once released; `Drop` then does nothing.
     done: bool,
+}
+
+/// One permit as [`Client::shutdown`](crate::Client::shutdown) sees it: enough to
+/// release it and to end it locally, shared by the [`Permit`] and (weakly) the client's
+/// live registry.
+struct PermitHold {
+    shared: Arc<PesShared>,
+    id: PermitId,
+    lease: Arc<LeaseState>,
+    /// Its registration with the client's watchdog; taking it out stops the renewal.
+    renewal: Mutex<Option<lock_watchdog::Renewal>>,
+}
+
+impl PermitHold {
+    /// Stops the renewal, synchronously: no later watchdog round renews it.
+    fn stop_renewal(&self) {
+        drop(self.renewal.lock().take());
+    }
+}
+
+impl crate::live::LiveHold for PermitHold {
+    /// Releases the permit by its id (once; a permit already gone answers `Ok`).
+    fn release(&self) -> crate::live::BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            self.stop_renewal();
+            let names = self.shared.names()?;
+            self.shared.client.store.pes_release(names, &self.id).await.map(drop)
+        })
+    }
+
+    /// The permit reports lost from now on, and is no longer renewed.
+    fn end_locally(&self) {
+        self.stop_renewal();
+        self.lease.mark_lost();
+    }
 }
 
 impl std::fmt::Debug for Permit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Permit")
-            .field("key", &crate::debug::Bounded(&self.shared.key))
+            .field("key", &crate::debug::Bounded(&self.hold.shared.key))
             .field("id", &self.hex)
             .field("lease_remaining", &self.lease_remaining())
             .finish()
@@ -69,7 +104,10 @@ impl Permit {
                 lock_watchdog::RenewSpec::Permit,
             )
         });
-        Permit { shared, id, hex, lease, renewed, renewal, runtime, done: false }
+        let hold = Arc::new(PermitHold { shared, id, lease, renewal: Mutex::new(renewal) });
+        let weak: std::sync::Weak<dyn crate::live::LiveHold> = Arc::downgrade(&hold) as _;
+        let live = hold.shared.client.live.insert(weak);
+        Permit { hold, hex, renewed, runtime, live, done: false }
     }
 
     /// The permit's id: 32 lowercase hex digits (Redisson's format; Redis holds the 16
@@ -80,25 +118,26 @@ impl Permit {
 
     /// The semaphore's Redis key.
     pub fn key(&self) -> &str {
-        &self.shared.key
+        &self.hold.shared.key
     }
 
     /// The local deadline of the lease.
     pub(crate) fn lease_end(&self) -> Instant {
-        self.lease.expires_at()
+        self.hold.lease.expires_at()
     }
 
     /// What is left of the lease on the local clock: `None` for a permit the watchdog
     /// renews (it has no end while held), `Some(ZERO)` once it ran out.
     pub fn lease_remaining(&self) -> Option<Duration> {
-        (!self.renewed).then(|| self.lease.expires_at().saturating_duration_since(Instant::now()))
+        (!self.renewed).then(|| self.hold.lease.expires_at().saturating_duration_since(Instant::now()))
     }
 
     /// `true` once the lease ran out (on the local clock), a renewal found the permit
-    /// gone, or a release found it gone. Never for a renewed permit that is still held
+    /// gone, a release found it gone, or [`Client::shutdown`](crate::Client::shutdown)
+    /// released it (or tried to). Never for a renewed permit that is still held
     /// and whose renewals succeed.
     pub fn is_lost(&self) -> bool {
-        self.lease.is_lost()
+        self.hold.lease.is_lost()
     }
 
     /// Resolves when the permit is lost (see [`Permit::is_lost`]); never while it is held.
@@ -106,7 +145,7 @@ impl Permit {
     /// # Cancel safety
     /// Cancel safe: it only observes.
     pub async fn lost(&self) {
-        self.lease.lost().await;
+        self.hold.lease.lost().await;
     }
 
     /// Releases the permit: the count goes up by one and is published, which wakes a
@@ -117,23 +156,32 @@ impl Permit {
     /// elsewhere, or reclaimed after its lease) or its lease had run out (the count is
     /// given back anyway, as Redisson does); timeouts and connection errors, after which
     /// it is unknown whether it was released (the lease ends it in any case).
+    /// [`ErrorKind::Shutdown`] after [`Client::shutdown`](crate::Client::shutdown), which
+    /// already released it (or, if it could not, left it to its lease); nothing is sent.
     ///
     /// # Cancel safety
     /// Dropping the future does not take the release back once sent; if it was not sent
     /// yet, the permit's `Drop` releases it in the background.
     pub async fn release(mut self) -> Result<()> {
-        self.renewal = None; // no renewal after this point
-        let names = self.shared.names()?.clone();
-        let answer = self.shared.client.store.pes_release(&names, &self.id).await;
+        self.hold.stop_renewal(); // no renewal after this point
+        let shared = &self.hold.shared;
+        let names = shared.names()?.clone();
+        if shared.client.store.is_closed() {
+            // Not `done` yet: `Drop` accounts for the registry entry and sends nothing.
+            return Err(Error::new(ErrorKind::Shutdown, "the client was shut down: the shutdown released this permit")
+                .with_key(names.key()));
+        }
+        let answer = shared.client.store.pes_release(&names, &self.hold.id).await;
         self.done = true;
+        shared.client.live.remove(self.live);
         match answer? {
             PesRelease::Released => Ok(()),
             PesRelease::Missing => {
-                self.lease.mark_lost();
+                self.hold.lease.mark_lost();
                 Err(Error::new(ErrorKind::NotOwner, "the permit was no longer held").with_key(names.key()))
             }
             PesRelease::Expired => {
-                self.lease.mark_lost();
+                self.hold.lease.mark_lost();
                 Err(Error::new(ErrorKind::NotOwner, "the permit's lease had run out").with_key(names.key()))
             }
         }
@@ -142,16 +190,23 @@ impl Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.renewal = None;
+        self.hold.stop_renewal();
         if self.done {
             return;
         }
+        let client = &self.hold.shared.client;
+        client.live.remove(self.live);
+        if client.store.is_closed() {
+            // Shut down: the shutdown released it (or left it to its lease); nothing can
+            // be sent.
+            return;
+        }
         let Some(runtime) = self.runtime.take() else { return };
-        let (shared, id) = (self.shared.clone(), self.id);
+        let hold = self.hold.clone();
         drop(runtime.spawn(async move {
-            let Ok(names) = shared.names() else { return };
-            if let Err(error) = shared.client.store.pes_release(names, &id).await {
-                tracing::warn!(semaphore = %names.key(), %error, permit = %id, "a dropped permit was not released");
+            let Ok(names) = hold.shared.names() else { return };
+            if let Err(error) = hold.shared.client.store.pes_release(names, &hold.id).await {
+                tracing::warn!(semaphore = %names.key(), %error, permit = %hold.id, "a dropped permit was not released");
             }
         }));
     }
@@ -162,7 +217,7 @@ impl Permit {
     /// [`Permit::lost`] as a future that owns what it watches, so that the blocking API
     /// can wait for it on its own runtime thread while the permit stays with the caller.
     pub(crate) fn lost_owned(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let lease = self.lease.clone();
+        let lease = self.hold.lease.clone();
         async move { lease.lost().await }
     }
 }

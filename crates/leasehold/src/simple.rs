@@ -200,7 +200,8 @@ impl std::fmt::Debug for SimpleGuard {
 
 impl SimpleGuard {
     fn new(lock: Arc<SimpleShared>, deadline: Instant) -> Self {
-        let live = lock.client.live.insert(crate::live::Live::Simple(Arc::downgrade(&lock)));
+        let weak: std::sync::Weak<dyn crate::live::LiveHold> = Arc::downgrade(&lock) as _;
+        let live = lock.client.live.insert(weak);
         lock.client.telemetry.guard_opened();
         let runtime = tokio::runtime::Handle::try_current().ok();
         SimpleGuard { lock, deadline, runtime, live, done: false, since: Instant::now() }
@@ -274,4 +275,16 @@ impl Drop for SimpleGuard {
             let _ = lock.client.store.simple_release(&lock.key, &lock.owner).await;
         }));
     }
+}
+
+/// A simple lock's hold, for [`Client::shutdown`](crate::Client::shutdown).
+impl crate::live::LiveHold for SimpleShared {
+    /// Compare-and-deletes the key (nothing happens if another owner holds it).
+    fn release(&self) -> crate::live::BoxFuture<'_, Result<()>> {
+        Box::pin(async move { self.client.store.simple_release(&self.key, &self.owner).await.map(drop) })
+    }
+
+    /// Nothing to end: a simple guard keeps no local state but its deadline, and its
+    /// unlock and drop check the closed client themselves.
+    fn end_locally(&self) {}
 }

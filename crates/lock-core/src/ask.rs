@@ -1,6 +1,13 @@
-//! The watchdog's per-hold batches (`renew_batch.lua`, `verify_batch.lua`) through a
+//! The watchdog's per-hold batches (`renew_batch.lua`, `verify_batch.lua`,
+//! `read_renew_batch.lua`, `read_renew_timeouts.lua`, `pes_renew_batch.lua`) through a
 //! slot migration: following `ASK` with `ASKING`, and splitting a batch whose keys
 //! straddle the move.
+//!
+//! Every such script declares, per hold, only a key that exists while the hold does (the
+//! lock's Hash, a permit's `ZSet`): Redis answers a call that declares a missing key in a
+//! migrating slot with `TRYAGAIN` even when nothing moved, until the migration ends.
+//! Keys derived from a declared one (a read hold's timeout keys) travel in ARGV; they
+//! share its hash tag, so its slot.
 //!
 //! While a slot is MIGRATING, its source answers `ASK slot target` for a command whose
 //! keys are all gone from it (moved to the target) and `TRYAGAIN` for one whose keys are
@@ -44,8 +51,13 @@ use crate::script::LuaScript;
 const FIRST_PAUSE: Duration = Duration::from_millis(5);
 const LONGEST_PAUSE: Duration = Duration::from_millis(100);
 
+/// One hold of a batch: its key (KEYS), and its own ARGV entries (the owner, and for a
+/// read hold its timeout-key prefix; a permit's raw id).
+pub(crate) type HoldArgs = (String, Vec<Value>);
+
 /// Runs a per-hold batch script on the slot of its keys (one slot: the watchdog groups
-/// batches by slot): KEYS = the holds' keys, ARGV = `leading` (if any) then their owners.
+/// batches by slot): KEYS = the holds' keys, ARGV = `leading` then each hold's own
+/// entries, in order.
 /// Refusals that ran nothing are sent again within `budget` (as
 /// [`crate::script::bounded_retry`]); an `ASK` is followed to the slot's migration target
 /// and a batch that straddles a migration is split (see the module docs). Answers the
@@ -61,14 +73,13 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(100);
 pub(crate) async fn run_hold_batch(
     client: &Client,
     script: &'static LuaScript,
-    leading: Option<&str>,
-    holds: &[(&str, &str)],
+    leading: Vec<Value>,
+    holds: Vec<HoldArgs>,
     budget: Duration,
 ) -> Result<Vec<i64>> {
     let now = Instant::now();
     let deadline = now.checked_add(budget).unwrap_or_else(|| crate::args::far_future(now));
-    let holds: Vec<(String, String)> = holds.iter().map(|(k, o)| ((*k).to_owned(), (*o).to_owned())).collect();
-    let batch = Batch { client: client.clone(), script, leading: leading.map(str::to_owned), deadline };
+    let batch = Batch { client: client.clone(), script, leading, deadline };
     batch.run(holds, None).await
 }
 
@@ -77,18 +88,18 @@ pub(crate) async fn run_hold_batch(
 struct Batch {
     client: Client,
     script: &'static LuaScript,
-    leading: Option<String>,
+    leading: Vec<Value>,
     deadline: Instant,
 }
 
 impl Batch {
     /// Sends `holds` until answered, refused for good, or out of time. `target`: where the
     /// slot was last seen migrating to (a split passes its lookup on to its parts).
-    async fn run(&self, holds: Vec<(String, String)>, mut target: Option<Target>) -> Result<Vec<i64>> {
+    async fn run(&self, holds: Vec<HoldArgs>, mut target: Option<Target>) -> Result<Vec<i64>> {
         let Some(first_key) = holds.first().map(|(key, _)| key.clone()) else { return Ok(Vec::new()) };
         let slot = fred::util::redis_keyslot(first_key.as_bytes());
         let keys: Vec<String> = holds.iter().map(|(key, _)| key.clone()).collect();
-        let args: Vec<String> = self.leading.iter().cloned().chain(holds.iter().map(|(_, o)| o.clone())).collect();
+        let args: Vec<Value> = self.leading.iter().cloned().chain(holds.iter().flat_map(|(_, a)| a.clone())).collect();
         let mut pause = FIRST_PAUSE;
         loop {
             let mut error = match self.bounded(&first_key, evalsha(&self.client, self.script, &keys, &args)).await? {
@@ -135,7 +146,7 @@ impl Batch {
     /// One call per hold, all at once (fred pipelines them), answers in order. The first
     /// failure fails the batch: the watchdog then retries every hold of it, which only
     /// renews again those that were renewed.
-    async fn split(&self, holds: Vec<(String, String)>, target: Option<Target>) -> Result<Vec<i64>> {
+    async fn split(&self, holds: Vec<HoldArgs>, target: Option<Target>) -> Result<Vec<i64>> {
         let count = holds.len();
         let mut calls = JoinSet::new();
         for (index, hold) in holds.into_iter().enumerate() {
@@ -158,11 +169,7 @@ impl Batch {
     /// One hold of a split batch, as a boxed future of a named type: `run` and `split`
     /// call each other, and the compiler cannot tell that such a cycle of unnamed
     /// futures is `Send`.
-    fn part(
-        &self,
-        hold: (String, String),
-        target: Option<Target>,
-    ) -> Pin<Box<dyn Future<Output = Result<Vec<i64>>> + Send>> {
+    fn part(&self, hold: HoldArgs, target: Option<Target>) -> Pin<Box<dyn Future<Output = Result<Vec<i64>>> + Send>> {
         let part = self.clone();
         Box::pin(async move { part.run(vec![hold], target).await })
     }
@@ -181,7 +188,7 @@ async fn evalsha(
     client: &Client,
     script: &LuaScript,
     keys: &[String],
-    args: &[String],
+    args: &[Value],
 ) -> Result<Vec<i64>, fred::error::Error> {
     match client.evalsha(script.sha1(), keys.to_vec(), args.to_vec()).await {
         Err(error) if error.details().starts_with("NOSCRIPT") => {
@@ -217,7 +224,7 @@ async fn asking_eval(
     target: &Target,
     script: &LuaScript,
     keys: &[String],
-    args: &[String],
+    args: &[Value],
 ) -> Result<Vec<i64>, fred::error::Error> {
     let pipeline = client.pipeline().with_options(&routed_by(target.slot));
     let no_args: Vec<Value> = Vec::new();
@@ -225,7 +232,8 @@ async fn asking_eval(
     let mut eval: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len());
     eval.push(Value::from(script.source()));
     eval.push(Value::from(i64::try_from(keys.len()).unwrap_or(i64::MAX)));
-    eval.extend(keys.iter().chain(args).map(|s| Value::from(s.as_str())));
+    eval.extend(keys.iter().map(|key| Value::from(key.as_str())));
+    eval.extend(args.iter().cloned());
     let _: () = pipeline.custom(CustomCommand::new_static("EVAL", ClusterHash::Random, false), eval).await?;
     let mut replies = pipeline.try_all::<Value>().await.into_iter();
     match (replies.next(), replies.next()) {

@@ -266,7 +266,8 @@ impl LockStore {
     /// permit id as 32 hex digits) pairs, to `lease_ms` from now on the server's clock.
     /// Answers, per permit in order, `true` if it was listed and live (extended) and
     /// `false` if it is gone. In a cluster every key of one call must be in one slot
-    /// (the watchdog groups by slot).
+    /// (the watchdog groups by slot). Only the `ZSet`s are declared, and a slot migration
+    /// is followed as by [`LockStore::renew_batch`].
     ///
     /// # Errors
     /// Timeouts and connection errors; then nothing is known about any permit of the
@@ -276,17 +277,18 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs.
     pub async fn pes_renew_batch(&self, holds: &[(String, String)], lease_ms: u64) -> Result<Vec<bool>> {
         let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
-        let ids = holds
+        let batch = holds
             .iter()
-            .map(|(_, hex)| PermitId::parse(hex).map(|id| id_arg(&id)))
-            .collect::<Result<Vec<Value>>>()
+            .map(|(key, hex)| PermitId::parse(hex).map(|id| (key.clone(), vec![id_arg(&id)])))
+            .collect::<Result<Vec<_>>>()
             .map_err(|e| Error::new(crate::ErrorKind::Redis, format!("a renewed permit's id: {e}")))?;
         let lease = i64::try_from(lease_ms).unwrap_or(i64::MAX);
-        let build = || {
-            let keys = holds.iter().map(|(key, _)| Key::from(key.as_str())).collect();
-            (keys, std::iter::once(int(lease)).chain(ids.iter().cloned()).collect())
-        };
-        let (reply, _): (Vec<i64>, _) = self.run_script(first_key, &scripts::PES_RENEW_BATCH, build, None).await?;
+        let budget = self.write_budget(first_key).await?;
+        // Not `run_script`: a renewal follows a slot migration's ASK (and splits a batch
+        // that straddles one) instead of waiting for the migration to end (`ask.rs`).
+        let reply =
+            crate::ask::run_hold_batch(self.client(), &scripts::PES_RENEW_BATCH, vec![int(lease)], batch, budget)
+                .await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 crate::ErrorKind::Redis,

@@ -60,6 +60,9 @@ pub static WRITE_RELEASE: LazyLock<LuaScript> = lua!("write_release.lua");
 pub static RW_FORCE_RELEASE: LazyLock<LuaScript> = lua!("rw_force_release.lua");
 /// `read_renew_batch.lua`: extend this client's own read holds (timeout keys and Hash).
 pub static READ_RENEW_BATCH: LazyLock<LuaScript> = lua!("read_renew_batch.lua");
+/// `read_renew_timeouts.lua`: extend read holds' timeout keys that
+/// `read_renew_batch.lua` did not find next to their Hash (a slot migration).
+pub static READ_RENEW_TIMEOUTS: LazyLock<LuaScript> = lua!("read_renew_timeouts.lua");
 
 /// `latch_try_set_count.lua`: set a count-down latch's count when none exists, and
 /// publish `1`.
@@ -95,7 +98,7 @@ pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
 pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 32] {
+pub fn all() -> [&'static LuaScript; 33] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -114,6 +117,7 @@ pub fn all() -> [&'static LuaScript; 32] {
         &WRITE_RELEASE,
         &RW_FORCE_RELEASE,
         &READ_RENEW_BATCH,
+        &READ_RENEW_TIMEOUTS,
         &LATCH_TRY_SET_COUNT,
         &LATCH_COUNT_DOWN,
         &LATCH_DELETE,

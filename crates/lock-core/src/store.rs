@@ -356,14 +356,20 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn renew_batch(&self, holds: &[(&str, &str)], lease_ms: u64) -> Result<Vec<bool>> {
-        self.run_hold_batch(&scripts::RENEW_BATCH, holds, Some(lease_ms.to_string())).await
+        self.run_hold_batch(&scripts::RENEW_BATCH, holds, vec![int_arg(lease_ms)]).await
     }
 
     /// Runs `read_renew_batch.lua` for read holds of read/write locks, `(lock key,
     /// reader owner, its timeout-key prefix)`: returns, per hold in order, `true` if
     /// its reader field exists (its own timeout keys and the Hash were extended) and
     /// `false` if it is gone. In a cluster every key of one call must be in one slot
-    /// (the prefixes carry their lock's hash tag; the watchdog groups by slot).
+    /// (the watchdog groups by slot).
+    ///
+    /// Only the Hashes are declared (the prefixes go in ARGV), and a slot migration is
+    /// followed as by [`LockStore::renew_batch`]. A hold whose timeout keys were not all
+    /// next to its Hash (the migration moved one and not the other) has those keys
+    /// renewed next, one call per key following the migration
+    /// (`read_renew_timeouts.lua`), within the same budget.
     ///
     /// # Errors
     /// Timeouts and connection errors; then nothing is known about any hold of the batch.
@@ -372,21 +378,42 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     pub async fn read_renew_batch(&self, holds: &[(String, String, String)], lease_ms: u64) -> Result<Vec<bool>> {
+        /// The most timeout keys renewed one by one for one hold (a count beyond it is
+        /// not a count leasehold makes).
+        const MOST_TIMEOUT_KEYS: i64 = 1024;
         let Some((first_key, _, _)) = holds.first() else { return Ok(Vec::new()) };
-        let build = || {
-            let keys = holds.iter().flat_map(|(key, _, prefix)| [Key::from(key.as_str()), Key::from(prefix.as_str())]);
-            let args =
-                std::iter::once(int_arg(lease_ms)).chain(holds.iter().map(|(_, owner, _)| Value::from(owner.as_str())));
-            (keys.collect(), args.collect())
-        };
-        let (reply, _): (Vec<i64>, _) = self.run_script(first_key, &scripts::READ_RENEW_BATCH, build, None).await?;
+        let budget = self.write_budget(first_key).await?;
+        let start = tokio::time::Instant::now();
+        let batch = holds
+            .iter()
+            .map(|(key, owner, prefix)| (key.clone(), vec![Value::from(owner.as_str()), Value::from(prefix.as_str())]))
+            .collect();
+        let lease = vec![int_arg(lease_ms)];
+        let reply =
+            crate::ask::run_hold_batch(&self.client, &scripts::READ_RENEW_BATCH, lease.clone(), batch, budget).await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 ErrorKind::Redis,
                 format!("read_renew_batch.lua answered {} results for {} holds", reply.len(), holds.len()),
             ));
         }
-        Ok(reply.into_iter().map(|answer| answer == 1).collect())
+        // `count + 1`: the hold is there, but not every timeout key was next to its Hash.
+        let strays: Vec<crate::ask::HoldArgs> = holds
+            .iter()
+            .zip(&reply)
+            .filter(|(_, answer)| **answer >= 2)
+            .flat_map(|((_, _, prefix), answer)| {
+                (1..=(answer - 1).min(MOST_TIMEOUT_KEYS)).map(move |k| (format!("{prefix}:{k}"), Vec::new()))
+            })
+            .collect();
+        if !strays.is_empty() {
+            tracing::debug!(key = %first_key, keys = strays.len(), "read renewal: timeout keys away from their Hash");
+            let left = budget.saturating_sub(start.elapsed());
+            // Answers ignored: a timeout key gone from both nodes is a hold whose own
+            // lease ran out; its reader field (the hold count) was renewed above.
+            crate::ask::run_hold_batch(&self.client, &scripts::READ_RENEW_TIMEOUTS, lease, strays, left).await?;
+        }
+        Ok(reply.into_iter().map(|answer| answer >= 1).collect())
     }
 
     /// Runs `verify_batch.lua` for `holds` (lock key, owner): returns, per hold in
@@ -404,7 +431,7 @@ impl LockStore {
     pub async fn verify_batch(&self, holds: &[(&str, &str)]) -> Result<Vec<bool>> {
         // Read-only, but it waits at the write gate too: after a switch it must read the
         // new primary, not the old one.
-        self.run_hold_batch(&scripts::VERIFY_BATCH, holds, None).await
+        self.run_hold_batch(&scripts::VERIFY_BATCH, holds, Vec::new()).await
     }
 
     /// Runs a per-hold batch script (`renew_batch.lua`, `verify_batch.lua`): KEYS = the
@@ -414,14 +441,15 @@ impl LockStore {
         &self,
         script: &'static LuaScript,
         holds: &[(&str, &str)],
-        leading: Option<String>,
+        leading: Vec<Value>,
     ) -> Result<Vec<bool>> {
         let Some((first_key, _)) = holds.first() else { return Ok(Vec::new()) };
         let budget = self.write_budget(first_key).await?;
         // Not `script.run`: a hold batch follows a slot migration's ASK (and splits a
         // batch that straddles one) instead of waiting for the migration to end, which
         // could outlast the leases (`ask.rs`).
-        let reply = crate::ask::run_hold_batch(&self.client, script, leading.as_deref(), holds, budget).await?;
+        let batch = holds.iter().map(|(key, owner)| ((*key).to_owned(), vec![Value::from(*owner)])).collect();
+        let reply = crate::ask::run_hold_batch(&self.client, script, leading, batch, budget).await?;
         if reply.len() != holds.len() {
             return Err(Error::new(
                 ErrorKind::Redis,

@@ -80,6 +80,9 @@ pub(crate) struct Shared {
     mode: PubsubMode,
     /// Dropped with `Shared`: tells the task to stop.
     _shutdown: watch::Sender<()>,
+    /// `true` once the task ended (after its `QUIT`); a dropped sender (the task dropped
+    /// by a runtime shutting down) ends a wait too.
+    ended: watch::Receiver<bool>,
 }
 
 /// The channels waiters want, and which of them changed since the task last looked.
@@ -139,6 +142,7 @@ impl Subscriber {
         topology: Option<Client>,
     ) -> Self {
         let (shutdown_tx, shutdown_rx) = watch::channel(());
+        let (ended_tx, ended_rx) = watch::channel(false);
         let reconcile = Arc::new(Notify::new());
         let messages = client.message_rx();
         let reconnects = client.reconnect_rx();
@@ -154,6 +158,7 @@ impl Subscriber {
             client: client.clone(),
             mode,
             _shutdown: shutdown_tx,
+            ended: ended_rx,
         });
         let task = Task {
             shared: Arc::downgrade(&shared),
@@ -170,6 +175,7 @@ impl Subscriber {
             moved: HashSet::new(),
             topology_at: None,
             topology,
+            ended: ended_tx,
         };
         let changes = Changes { own: own_changes, command: command_changes };
         tokio::spawn(task.run(messages, reconnects, changes, shutdown_rx, reconcile));
@@ -178,10 +184,23 @@ impl Subscriber {
 
     /// Stops the subscriber task, as dropping the last handle would, after waking every
     /// waiter once (so that each looks at the lock again instead of waiting for a
-    /// message that will not come). The connection is left as it is.
+    /// message that will not come). The task quits the subscriber connection on its way
+    /// out (`QUIT`, within the command timeout): its owner must not quit it too (fred
+    /// warns at a second `QUIT`); [`Subscriber::ended`] waits for it.
     pub fn stop(&self) {
         self.shared.wake_all();
         self.shared._shutdown.send_replace(());
+    }
+
+    /// Resolves when the subscriber task has ended, its connection quit (after
+    /// [`Subscriber::stop`], or when the connection closed under it), or was dropped by
+    /// its runtime shutting down.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn ended(&self) {
+        let mut ended = self.shared.ended.clone();
+        let _ = ended.wait_for(|ended| *ended).await;
     }
 
     /// How this subscriber subscribes.
@@ -547,6 +566,8 @@ struct Task {
     /// Sharded: the command client, whose slot map and `CLUSTER SLOTS` say where slots
     /// are (the subscriber's connections are in subscribed mode).
     topology: Option<Client>,
+    /// Set once the task ended ([`Subscriber::ended`]).
+    ended: watch::Sender<bool>,
 }
 
 /// The cluster change streams a sharded subscriber watches.
@@ -647,7 +668,9 @@ impl Task {
                 self.topology_at = Some(Instant::now() + TOPOLOGY_CHECK);
             }
         }
+        // The one `QUIT` of this connection (its owner waits for it: `ended`).
         let _ = tokio::time::timeout(self.command_timeout, self.client.quit()).await;
+        self.ended.send_replace(true);
     }
 
     /// Brings the subscriptions of the dirty channels in line with what waiters want.
