@@ -215,16 +215,23 @@ impl Semaphore {
     /// wakes at most that many waiters of each client. Any handle may release, whether
     /// or not it acquired (Redisson's `release`: no owner, no upper bound).
     ///
+    /// Exactly once: the call has an operation id of its own, and timeouts, connection
+    /// errors and the server's transient states (a failover) are retried with it after a
+    /// back-off while they can finish within the client's replay window (at most 60 s);
+    /// a retry of a release that did run finds its record and gives nothing back twice.
+    ///
     /// # Errors
-    /// As [`Semaphore::acquire`], without the retries: a timeout leaves it unknown
-    /// whether the permits were given back.
+    /// As [`Semaphore::acquire`]; a transient error when the retries ran out, which
+    /// leaves it unknown whether the permits were given back (once at most).
     ///
     /// # Cancel safety
-    /// As [`Semaphore::try_set_permits`].
+    /// Dropping the future stops the retries: a send in flight may still land (once).
     pub async fn release(&self, permits: u32) -> Result<()> {
         let permits = positive(permits, "release")?;
         let names = self.names()?;
-        self.shared.client.store.semaphore_release(names, permits).await.map(drop)
+        // One operation id for the call and its retries: a replay gives nothing back twice.
+        let (client, op) = (&self.shared.client, lock_core::semaphore::SemaphoreOp::random());
+        crate::semaphore_ops::release(&client.store, client.config.replay_window, names, permits, op).await.map(drop)
     }
 
     /// The wait of every acquire: `None` = unbounded, `Some(ZERO)` = one attempt.
@@ -251,6 +258,7 @@ impl Semaphore {
             Outcome::of(&result, waits),
             start.elapsed(),
         );
-        result.map(|taken| taken.is_some())
+        // The caller owes the permits back now (`release(n)`).
+        result.map(|taken| taken.map(crate::semaphore_wait::SemaphoreTaken::keep).is_some())
     }
 }
