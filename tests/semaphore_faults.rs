@@ -117,28 +117,34 @@ struct Load {
     cycles: AtomicU64,
 }
 
-/// One task of the load: acquires one permit (an unbounded wait, a bounded one, or one
-/// cancelled by a short timeout, in turn), holds it a moment and releases it, until told
+/// One task of the load: acquires one permit (an unbounded wait, a single try, a bounded
+/// wait, or a single try cancelled by a short timeout, in turn), holds it a moment and releases it, until told
 /// to stop. Every release must succeed (it is retried through the stall).
-async fn cycle(sem: leasehold::Semaphore, load: Arc<Load>, permits: i64) {
-    let mut turn = 0u64;
+async fn cycle(sem: leasehold::Semaphore, load: Arc<Load>, permits: i64, first_turn: u64) {
+    // Each task starts at another turn, so that at any moment they are spread over them.
+    let mut turn = first_turn;
     while !load.stop.load(Ordering::SeqCst) {
         turn += 1;
-        let held = match turn % 3 {
+        let held = match turn % 4 {
             0 => sem.acquire(1).await.map(|()| true).expect("an unbounded acquire retries transient errors"),
-            1 => sem.try_acquire_with(1, Duration::from_millis(200)).await.unwrap_or(false),
-            _ => matches!(timeout(Duration::from_millis(150), sem.acquire(1)).await, Ok(Ok(()))),
+            // A single try is always sent, even behind waiters: in flight when the server
+            // freezes, it fails in doubt.
+            1 => sem.try_acquire(1).await.unwrap_or(false),
+            2 => sem.try_acquire_with(1, Duration::from_millis(200)).await.unwrap_or(false),
+            _ => matches!(timeout(Duration::from_millis(150), sem.try_acquire(1)).await, Ok(Ok(true))),
         };
-        if !held {
-            continue;
+        if held {
+            let now = load.inside.fetch_add(1, Ordering::SeqCst) + 1;
+            load.most_inside.fetch_max(now, Ordering::SeqCst);
+            assert!(now <= permits, "{now} holders of {permits} permits");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            load.inside.fetch_sub(1, Ordering::SeqCst);
+            sem.release(1).await.expect("a release is retried through the stall");
+            load.cycles.fetch_add(1, Ordering::SeqCst);
         }
-        let now = load.inside.fetch_add(1, Ordering::SeqCst) + 1;
-        load.most_inside.fetch_max(now, Ordering::SeqCst);
-        assert!(now <= permits, "{now} holders of {permits} permits");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-        load.inside.fetch_sub(1, Ordering::SeqCst);
-        sem.release(1).await.expect("a release is retried through the stall");
-        load.cycles.fetch_add(1, Ordering::SeqCst);
+        // Idle a moment, so that when the server freezes some tasks are between calls and
+        // their next acquire is the one in flight (not only releases).
+        tokio::time::sleep(Duration::from_millis(4 + turn % 5)).await;
     }
 }
 
@@ -156,7 +162,7 @@ async fn a_stalled_server_under_load_keeps_the_exact_count() {
     assert!(sem.try_set_permits(6).await.expect("set"));
     let load = Arc::new(Load::default());
     let tasks: Vec<_> =
-        (0..PERMITS).map(|_| tokio::spawn(cycle(client.semaphore("sem:stall"), load.clone(), PERMITS))).collect();
+        (0..6).map(|task| tokio::spawn(cycle(client.semaphore("sem:stall"), load.clone(), PERMITS, task))).collect();
     assert!(wait_until(Duration::from_secs(10), || load.cycles.load(Ordering::SeqCst) >= 30).await, "load runs");
     server.pause();
     tokio::time::sleep(Duration::from_secs(4)).await; // the stall's length, not an ordering
@@ -174,5 +180,8 @@ async fn a_stalled_server_under_load_keeps_the_exact_count() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(count(&server, "sem:stall"), Some(PERMITS));
     assert!(load.most_inside.load(Ordering::SeqCst) <= PERMITS);
+    // The stall did leave acquires in doubt, and they were undone.
+    let undone = records(&server, "sem:stall").iter().filter(|r| r.starts_with("cancelled")).count();
+    assert!(undone > 0, "no acquire was in doubt: the stall tested nothing");
     assert!(sem.try_acquire(6).await.expect("try") && !sem.try_acquire(1).await.expect("try"), "exactly 6");
 }
