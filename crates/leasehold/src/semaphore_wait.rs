@@ -30,7 +30,7 @@ pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 pub(crate) struct PermitsAttempt {
     store: LockStore,
     names: SemaphoreNames,
-    permits: i64,
+    permits: u32,
     plan: WaitPlan,
     op: SemaphoreOp,
     state: parking_lot::Mutex<OpState>,
@@ -105,14 +105,7 @@ impl PermitsAttempt {
             kind: Kind::Semaphore,
             permits: Some(u64::from(permits)),
         };
-        PermitsAttempt {
-            store,
-            names,
-            permits: i64::from(permits),
-            plan,
-            op: SemaphoreOp::random(),
-            state: parking_lot::Mutex::default(),
-        }
+        PermitsAttempt { store, names, permits, plan, op: SemaphoreOp::random(), state: parking_lot::Mutex::default() }
     }
 }
 
@@ -138,7 +131,7 @@ impl Attempt for PermitsAttempt {
             state.in_flight = true;
             *state.first_sent.get_or_insert_with(Instant::now)
         };
-        let reply = self.store.semaphore_try_acquire(&self.names, self.permits, self.op).await;
+        let reply = self.store.semaphore_try_acquire(&self.names, i64::from(self.permits), self.op).await;
         let mut state = self.state.lock();
         state.in_flight = false;
         match reply {
@@ -148,7 +141,7 @@ impl Attempt for PermitsAttempt {
                     store: self.store.clone(),
                     names: self.names.clone(),
                     op: self.op,
-                    permits: u32::try_from(self.permits).unwrap_or(u32::MAX),
+                    permits: self.permits,
                     first_sent,
                     kept: false,
                 }))
