@@ -1,15 +1,26 @@
 -- sem_release.lua: give permits back to a semaphore and tell its waiters (Redisson's
--- RSemaphore release script: no owner, no upper bound; a missing key is created).
+-- RSemaphore release script: no owner, no upper bound; a missing key is created),
+-- exactly once per operation id: a replay of the same operation is a no-op.
+--
+-- Two callers: the plain release(n) of permits taken elsewhere, with an operation id of
+-- its own (no record yet: it adds), and the release of one acquire's permits, with that
+-- acquire's id (record "taken N": it gives back N, whatever ARGV[1] says).
 --
 -- KEYS[1]  the semaphore NAME (String: the count of available permits, decimal)
 -- KEYS[2]  its channel, redisson_sc:{NAME}
--- ARGV[1]  permits to give back (1 or more; checked by the client)
+-- KEYS[3]  the operation's record, leasehold_sem_op:{NAME}:OP (String "STATE N", PX)
+-- ARGV[1]  permits to give back (1 or more; checked by the client) when the record does
+--          not say "taken N" (a record that expired while the permits were held)
 -- ARGV[2]  the publish command: publish, or spublish (sharded pub/sub)
+-- ARGV[3]  the life of the "released" record, ms (the window for replays)
 --
 -- Replies:
---   the count after the release. It is published on KEYS[2] when above 0.
+--   {count, 1}  given back: the count after INCRBY, published on KEYS[2] when above 0;
+--               the record says "released N"
+--   {count, 0}  the record said "released" or "cancelled" already (a replay): untouched
 -- Errors:
---   WRONGTYPE   KEYS[1] is not a String, or not a whole number; nothing was written
+--   WRONGTYPE   KEYS[1] is not a String, or not a whole number, or KEYS[3] is not a
+--               record; nothing was written
 local raw = redis.call('get', KEYS[1])
 local count = 0
 if raw then
@@ -18,8 +29,27 @@ if raw then
     return redis.error_reply('WRONGTYPE semaphore ' .. KEYS[1] .. ' holds a String that is not a count')
   end
 end
-local left = redis.call('incrby', KEYS[1], ARGV[1])
+local op_state = false
+local op_permits = 0
+local op_raw = redis.call('get', KEYS[3])
+if op_raw then
+  local state, n = string.match(op_raw, '^(%a+) (%d+)$')
+  if (state ~= 'taken' and state ~= 'released' and state ~= 'cancelled') or n == nil then
+    return redis.error_reply('WRONGTYPE semaphore operation ' .. KEYS[3] .. ' holds no operation record')
+  end
+  op_state = state
+  op_permits = tonumber(n)
+end
+if op_state and op_state ~= 'taken' then
+  return {count, 0}
+end
+local give = ARGV[1]
+if op_state == 'taken' then
+  give = string.format('%d', op_permits)
+end
+local left = redis.call('incrby', KEYS[1], give)
+redis.call('set', KEYS[3], 'released ' .. give, 'px', ARGV[3])
 if left > 0 then
   redis.call(ARGV[2], KEYS[2], string.format('%d', left))
 end
-return left
+return {left, 1}

@@ -164,6 +164,7 @@ mod replicas;
 mod retry;
 mod rw_guard;
 mod semaphore;
+mod semaphore_ops;
 mod semaphore_permit;
 mod semaphore_wait;
 mod sentinel;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::semaphore::SemaphoreNames;
+use lock_core::semaphore::{SemaphoreNames, SemaphoreOp};
 use lock_core::{args, Error, Result};
 use tokio::time::Instant;
 
@@ -220,22 +220,44 @@ impl Semaphore {
     /// [`SemaphorePermit::forget`]); permits taken here are given back by their
     /// [`SemaphorePermit`].
     ///
+    /// Exactly once: the call has an operation id of its own, and timeouts, connection
+    /// errors and the server's transient states (a failover) are retried with it after a
+    /// back-off while they can finish within the client's replay window (at most 60 s);
+    /// a retry of a release that did run finds its record and gives nothing back twice.
+    ///
     /// # Errors
-    /// As [`Semaphore::acquire`], without the retries: a timeout leaves it unknown
-    /// whether the permits were given back.
+    /// As [`Semaphore::acquire`]; a transient error when the retries ran out, which
+    /// leaves it unknown whether the permits were given back (once at most).
     ///
     /// # Cancel safety
-    /// As [`Semaphore::try_set_permits`].
+    /// Dropping the future stops the retries: a send in flight may still land (once).
     pub async fn release(&self, permits: u32) -> Result<()> {
         let permits = positive(permits, "release")?;
         let names = self.names()?;
-        self.shared.client.store.semaphore_release(names, permits).await.map(drop)
+        // One operation id for the call and its retries: a replay gives nothing back twice.
+        let (client, op) = (&self.shared.client, lock_core::semaphore::SemaphoreOp::random());
+        crate::semaphore_ops::release(&client.store, client.config.replay_window, names, permits, op).await.map(drop)
     }
 
-    /// Gives back the permits of a [`SemaphorePermit`] (its release, its drop).
-    pub(crate) async fn give_back(&self, permits: u32) -> Result<()> {
+    /// Gives back the permits the acquire `op` took (a [`SemaphorePermit`]'s release or
+    /// drop), exactly once, retried as [`Semaphore::release`] is.
+    pub(crate) async fn give_back(&self, op: SemaphoreOp, permits: u32) -> Result<()> {
+        let (names, client) = (self.names()?, &self.shared.client);
+        crate::semaphore_ops::release(&client.store, client.config.replay_window, names, i64::from(permits), op)
+            .await
+            .map(drop)
+    }
+
+    /// One attempt of [`Semaphore::give_back`], for `Client::shutdown` (which bounds
+    /// the wait and retries nothing).
+    pub(crate) async fn give_back_once(&self, op: SemaphoreOp, permits: u32) -> Result<()> {
         let names = self.names()?;
-        self.shared.client.store.semaphore_release(names, i64::from(permits)).await.map(drop)
+        self.shared.client.store.semaphore_release_taken(names, i64::from(permits), op).await.map(drop)
+    }
+
+    /// The client's live holds, where a [`SemaphorePermit`] enters.
+    pub(crate) fn live(&self) -> &crate::live::LiveGuards {
+        &self.shared.client.live
     }
 
     /// How long a wait for permits waits before it checks, once, whether the
@@ -293,6 +315,10 @@ impl Semaphore {
             Outcome::of(&result, waits),
             start.elapsed(),
         );
-        Ok(result?.map(|()| SemaphorePermit::new(self.clone(), permits)))
+        // The permits are the guard's now: it gives them back with the acquire's id.
+        Ok(result?.map(|taken| {
+            let (op, permits) = taken.keep();
+            SemaphorePermit::new(self.clone(), op, permits)
+        }))
     }
 }

@@ -1,7 +1,12 @@
 //! The permits one acquire of a [`Semaphore`](crate::Semaphore) took, as a guard.
 
-use lock_core::Result;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
+use lock_core::semaphore::SemaphoreOp;
+use lock_core::{Error, ErrorKind, Result};
+
+use crate::live::{BoxFuture, LiveHold};
 use crate::semaphore::Semaphore;
 
 /// The permits one acquire of a [`Semaphore`](crate::Semaphore) took: tokio's
@@ -15,68 +20,120 @@ use crate::semaphore::Semaphore;
 /// [`SemaphorePermit::forget`] keeps them taken on purpose (to be given back later with
 /// [`Semaphore::release`](crate::Semaphore::release), by this process or another).
 ///
+/// The give-back carries the acquire's operation id, so however often it is retried or
+/// replayed (a lost reply, a failover, a `release` cancelled and then the drop's
+/// background give-back) the permits come back once
+/// (`docs/architecture/semaphores.md`, "Exactly once").
+///
 /// The permits have no owner and no lease in Redis (Redisson's `RSemaphore` layout): a
 /// process that dies holding them never gives them back. Use
 /// [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore) where that matters.
 /// [`Client::shutdown`](crate::Client::shutdown) gives back the permits of every
-/// permit guard still alive.
+/// permit guard still alive (not the forgotten ones), and those guards report
+/// [`is_lost`](SemaphorePermit::is_lost) from then on.
 #[must_use = "dropping the permit gives its permits back (in the background)"]
 #[clippy::has_significant_drop]
 pub struct SemaphorePermit {
-    semaphore: Semaphore,
-    permits: u32,
+    held: Arc<PermitsHeld>,
+    /// Its entry in the client's live holds (for `Client::shutdown`).
+    live: u64,
     runtime: Option<tokio::runtime::Handle>,
-    /// Set once the permits were given back (or forgotten); `Drop` then does nothing.
+    /// Set once the permits were given back (or forgotten); `Drop` then sends nothing.
     done: bool,
+}
+
+/// What the client's live registry shares with a [`SemaphorePermit`].
+struct PermitsHeld {
+    semaphore: Semaphore,
+    /// The acquire's operation id: the give-back's id too.
+    op: SemaphoreOp,
+    permits: u32,
+    /// Set by `Client::shutdown` (which gave the permits back, or tried to).
+    ended: AtomicBool,
+}
+
+impl LiveHold for PermitsHeld {
+    fn release(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            if self.ended.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            self.semaphore.give_back_once(self.op, self.permits).await
+        })
+    }
+
+    fn end_locally(&self) {
+        self.ended.store(true, Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for SemaphorePermit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SemaphorePermit")
-            .field("key", &crate::debug::Bounded(self.semaphore.key()))
-            .field("permits", &self.permits)
+            .field("key", &crate::debug::Bounded(self.held.semaphore.key()))
+            .field("permits", &self.held.permits)
+            .field("lost", &self.is_lost())
             .finish()
     }
 }
 
 impl SemaphorePermit {
-    /// The guard of `permits` permits just taken through `semaphore`.
-    pub(crate) fn new(semaphore: Semaphore, permits: u32) -> Self {
+    /// The guard of `permits` permits just taken through `semaphore` by the acquire `op`.
+    pub(crate) fn new(semaphore: Semaphore, op: SemaphoreOp, permits: u32) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        SemaphorePermit { semaphore, permits, runtime, done: false }
+        let held = Arc::new(PermitsHeld { semaphore, op, permits, ended: AtomicBool::new(false) });
+        let weak: std::sync::Weak<dyn LiveHold> = Arc::downgrade(&held) as _;
+        let live = held.semaphore.live().insert(weak);
+        SemaphorePermit { held, live, runtime, done: false }
     }
 
     /// How many permits this guard holds.
     pub fn permits(&self) -> u32 {
-        self.permits
+        self.held.permits
     }
 
     /// The semaphore's Redis key.
     pub fn key(&self) -> &str {
-        self.semaphore.key()
+        self.held.semaphore.key()
+    }
+
+    /// `true` once [`Client::shutdown`](crate::Client::shutdown) gave the permits back
+    /// (a semaphore's permits have no lease: nothing else ends them).
+    pub fn is_lost(&self) -> bool {
+        self.held.ended.load(Ordering::Acquire)
     }
 
     /// Gives the permits back and publishes the new count, which wakes at most that
-    /// many waiters of each client.
+    /// many waiters of each client. Transient errors (timeouts, connection errors, a
+    /// failover) are retried with the acquire's operation id, as
+    /// [`Semaphore::release`](crate::Semaphore::release) retries: the permits come back
+    /// once.
     ///
     /// # Errors
+    /// [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown) when the client was shut down
+    /// (which gave the permits back; nothing sent);
     /// [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key now holds
-    /// another type (nothing written); timeouts and connection errors once the retries
-    /// are spent: the give-back then goes on in the background (see below).
+    /// another type (nothing written); a transient error once the retries ran out, after
+    /// which the give-back goes on in the background.
     ///
     /// # Cancel safety
     /// Dropping the future gives the permits back in the background, as dropping the
-    /// guard does; a release already sent is not applied twice.
+    /// guard does; a give-back already sent is not applied twice.
     pub async fn release(mut self) -> Result<()> {
-        let result = self.semaphore.give_back(self.permits).await;
+        if self.is_lost() {
+            self.done = true;
+            return Err(Error::new(ErrorKind::Shutdown, "the client was shut down, which gave the permits back")
+                .with_key(self.key()));
+        }
+        let result = self.held.semaphore.give_back(self.held.op, self.held.permits).await;
         if result.is_ok() {
             self.done = true;
         }
         result
     }
 
-    /// Keeps the permits taken: nothing is sent, now or on drop. They stay taken until
-    /// someone calls [`Semaphore::release`](crate::Semaphore::release).
+    /// Keeps the permits taken: nothing is sent, now, on drop or at shutdown. They stay
+    /// taken until someone calls [`Semaphore::release`](crate::Semaphore::release).
     pub fn forget(mut self) {
         self.done = true;
     }
@@ -84,17 +141,25 @@ impl SemaphorePermit {
 
 impl Drop for SemaphorePermit {
     fn drop(&mut self) {
-        if self.done {
+        self.held.semaphore.live().remove(self.live);
+        if self.done || self.is_lost() {
             return;
         }
         let Some(runtime) = self.runtime.take() else {
-            tracing::warn!(semaphore = %self.semaphore.key(), permits = self.permits, "a permit dropped with no runtime left: its permits stay taken");
+            tracing::warn!(
+                semaphore = %self.held.semaphore.key(),
+                permits = self.held.permits,
+                "a permit guard dropped with no runtime left: its permits stay taken"
+            );
             return;
         };
-        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
+        let held = self.held.clone();
         drop(runtime.spawn(async move {
-            if let Err(error) = semaphore.give_back(permits).await {
-                tracing::warn!(semaphore = %semaphore.key(), %error, permits, "the permits of a dropped permit guard were not given back");
+            if let Err(error) = held.semaphore.give_back(held.op, held.permits).await {
+                tracing::warn!(
+                    semaphore = %held.semaphore.key(), %error, permits = held.permits,
+                    "the permits of a dropped permit guard were not given back"
+                );
             }
         }));
     }

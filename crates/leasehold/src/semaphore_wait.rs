@@ -1,14 +1,21 @@
 //! A semaphore's acquire, as the wait engine (`wait.rs`) sees it: one attempt is one
 //! `sem_try_acquire.lua`, a waiter waits in its client's line on `redisson_sc:{NAME}`
 //! for a count that covers it, and re-checks on a timer in case a message was lost.
+//!
+//! Every attempt of one acquire call carries the call's operation id ([`SemaphoreOp`]),
+//! so a retried or late-run attempt counts once (the server answers it from the
+//! operation's record). A call that ends without handing its permits to its caller while
+//! some attempt's outcome is unknown (in flight, timed out, reply lost, future dropped)
+//! is undone in the background (`semaphore_ops::cancel_in_background`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::semaphore::SemaphoreNames;
-use lock_core::{Error, ErrorKind, LockStore, QueueKind, Result, WaitChannel};
+use lock_core::semaphore::{SemaphoreNames, SemaphoreOp};
+use lock_core::{LockStore, QueueKind, Result, WaitChannel};
 use tokio::time::Instant;
 
+use crate::semaphore_ops::cancel_in_background;
 use crate::telemetry::Kind;
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 
@@ -19,12 +26,72 @@ use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 /// are there. One call a second per semaphore per client, from its first waiter only.
 pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
-/// One acquire call of `permits` permits.
+/// One acquire call of `permits` permits, as the operation `op`.
 pub(crate) struct PermitsAttempt {
     store: LockStore,
     names: SemaphoreNames,
-    permits: i64,
+    permits: u32,
     plan: WaitPlan,
+    op: SemaphoreOp,
+    state: parking_lot::Mutex<OpState>,
+}
+
+/// What the call knows of its operation's outcome.
+#[derive(Default)]
+struct OpState {
+    /// An attempt is in flight: dropped now, its outcome is unknown.
+    in_flight: bool,
+    /// An attempt ended without its outcome (a timeout, a lost reply, a reset
+    /// connection): it may have taken, now or later.
+    unsure: bool,
+    /// When the first attempt was sent: the undo's retries end `OP_TAKEN_TTL` after it.
+    first_sent: Option<Instant>,
+    /// An attempt answered "taken" and handed its [`SemaphoreTaken`] out: the permits
+    /// are no longer this call's to give back.
+    handed_out: bool,
+}
+
+/// The permits one acquire took: its operation id and count. Whoever holds it owes
+/// them back: [`SemaphoreTaken::keep`] takes that over (a permit guard, or a caller that
+/// will `release(n)` itself); dropped without it, it undoes the acquire in the background
+/// (the caller never learned of the permits).
+pub(crate) struct SemaphoreTaken {
+    store: LockStore,
+    names: SemaphoreNames,
+    op: SemaphoreOp,
+    permits: u32,
+    first_sent: Instant,
+    kept: bool,
+}
+
+impl SemaphoreTaken {
+    /// The acquire's operation id: [`LockStore::semaphore_release_taken`] with it gives
+    /// exactly these permits back, once.
+    #[allow(dead_code)] // The permit guard's; `Semaphore::acquire` keeps the permits.
+    pub(crate) fn op(&self) -> SemaphoreOp {
+        self.op
+    }
+
+    /// How many permits were taken.
+    #[allow(dead_code)] // As `op`.
+    pub(crate) fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// The caller has the permits now and owes them back: dropping this no longer
+    /// undoes the acquire.
+    pub(crate) fn keep(mut self) -> (SemaphoreOp, u32) {
+        self.kept = true;
+        (self.op, self.permits)
+    }
+}
+
+impl Drop for SemaphoreTaken {
+    fn drop(&mut self) {
+        if !self.kept {
+            cancel_in_background(self.store.clone(), self.names.clone(), self.op, self.first_sent);
+        }
+    }
 }
 
 impl PermitsAttempt {
@@ -38,12 +105,12 @@ impl PermitsAttempt {
             kind: Kind::Semaphore,
             permits: Some(u64::from(permits)),
         };
-        PermitsAttempt { store, names, permits: i64::from(permits), plan }
+        PermitsAttempt { store, names, permits, plan, op: SemaphoreOp::random(), state: parking_lot::Mutex::default() }
     }
 }
 
 impl Attempt for PermitsAttempt {
-    type Acquired = ();
+    type Acquired = SemaphoreTaken;
 
     fn plan(&self) -> &WaitPlan {
         &self.plan
@@ -54,27 +121,37 @@ impl Attempt for PermitsAttempt {
         ServerQueue { channel: self.names.channel().clone(), owner: Arc::from("") }
     }
 
-    /// The script runs in a task of its own, so that a caller that goes away while it
-    /// is in flight (a cancelled wait, a timed-out `select!`) does not lose the permits
-    /// it may have taken: whichever of the task and the departing caller comes second
-    /// gives them back (`sem_release.lua`), see [`Handoff`].
-    async fn attempt(&self, _waiting: bool) -> Result<std::result::Result<(), NotAcquired>> {
-        let (store, names, permits) = (self.store.clone(), self.names.clone(), self.permits);
-        let handoff = Arc::new(Handoff::default());
-        let caller = Caller { handoff: handoff.clone(), store: store.clone(), names: names.clone(), permits };
-        drop(tokio::spawn(async move {
-            let taken = store.semaphore_try_acquire(&names, permits).await;
-            if handoff.answer(taken) {
-                give_back(store, names, permits).await;
+    /// One `sem_try_acquire.lua` as this call's operation. Safe to drop at any point:
+    /// an attempt dropped in flight, or one that failed without an answer, leaves the
+    /// call in doubt, and the call's `Drop` undoes the operation unless permits were
+    /// handed out.
+    async fn attempt(&self, _waiting: bool) -> Result<std::result::Result<SemaphoreTaken, NotAcquired>> {
+        let first_sent = {
+            let mut state = self.state.lock();
+            state.in_flight = true;
+            *state.first_sent.get_or_insert_with(Instant::now)
+        };
+        let reply = self.store.semaphore_try_acquire(&self.names, i64::from(self.permits), self.op).await;
+        let mut state = self.state.lock();
+        state.in_flight = false;
+        match reply {
+            Ok(true) => {
+                state.handed_out = true;
+                Ok(Ok(SemaphoreTaken {
+                    store: self.store.clone(),
+                    names: self.names.clone(),
+                    op: self.op,
+                    permits: self.permits,
+                    first_sent,
+                    kept: false,
+                }))
             }
-        }));
-        match caller.answer().await {
-            Some(Ok(true)) => Ok(Ok(())),
-            Some(Ok(false)) => Ok(Err(NotAcquired { pttl: Some(RECHECK), position: None })),
-            Some(Err(error)) => Err(error),
-            None => {
-                Err(Error::new(ErrorKind::Shutdown, "the runtime stopped the semaphore's call")
-                    .with_key(self.names.key()))
+            Ok(false) => Ok(Err(NotAcquired { pttl: Some(RECHECK), position: None })),
+            Err(error) => {
+                // A timeout or a connection lost after sending: it may have run (or run
+                // later). A retry of the same operation is answered from its record.
+                state.unsure |= error.is_ambiguous();
+                Err(error)
             }
         }
     }
@@ -82,7 +159,7 @@ impl Attempt for PermitsAttempt {
     /// The next waiter in line becomes first and waits for the next count message, or
     /// for [`RECHECK`]: the message that woke this waiter woke as many as its count
     /// covered, so trying at once would mostly be answered "not enough".
-    fn held_until((): &()) -> Instant {
+    fn held_until(_: &SemaphoreTaken) -> Instant {
         lock_core::args::instant_after(Instant::now(), RECHECK)
     }
 
@@ -93,96 +170,15 @@ impl Attempt for PermitsAttempt {
     // No queue place: the trait's default clean-up (nothing to remove).
 }
 
-/// Where an attempt's task leaves its answer for the caller, and where a caller that
-/// went away says so: the permits taken are never lost between the two.
-#[derive(Default)]
-struct Handoff {
-    state: parking_lot::Mutex<HandoffState>,
-    answered: tokio::sync::Notify,
-}
-
-#[derive(Default)]
-enum HandoffState {
-    /// The script has not answered, and the caller still waits.
-    #[default]
-    Pending,
-    /// The script answered; the caller has not read it yet.
-    Answered(Result<bool>),
-    /// The caller read the answer.
-    Read,
-    /// The caller went away before the answer came.
-    Abandoned,
-}
-
-impl Handoff {
-    /// The task's side: leaves `taken` for the caller. `true` when the caller went away
-    /// and the task must give the permits back.
-    fn answer(&self, taken: Result<bool>) -> bool {
-        let mut state = self.state.lock();
-        if matches!(*state, HandoffState::Abandoned) {
-            return matches!(taken, Ok(true));
-        }
-        *state = HandoffState::Answered(taken);
-        drop(state);
-        self.answered.notify_one();
-        false
-    }
-}
-
-/// The caller's side of a [`Handoff`]; dropping it unread gives back permits the answer
-/// holds (in the background) or tells the task to.
-struct Caller {
-    handoff: Arc<Handoff>,
-    store: LockStore,
-    names: SemaphoreNames,
-    permits: i64,
-}
-
-impl Caller {
-    /// Waits for the task's answer; `None` if the task ended without one (its runtime
-    /// shut down).
-    async fn answer(&self) -> Option<Result<bool>> {
-        loop {
-            let notified = self.handoff.answered.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let mut state = self.handoff.state.lock();
-                if matches!(*state, HandoffState::Answered(_)) {
-                    if let HandoffState::Answered(taken) = std::mem::replace(&mut *state, HandoffState::Read) {
-                        return Some(taken);
-                    }
-                }
-            }
-            if Arc::strong_count(&self.handoff) == 1 {
-                return None; // the task is gone without answering
-            }
-            notified.await;
-        }
-    }
-}
-
-impl Drop for Caller {
+impl Drop for PermitsAttempt {
+    /// The call is over. If it handed no permits out while an attempt's outcome is
+    /// unknown, the operation is undone in the background (never blocking): the permits
+    /// it took are given back, or a late run of it is refused.
     fn drop(&mut self) {
-        let mut state = self.handoff.state.lock();
-        match std::mem::replace(&mut *state, HandoffState::Abandoned) {
-            HandoffState::Answered(Ok(true)) => {
-                // Taken, never read: give it back. Never blocks; with no runtime left there
-                // is nothing to send it with.
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    let (store, names, permits) = (self.store.clone(), self.names.clone(), self.permits);
-                    drop(runtime.spawn(give_back(store, names, permits)));
-                }
-            }
-            HandoffState::Read => *state = HandoffState::Read,
-            _ => {}
+        let state = self.state.get_mut();
+        if !state.handed_out && (state.in_flight || state.unsure) {
+            let since = state.first_sent.unwrap_or_else(Instant::now);
+            cancel_in_background(self.store.clone(), self.names.clone(), self.op, since);
         }
-    }
-}
-
-/// Gives back the permits of an acquire whose caller went away.
-async fn give_back(store: LockStore, names: SemaphoreNames, permits: i64) {
-    if let Err(error) = store.semaphore_release(&names, permits).await {
-        tracing::warn!(semaphore = %names.key(), %error, permits, "permits of a cancelled acquire not given back");
     }
 }

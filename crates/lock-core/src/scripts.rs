@@ -77,6 +77,8 @@ pub static MULTI_ACQUIRE: LazyLock<LuaScript> = lua!("multi_acquire.lua");
 pub static SEM_TRY_ACQUIRE: LazyLock<LuaScript> = lua!("sem_try_acquire.lua");
 /// `sem_release.lua`: give permits back to a semaphore and publish its count.
 pub static SEM_RELEASE: LazyLock<LuaScript> = lua!("sem_release.lua");
+/// `sem_cancel.lua`: undo a semaphore acquire whose outcome is unknown, once.
+pub static SEM_CANCEL: LazyLock<LuaScript> = lua!("sem_cancel.lua");
 /// `sem_try_set_permits.lua`: set a semaphore's count once, if it was never set.
 pub static SEM_TRY_SET_PERMITS: LazyLock<LuaScript> = lua!("sem_try_set_permits.lua");
 /// `sem_add_permits.lua`: add to (or take from) a semaphore's count.
@@ -98,7 +100,7 @@ pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
 pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 33] {
+pub fn all() -> [&'static LuaScript; 34] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -124,6 +126,7 @@ pub fn all() -> [&'static LuaScript; 33] {
         &MULTI_ACQUIRE,
         &SEM_TRY_ACQUIRE,
         &SEM_RELEASE,
+        &SEM_CANCEL,
         &SEM_TRY_SET_PERMITS,
         &SEM_ADD_PERMITS,
         &SEM_DRAIN,

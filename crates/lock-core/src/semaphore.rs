@@ -3,8 +3,16 @@
 //! count on `redisson_sc:{NAME}`. Each call is one script (`lua/sem_*.lua`) through the
 //! store's one entry point, so it waits at the write gate, reloads on `NOSCRIPT` and
 //! follows redirects as a lock's calls do.
+//!
+//! The calls that change the count on behalf of one acquire or release carry an
+//! operation id ([`SemaphoreOp`]) and leave a short-lived record of it beside the count
+//! (`leasehold_sem_op:{NAME}:OP`, which Redisson never reads), so that a retried, replayed
+//! or late-run call counts once and an acquire whose outcome was never learned can be
+//! undone ([`LockStore::semaphore_cancel`]); `docs/architecture/semaphores.md`, "Exactly
+//! once", has the state machine.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use fred::prelude::KeysInterface;
 use fred::types::{Key, Value};
@@ -50,6 +58,12 @@ impl SemaphoreNames {
         &self.channel
     }
 
+    /// The record of the operation `op`, `leasehold_sem_op:{NAME}:OP` (OP in 32 hex
+    /// digits): derived like the channel ([`derived_key`]), so it is in `NAME`'s slot.
+    pub fn op_key(&self, op: SemaphoreOp) -> String {
+        format!("{}:{op}", derived_key(SEMAPHORE_OP_PREFIX, &self.key))
+    }
+
     fn key_only(&self) -> Vec<Key> {
         vec![Key::from(&*self.key)]
     }
@@ -63,34 +77,165 @@ fn int(n: i64) -> Value {
     Value::Integer(n)
 }
 
+/// Prefix of a semaphore operation's record, `leasehold_sem_op:{NAME}:OP` (leasehold
+/// only; Redisson ignores it): a String `"STATE N"` (`taken`, `released` or `cancelled`,
+/// and the permits it moved) with a PX TTL, in `NAME`'s hash slot.
+pub const SEMAPHORE_OP_PREFIX: &str = "leasehold_sem_op";
+
+/// How long a `taken` record lives: the window in which a retry of the same acquire (a
+/// wait retrying through an outage, a fred client replaying after a reconnect) or the
+/// undo of an acquire whose outcome was never learned can still come and be answered
+/// from it. Past it the record is gone: a retry would take again and an undo would find
+/// nothing to give back (the permits of that one acquire stay taken, as without records).
+pub const OP_TAKEN_TTL: Duration = Duration::from_secs(300);
+
+/// How long a `released` or `cancelled` record lives: the window in which a replay of the
+/// release or undo (retried within it, see `leasehold`'s release retries), or a late run
+/// of an undone acquire (a command still in flight when its undo ran), is recognised and
+/// changes nothing.
+pub const OP_DONE_TTL: Duration = Duration::from_secs(60);
+
+/// One semaphore operation's id: 16 random bytes, made once per acquire or release call
+/// and sent with every retry of it and with its undo. Its record is
+/// [`SemaphoreNames::op_key`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SemaphoreOp([u8; 16]);
+
+impl SemaphoreOp {
+    /// A new random id (two v4 UUIDs mixed, so all 128 bits are random).
+    pub fn random() -> Self {
+        let a = uuid::Uuid::new_v4().as_u128();
+        let b = uuid::Uuid::new_v4().as_u128();
+        SemaphoreOp((a ^ b.rotate_left(17)).to_be_bytes())
+    }
+}
+
+impl std::fmt::Display for SemaphoreOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for SemaphoreOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SemaphoreOp({self})")
+    }
+}
+
+/// The answer of a release ([`LockStore::semaphore_release`],
+/// [`LockStore::semaphore_release_taken`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SemaphoreRelease {
+    /// The count of available permits after the call.
+    pub count: i64,
+    /// `true` when this call gave the permits back; `false` when an earlier run of the
+    /// same operation had (a replay: nothing changed).
+    pub applied: bool,
+}
+
+fn millis(ttl: Duration) -> Value {
+    int(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
+}
+
 impl LockStore {
-    /// `sem_try_acquire.lua`: takes `permits` (1 or more) if that many are available.
+    /// `sem_try_acquire.lua`: takes `permits` (1 or more) if that many are available, as
+    /// the operation `op`: a retry of the same `op` answers from its record (`true` if it
+    /// took) and never takes twice.
     ///
     /// # Errors
-    /// [`ErrorKind::WrongType`] when the key is not a String holding a whole number;
-    /// timeouts and connection errors.
+    /// [`ErrorKind::WrongType`] when the key is not a String holding a whole number, or
+    /// the record is not one; [`ErrorKind::Redis`] when `op` was released or cancelled
+    /// already (nothing taken); timeouts and connection errors.
     ///
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
-    /// only its answer is lost (permits it took are then the caller's to give back).
-    pub async fn semaphore_try_acquire(&self, names: &SemaphoreNames, permits: i64) -> Result<bool> {
-        let build = || (names.key_only(), vec![int(permits)]);
+    /// only its answer is lost (permits it took are then given back by
+    /// [`LockStore::semaphore_cancel`] of the same `op`).
+    pub async fn semaphore_try_acquire(&self, names: &SemaphoreNames, permits: i64, op: SemaphoreOp) -> Result<bool> {
+        let record = names.op_key(op);
+        let build =
+            || (vec![Key::from(&*names.key), Key::from(record.as_str())], vec![int(permits), millis(OP_TAKEN_TTL)]);
         let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::SEM_TRY_ACQUIRE, build, None).await?;
-        Ok(reply == 1)
+        match reply {
+            1 => Ok(true),
+            0 => Ok(false),
+            _ => {
+                Err(Error::new(ErrorKind::Redis, format!("semaphore operation {op} was released or cancelled already"))
+                    .with_key(names.key()))
+            }
+        }
     }
 
-    /// `sem_release.lua`: gives back `permits` (1 or more) and publishes the new count
-    /// (when above 0). Returns the count after the release.
+    /// `sem_release.lua`: gives back `permits` (1 or more) as the operation `op` (a plain
+    /// release of permits taken elsewhere: a fresh `op` per call, the same for its
+    /// retries) and publishes the new count (when above 0). A replay of `op` changes
+    /// nothing.
     ///
     /// # Errors
     /// As [`LockStore::semaphore_try_acquire`].
     ///
     /// # Cancel safety
-    /// As [`LockStore::semaphore_try_acquire`].
-    pub async fn semaphore_release(&self, names: &SemaphoreNames, permits: i64) -> Result<i64> {
+    /// As [`LockStore::semaphore_try_acquire`]: retry with the same `op`.
+    pub async fn semaphore_release(
+        &self,
+        names: &SemaphoreNames,
+        permits: i64,
+        op: SemaphoreOp,
+    ) -> Result<SemaphoreRelease> {
         let publish = self.call_settings().publish;
-        let build = || (names.key_and_channel(), vec![int(permits), crate::store::static_arg(publish)]);
-        let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::SEM_RELEASE, build, None).await?;
+        let record = names.op_key(op);
+        let build = || {
+            let keys = vec![Key::from(&*names.key), Key::from(&*names.channel), Key::from(record.as_str())];
+            (keys, vec![int(permits), crate::store::static_arg(publish), millis(OP_DONE_TTL)])
+        };
+        let (reply, _): (Vec<i64>, _) = self.run_script(names.key(), &scripts::SEM_RELEASE, build, None).await?;
+        match reply[..] {
+            [count, applied] => Ok(SemaphoreRelease { count, applied: applied == 1 }),
+            _ => Err(Error::new(ErrorKind::Redis, format!("sem_release.lua gave an unexpected reply {reply:?}"))
+                .with_key(names.key())),
+        }
+    }
+
+    /// Gives back exactly the permits the acquire `op` took (its record says how many;
+    /// `permits` counts only when the record expired while they were held), once: a
+    /// replay, or a release of an acquire that was cancelled, changes nothing. The same
+    /// script as [`LockStore::semaphore_release`].
+    ///
+    /// # Errors
+    /// As [`LockStore::semaphore_try_acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`LockStore::semaphore_release`].
+    pub async fn semaphore_release_taken(
+        &self,
+        names: &SemaphoreNames,
+        permits: i64,
+        op: SemaphoreOp,
+    ) -> Result<SemaphoreRelease> {
+        self.semaphore_release(names, permits, op).await
+    }
+
+    /// `sem_cancel.lua`: undoes the acquire `op` whose outcome the caller never learned:
+    /// the permits it took are given back (and published), or, when it has not run, a
+    /// tombstone refuses it if it runs later. Returns the permits given back (0: none
+    /// taken, or undone already). Replay-safe.
+    ///
+    /// # Errors
+    /// As [`LockStore::semaphore_try_acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`LockStore::semaphore_release`].
+    pub async fn semaphore_cancel(&self, names: &SemaphoreNames, op: SemaphoreOp) -> Result<i64> {
+        let publish = self.call_settings().publish;
+        let record = names.op_key(op);
+        let build = || {
+            let keys = vec![Key::from(&*names.key), Key::from(&*names.channel), Key::from(record.as_str())];
+            (keys, vec![crate::store::static_arg(publish), millis(OP_DONE_TTL)])
+        };
+        let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::SEM_CANCEL, build, None).await?;
         Ok(reply)
     }
 

@@ -15,7 +15,8 @@ use tokio::sync::watch;
 
 #[derive(Debug)]
 struct Shared {
-    upstream: String,
+    /// Where new connections go ([`Proxy::set_upstream`] changes it).
+    upstream: Mutex<String>,
     latency_us: AtomicU64,
     lose_next_reply: AtomicBool,
     lost_replies: AtomicU64,
@@ -45,7 +46,7 @@ impl Proxy {
         let port = listener.local_addr().map(|a| a.port()).unwrap_or_else(|e| panic!("addr: {e}"));
         let (cut, _) = watch::channel(0);
         let shared = Arc::new(Shared {
-            upstream: upstream.to_owned(),
+            upstream: Mutex::new(upstream.to_owned()),
             latency_us: AtomicU64::new(0),
             lose_next_reply: AtomicBool::new(false),
             lost_replies: AtomicU64::new(0),
@@ -83,6 +84,13 @@ impl Proxy {
         self.shared.lost_replies.load(Ordering::SeqCst)
     }
 
+    /// Sends every new connection to `upstream` (`host:port`) from now on, as a client
+    /// that follows a failover would; open connections stay where they are until
+    /// [`Proxy::cut_connections`].
+    pub fn set_upstream(&self, upstream: &str) {
+        *self.shared.upstream.lock() = upstream.to_owned();
+    }
+
     /// Closes every open connection (new ones are still accepted).
     pub fn cut_connections(&self) {
         self.shared.cut.send_modify(|n| *n += 1);
@@ -112,7 +120,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 }
 
 async fn serve(client: TcpStream, shared: Arc<Shared>) {
-    let Ok(server) = TcpStream::connect(&shared.upstream).await else { return };
+    let upstream = shared.upstream.lock().clone();
+    let Ok(server) = TcpStream::connect(&upstream).await else { return };
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     let mut cut = shared.cut.subscribe();

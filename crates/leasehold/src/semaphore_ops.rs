@@ -1,0 +1,100 @@
+//! A semaphore's releases and undos, retried until the server answers: each carries an
+//! operation id ([`SemaphoreOp`]) whose record on the server makes every retry, replay
+//! or late run count once (`docs/architecture/semaphores.md`, "Exactly once").
+
+use std::time::Duration;
+
+use lock_core::semaphore::{SemaphoreNames, SemaphoreOp, SemaphoreRelease, OP_DONE_TTL, OP_TAKEN_TTL};
+use lock_core::{args, LockStore, Result};
+use tokio::time::Instant;
+
+use crate::wait::Backoff;
+
+/// Gives back `permits` as the operation `op` (a plain release: a fresh `op`; the
+/// release of one acquire's permits: that acquire's `op`), retrying timeouts, connection
+/// errors and the server's transient states with the same `op` after a back-off (50 ms
+/// doubling to 1 s), so a release in flight during a failover lands exactly once on the
+/// new primary. The retries end when the next one could not finish within
+/// `min(replay_window, OP_DONE_TTL)` of the first send: within that window a replay
+/// finds the first run's record and changes nothing.
+///
+/// # Errors
+/// A definite error at once; a transient one when the window runs out (then it is
+/// unknown whether the permits were given back).
+///
+/// # Cancel safety
+/// Dropping the future stops the retries: a send in flight may still land (once).
+pub(crate) async fn release(
+    store: &LockStore,
+    replay_window: Duration,
+    names: &SemaphoreNames,
+    permits: i64,
+    op: SemaphoreOp,
+) -> Result<SemaphoreRelease> {
+    let window = replay_window.min(OP_DONE_TTL);
+    let first_sent = Instant::now();
+    let mut backoff = Backoff::new();
+    loop {
+        match store.semaphore_release(names, permits, op).await {
+            Err(error) if error.is_transient() => {
+                let delay = backoff.next_delay();
+                if first_sent.elapsed() + delay + store.command_timeout() >= window {
+                    return Err(error);
+                }
+                tracing::debug!(semaphore = %names.key(), %op, %error, "semaphore release failed; retrying");
+                tokio::time::sleep(delay).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Undoes the acquire `op` (first sent at `since`) in a task of its own: `sem_cancel.lua`
+/// gives back what it took, or refuses it if it runs later; retried after a back-off
+/// (50 ms doubling to 1 s) until the server answers. Never blocks; does nothing but log
+/// when there is no runtime to run on.
+///
+/// The retries end when the next one could not land before the operation's record
+/// expires (`OP_TAKEN_TTL` after `since`, less the command timeout): past that, an undo
+/// could no longer tell whether the acquire took, and the permits it may have taken stay
+/// taken (logged at WARN).
+pub(crate) fn cancel_in_background(store: LockStore, names: SemaphoreNames, op: SemaphoreOp, since: Instant) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(semaphore = %names.key(), %op, "no runtime to undo an acquire whose outcome is unknown on");
+        return;
+    };
+    drop(runtime.spawn(async move { cancel(&store, &names, op, since).await }));
+}
+
+async fn cancel(store: &LockStore, names: &SemaphoreNames, op: SemaphoreOp, since: Instant) {
+    let give_up_at = args::instant_after(since, OP_TAKEN_TTL.saturating_sub(store.command_timeout()));
+    let mut backoff = Backoff::new();
+    loop {
+        match store.semaphore_cancel(names, op).await {
+            Ok(given_back) => {
+                tracing::debug!(semaphore = %names.key(), %op, given_back, "acquire with an unknown outcome undone");
+                return;
+            }
+            Err(error) if error.is_transient() => {
+                let delay = backoff.next_delay();
+                if Instant::now() + delay >= give_up_at {
+                    tracing::warn!(
+                        semaphore = %names.key(), %op, %error,
+                        "an acquire whose outcome is unknown could not be undone before its record expires: \
+                         the permits it may have taken stay taken"
+                    );
+                    return;
+                }
+                tracing::debug!(semaphore = %names.key(), %op, %error, "undo of an acquire failed; retrying");
+                tokio::time::sleep(delay).await;
+            }
+            Err(error) => {
+                tracing::warn!(
+                    semaphore = %names.key(), %op, %error,
+                    "an acquire whose outcome is unknown was not undone: the permits it may have taken stay taken"
+                );
+                return;
+            }
+        }
+    }
+}
