@@ -10,8 +10,8 @@ use leasehold_tests::{client, raw, RedisServer, RespValue};
 
 const LEASE: Duration = Duration::from_secs(30);
 
-/// A permit, a lock guard, a read guard and a multi-lock guard (and a fixed-lease
-/// permit and a forgotten permit) left alive at shutdown: every key or entry is gone on
+/// A permit, a lock guard, a read guard, a multi-lock guard and a semaphore's permit
+/// guard (and a fixed-lease permit and forgotten permits) left alive at shutdown: every key or entry is gone on
 /// the server, the count of the permit semaphore is whole again, and every guard
 /// reports lost the moment `shutdown` returns; the permits' `release` is refused
 /// without sending anything, and nothing is renewed any more.
@@ -27,6 +27,11 @@ async fn shutdown_releases_every_kind_and_every_guard_reports_lost() {
     let lock = holder.lock("sd:lock").lock().await.expect("lock");
     let read = holder.read_write_lock("sd:rw").read().await.expect("read");
     let multi = holder.multi_lock(["sd:m1", "sd:m2"]).lock().await.expect("multi");
+    let counted = holder.semaphore("sd:counted");
+    assert!(counted.try_set_permits(5).await.expect("set"));
+    let counted_permit = counted.acquire(2).await.expect("counted permits");
+    counted.acquire(1).await.expect("forgotten counted permit").forget();
+    assert_eq!(raw(&server, &["GET", "sd:counted"]), RespValue::Bulk("2".into()), "3 of 5 taken");
     assert_eq!(raw(&server, &["GET", "sd:permits"]), RespValue::Bulk("1".into()), "3 of 4 taken");
     assert_eq!(raw(&server, &["ZCARD", "{sd:permits}:timeout"]), RespValue::Integer(3));
     assert!(holder.stats().watchdog.registered >= 4, "{:?}", holder.stats().watchdog);
@@ -36,10 +41,12 @@ async fn shutdown_releases_every_kind_and_every_guard_reports_lost() {
     assert!(renewed.is_lost(), "the renewed permit reports lost");
     assert!(fixed.is_lost(), "the fixed-lease permit reports lost");
     assert!(lock.is_lost() && read.is_lost() && multi.is_lost(), "every lock guard reports lost");
+    assert!(counted_permit.is_lost(), "the semaphore permit guard reports lost");
     assert_eq!(holder.stats().watchdog.registered, 0, "nothing is renewed any more");
 
     assert_eq!(raw(&server, &["GET", "sd:permits"]), RespValue::Bulk("4".into()), "every permit given back");
     assert_eq!(raw(&server, &["EXISTS", "{sd:permits}:timeout"]), RespValue::Integer(0), "no permit listed");
+    assert_eq!(raw(&server, &["GET", "sd:counted"]), RespValue::Bulk("4".into()), "the guard's 2 back, the forgotten 1 not");
     for key in ["sd:lock", "sd:rw", "sd:m1", "sd:m2"] {
         assert_eq!(raw(&server, &["EXISTS", key]), RespValue::Integer(0), "{key} released");
     }
@@ -49,6 +56,8 @@ async fn shutdown_releases_every_kind_and_every_guard_reports_lost() {
     let refused = renewed.release().await.expect_err("shut down");
     assert!(refused.is_shutdown(), "{refused:?}");
     drop(fixed);
+    assert!(counted_permit.release().await.expect_err("shut down").is_shutdown(), "nothing sent twice");
+    assert_eq!(raw(&server, &["GET", "sd:counted"]), RespValue::Bulk("4".into()));
     assert!(lock.unlock().await.expect_err("shut down").is_shutdown());
     drop((read, multi));
 }
