@@ -79,12 +79,14 @@ impl Kind {
         let name = self.name();
         match self {
             Kind::Lock | Kind::LockWithLease => {
-                client.lock(&name).lock().await.expect("warm").unlock().await.expect("unlock")
+                client.lock(&name).lock().await.expect("warm").unlock().await.expect("unlock");
             }
             Kind::Fenced => {
                 client.fenced_lock(&name).lock().await.expect("warm").unlock().await.expect("unlock");
             }
-            Kind::Fair => client.fair_lock(&name).lock().await.expect("warm").unlock().await.expect("unlock"),
+            Kind::Fair => {
+                client.fair_lock(&name).lock().await.expect("warm").unlock().await.expect("unlock");
+            }
             Kind::Read | Kind::Write => {
                 let rw = client.read_write_lock(&name);
                 rw.read().await.expect("warm read").unlock().await.expect("unlock");

@@ -414,7 +414,7 @@ async fn a_hung_clean_up_ends_at_the_deadline() {
     let waker = async {
         tokio::time::sleep(ms(100)).await;
         line.wake();
-        std::future::pending::<()>().await
+        std::future::pending::<()>().await;
     };
     let wait = tokio::time::timeout(ms(10_000), wait);
     let result =
