@@ -46,7 +46,11 @@ async fn shutdown_releases_every_kind_and_every_guard_reports_lost() {
 
     assert_eq!(raw(&server, &["GET", "sd:permits"]), RespValue::Bulk("4".into()), "every permit given back");
     assert_eq!(raw(&server, &["EXISTS", "{sd:permits}:timeout"]), RespValue::Integer(0), "no permit listed");
-    assert_eq!(raw(&server, &["GET", "sd:counted"]), RespValue::Bulk("4".into()), "the guard's 2 back, the forgotten 1 not");
+    assert_eq!(
+        raw(&server, &["GET", "sd:counted"]),
+        RespValue::Bulk("4".into()),
+        "the guard's 2 back, the forgotten 1 not"
+    );
     for key in ["sd:lock", "sd:rw", "sd:m1", "sd:m2"] {
         assert_eq!(raw(&server, &["EXISTS", key]), RespValue::Integer(0), "{key} released");
     }

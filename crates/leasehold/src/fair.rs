@@ -35,7 +35,8 @@ use crate::lock::Lock;
 /// default 10 s); a live waiter refreshes it at least every third of that, and every
 /// script purges the heads whose deadline passed. So a waiter whose process died stops
 /// holding up the queue within one keep-alive. A wait that times out removes its entry
-/// before it returns; a cancelled wait removes it in the background. (Redisson's entries
+/// at its deadline, in the background (so that a slow or frozen server cannot hold its
+/// answer back); so does a cancelled wait. (Redisson's entries
 /// last 5 minutes and measure time on each client's wall clock.)
 ///
 /// Everything else is [`Lock`]'s: reentrancy (a re-entry never queues), the watchdog,
@@ -145,7 +146,8 @@ impl FairLock {
     }
 
     /// Waits at most `wait` in queue order, watchdog mode. `None` when the wait ran out;
-    /// the queue entry is removed before it returns.
+    /// the queue entry is then removed in the background (the answer comes at the
+    /// deadline whatever the server does).
     ///
     /// # Errors
     /// As [`Lock::try_lock_for`] and [`FairLock::lock`].

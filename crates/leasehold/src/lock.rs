@@ -176,6 +176,12 @@ impl Lock {
     /// mode. `None` when the wait ran out. Transient errors are retried as in
     /// [`Lock::lock`] until the wait runs out.
     ///
+    /// The bound holds whatever the server does (frozen, unreachable) and whatever the
+    /// command timeout: at the deadline an attempt still in flight is abandoned (the
+    /// hold it may take when it runs late is given back in the background) and the
+    /// wait queue is left in the background. A zero `wait` is one attempt, as
+    /// [`Lock::try_lock`], bounded by the command timeout.
+    ///
     /// # Errors
     /// As [`Lock::lock`]; when the last attempt before the deadline failed with a
     /// transient error, that error. A wait that overflows the clock is

@@ -144,6 +144,10 @@ impl MultiLock {
     /// renewed; as [`MultiLock::lock_with_lease`]). `None`, with every lock it took
     /// given back, when the wait ran out.
     ///
+    /// The bound holds whatever a member's server does (frozen, unreachable): at the
+    /// deadline a script still in flight is abandoned (undone in the background once
+    /// its reply is in) and the locks taken are given back in the background.
+    ///
     /// # Errors
     /// As [`MultiLock::lock_with_lease`]; when the last attempt before the deadline
     /// failed with a transient error, that error. A wait that overflows the clock is
@@ -178,29 +182,39 @@ impl MultiLock {
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
         let single_try = wait == Some(Duration::ZERO);
         let bound = Bound { deadline, single_try };
-        loop {
-            let mut taken: Vec<Option<LockGuard>> = self.members.iter().map(|_| None).collect();
-            let outcome = self.take_all(groups, &mut taken, bound, mode).await;
-            let guards: Vec<LockGuard> = taken.into_iter().flatten().collect();
-            match outcome {
-                Ok(true) if !guards.iter().any(LockGuard::is_lost) => return Ok(Some(MultiGuard::new(guards))),
-                Ok(true) => {
-                    // A fixed lease of an early member ran out (or a member was lost)
-                    // while later ones were awaited: give every lock back, try again.
-                    release_all(guards).await;
-                    if single_try || bound.remaining() == Some(Duration::ZERO) {
+        let take = async {
+            loop {
+                let mut taken: Vec<Option<LockGuard>> = self.members.iter().map(|_| None).collect();
+                let outcome = self.take_all(groups, &mut taken, bound, mode).await;
+                let guards: Vec<LockGuard> = taken.into_iter().flatten().collect();
+                match outcome {
+                    Ok(true) if !guards.iter().any(LockGuard::is_lost) => return Ok(Some(MultiGuard::new(guards))),
+                    Ok(true) => {
+                        // A fixed lease of an early member ran out (or a member was lost)
+                        // while later ones were awaited: give every lock back, try again.
+                        bound.give_back(guards).await;
+                        if single_try || bound.remaining() == Some(Duration::ZERO) {
+                            return Ok(None);
+                        }
+                    }
+                    Ok(false) => {
+                        bound.give_back(guards).await;
                         return Ok(None);
                     }
-                }
-                Ok(false) => {
-                    release_all(guards).await;
-                    return Ok(None);
-                }
-                Err(error) => {
-                    release_all(guards).await;
-                    return Err(error);
+                    Err(error) => {
+                        bound.give_back(guards).await;
+                        return Err(error);
+                    }
                 }
             }
+        };
+        match bound.deadline.filter(|_| !single_try) {
+            // A bounded wait answers by its deadline, whatever a member's server does
+            // (frozen, unreachable): a group's script or a give-back still in flight
+            // then is dropped. Each is cancel safe: a script in flight is undone once its
+            // reply is in, every guard taken is released in the background.
+            Some(deadline) => tokio::time::timeout_at(deadline, take).await.unwrap_or(Ok(None)),
+            None => take.await,
         }
     }
 
@@ -291,6 +305,17 @@ impl Bound {
             return Some(Duration::ZERO);
         }
         self.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()))
+    }
+
+    /// Gives back the locks of an attempt that will not return them: inline (the call
+    /// returns once they are released), except for a bounded wait whose deadline has
+    /// passed, which drops them (each guard's `Drop` releases it in the background) so
+    /// that the answer is not held back by a slow or frozen server.
+    async fn give_back(self, guards: Vec<LockGuard>) {
+        match self.deadline {
+            Some(deadline) if !self.single_try && Instant::now() >= deadline => drop(guards),
+            _ => release_all(guards).await,
+        }
     }
 }
 

@@ -15,6 +15,13 @@
 //!  │      ▼                    ▼
 //!  └── sleep until: a turn (message, became first, lost messages) │ retry_at (first only) │ refresh_at (queued) │ deadline ──▶ None
 //! ```
+//!
+//! A bounded wait ends at its deadline whatever the server does (frozen, unreachable,
+//! slow): every step that talks to the server (the fast path, each attempt, the
+//! clean-up of a wait that failed) races the deadline, and a step the deadline beats is
+//! dropped: the attempt's own cancel safety gives back what it may have taken, and the
+//! queue place is left in the background ([`Attempt::leave_in_background`]). See
+//! `docs/architecture/time.md`, "Bounds".
 
 mod attempt;
 mod backoff;
@@ -23,6 +30,7 @@ mod line;
 #[cfg(test)]
 mod tests;
 
+use std::future::Future;
 use std::time::Duration;
 
 use lock_core::{args, Error, QueueKind, Result, WaitChannel};
@@ -61,6 +69,12 @@ pub(crate) struct WaitEnv<'a, L> {
 /// one try). `Ok(None)` when the deadline passed without acquiring; `Err` for a definite
 /// error, or for the transient error of the last attempt before the deadline.
 ///
+/// A bounded wait (a deadline not yet passed) returns by its deadline whatever the
+/// server does: an attempt still in flight then is dropped (it undoes, in the
+/// background, a hold it may have taken), and the queue place is left in the
+/// background instead of inline. A single try (a deadline already passed) is bounded by
+/// the command timeout only, as before.
+///
 /// Transient errors never end the wait: the attempt is retried after a jittered
 /// back-off (50 ms doubling to 1 s), keeping the waiter's place in line.
 ///
@@ -75,6 +89,9 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
 ) -> Result<Option<A::Acquired>> {
     let plan = attempt.plan();
     let zero_wait = deadline.is_some_and(|d| d <= Instant::now());
+    // The deadline every server step of a bounded wait races (none for an unbounded
+    // wait or a single try).
+    let bound = deadline.filter(|_| !zero_wait);
     let mut backoff = Backoff::new();
     let mut last_error: Option<Error> = None;
     let mut retry_at: Option<Instant> = None;
@@ -111,7 +128,11 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     if zero_wait || server_queued || shared || env.line.local_waiters(plan) == 0 || attempt.holds_already() {
         first_sent_at = Instant::now();
         run.attempts += 1;
-        let tried = attempt.attempt(!zero_wait).await;
+        let Some(tried) = before(bound, attempt.attempt(!zero_wait)).await else {
+            // The deadline came first (a frozen or unreachable server): the attempt is
+            // dropped, and the entry's `Drop` leaves the queue in the background.
+            return Ok(None);
+        };
         refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
         match tried {
             Ok(Ok(acquired)) => return Ok(Some(disarm(entry, acquired))),
@@ -121,7 +142,7 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
                 position = held.position;
                 retry_at = held.pttl.map(|pttl| args::instant_after(Instant::now(), pttl));
             }
-            Err(error) if zero_wait || !error.is_transient() => return leave(entry, Err(error)).await,
+            Err(error) if zero_wait || !error.is_transient() => return leave(entry, Err(error), bound).await,
             Err(error) => {
                 tracing::debug!(%error, "acquire failed; retrying while the wait lasts");
                 retry_at = Some(args::instant_after(Instant::now(), backoff.next_delay()));
@@ -133,7 +154,7 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     let deadline = deadline.unwrap_or_else(|| args::far_future(Instant::now()));
     if Instant::now() >= deadline {
         // The wait ran out during the fast path: no point subscribing.
-        return leave(entry, last_error.map_or(Ok(None), Err)).await;
+        return leave(entry, last_error.map_or(Ok(None), Err), bound).await;
     }
     // From here on the call waits: counted in `Client::stats` (and the waiters gauge)
     // until it ends, however it ends.
@@ -187,11 +208,23 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
         // line (its place is kept); otherwise only the first keeps the TTL timer.
         let retrying = last_error.is_some();
         let timer_due = ((slot.is_first() || retrying) && due(retry_at)) || due(refresh_at);
+        if bound.is_some() && now >= deadline {
+            // A bounded wait never starts an attempt past its deadline: it could not
+            // end in time.
+            drop(slot);
+            return leave(entry.take(), last_error.map_or(Ok(None), Err), bound).await;
+        }
         let flag_now = std::mem::take(&mut flag_holder);
         if slot.take_turn() || timer_due || flag_now {
             run.attempts += 1;
             waiting.wake_up();
-            let tried = attempt.attempt(true).await;
+            let Some(tried) = before(bound, attempt.attempt(true)).await else {
+                // The deadline came first: the attempt is dropped (it undoes what it may
+                // have taken) and the queue is left in the background. The answer is
+                // the last one known: the transient error of the attempt before, if any.
+                drop(slot);
+                return leave(entry.take(), last_error.map_or(Ok(None), Err), bound).await;
+            };
             refresh_at = refresh_every.map(|every| args::instant_after(Instant::now(), every));
             match tried {
                 Ok(Ok(acquired)) => {
@@ -217,14 +250,14 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
                 }
                 Err(error) => {
                     drop(slot);
-                    return leave(entry.take(), Err(error)).await;
+                    return leave(entry.take(), Err(error), bound).await;
                 }
             }
             continue;
         }
         if now >= deadline {
             drop(slot);
-            return leave(entry.take(), last_error.map_or(Ok(None), Err)).await;
+            return leave(entry.take(), last_error.map_or(Ok(None), Err), bound).await;
         }
         // Only the first in line keeps a TTL timer (and a waiter retrying after an
         // error, its back-off); every queued waiter keeps its refresh timer. The others
@@ -232,5 +265,15 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
         let ttl_timer = if slot.is_first() || last_error.is_some() { retry_at } else { None };
         let until = [ttl_timer, refresh_at].into_iter().flatten().fold(deadline, Instant::min);
         slot.wait_until(until).await;
+    }
+}
+
+/// Runs `step` (one attempt) unless `bound` passes first: `None` when it did, and the
+/// step was dropped (its cancel safety gives back what it may have taken). Without a
+/// bound it runs to its end (an unbounded wait, a single try).
+async fn before<F: Future>(bound: Option<Instant>, step: F) -> Option<F::Output> {
+    match bound {
+        Some(deadline) => tokio::time::timeout_at(deadline, step).await.ok(),
+        None => Some(step.await),
     }
 }

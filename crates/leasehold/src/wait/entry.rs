@@ -1,5 +1,7 @@
 //! A wait's place in a server queue, cleaned up however the wait ends.
 
+use tokio::time::Instant;
+
 use super::attempt::Attempt;
 
 /// A waiter's entry in the server's queue (a fair lock's `redisson_lock_queue:{NAME}` and
@@ -53,10 +55,20 @@ pub(super) fn disarm<A: Attempt>(entry: Option<QueueEntry<'_, A>>, acquired: A::
 /// The wait ends without acquiring (its line slot already dropped): remove the queue
 /// entry now ([`Attempt::leave`]), then answer `result`. If that fails, the entry's
 /// `Drop` retries in the background.
-pub(super) async fn leave<A: Attempt, T>(entry: Option<QueueEntry<'_, A>>, result: T) -> T {
+///
+/// A bounded wait (`bound`: its deadline) removes it inline only while the deadline
+/// lasts: past it, or once it passes mid-way (the inline clean-up is then dropped), the
+/// entry's `Drop` leaves in the background and the answer is not held back.
+pub(super) async fn leave<A: Attempt, T>(entry: Option<QueueEntry<'_, A>>, result: T, bound: Option<Instant>) -> T {
     let Some(mut entry) = entry else { return result };
     entry.uncount();
-    if entry.attempt.leave().await {
+    let left = match bound {
+        None => entry.attempt.leave().await,
+        Some(deadline) => {
+            Instant::now() < deadline && tokio::time::timeout_at(deadline, entry.attempt.leave()).await.unwrap_or(false)
+        }
+    };
+    if left {
         entry.armed = false;
     }
     result

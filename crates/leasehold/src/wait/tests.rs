@@ -30,6 +30,8 @@ enum Answer {
     Held(Option<Duration>),
     Transient,
     Definite,
+    /// Never answers (a frozen server, a command timeout far away).
+    Hang,
 }
 
 #[derive(Debug, Default)]
@@ -44,6 +46,10 @@ struct AttemptState {
     background_leaves: usize,
     /// Whether the inline clean-up succeeds.
     leave_fails: bool,
+    /// Whether the inline clean-up never answers.
+    leave_hangs: bool,
+    /// Attempts dropped before they answered.
+    cancelled: usize,
 }
 
 /// An in-memory [`Attempt`]; its plan is the test's.
@@ -101,6 +107,10 @@ impl Attempt for FakeAttempt {
             Answer::Held(pttl) => Ok(Err(NotAcquired { pttl, position: Some(1) })),
             Answer::Transient => Err(Error::new(ErrorKind::Connection, "fake: connection refused")),
             Answer::Definite => Err(Error::new(ErrorKind::WrongType, "fake: WRONGTYPE")),
+            Answer::Hang => {
+                let _cancelled = Cancelled(&self.state);
+                std::future::pending().await
+            }
         }
     }
 
@@ -121,13 +131,27 @@ impl Attempt for FakeAttempt {
     }
 
     async fn leave(&self) -> bool {
-        let mut state = self.state.lock();
-        state.leaves += 1;
-        !state.leave_fails
+        {
+            let mut state = self.state.lock();
+            state.leaves += 1;
+            if !state.leave_hangs {
+                return !state.leave_fails;
+            }
+        }
+        std::future::pending().await
     }
 
     fn leave_in_background(&self) {
         self.state.lock().background_leaves += 1;
+    }
+}
+
+/// Counts an attempt dropped before it answered (it only ever is: it never answers).
+struct Cancelled<'a>(&'a Mutex<AttemptState>);
+
+impl Drop for Cancelled<'_> {
+    fn drop(&mut self) {
+        self.0.lock().cancelled += 1;
     }
 }
 
@@ -298,8 +322,9 @@ async fn cancelling_a_queued_wait_leaves_once() {
     assert_eq!(attempt.counts(), (1, 1, 0, 1), "entered, left, no inline leave, one background leave");
 }
 
-/// A wait that ends without the lock cleans up inline, once; if that fails, once in
-/// the background; one that acquires leaves nothing to clean up.
+/// A wait that ends without the lock cleans up once: at its deadline in the
+/// background (the answer is not held back); on an error inline, and if that fails,
+/// in the background; one that acquires leaves nothing to clean up.
 #[tokio::test(start_paused = true)]
 async fn a_wait_that_ends_cleans_up_once() {
     let line = FakeLine::default();
@@ -308,7 +333,7 @@ async fn a_wait_that_ends_cleans_up_once() {
     let timed_out = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), []);
     let result = wait_for(&timed_out, &env(&line, &telemetry), deadline, &mut AcquireRun::default()).await;
     assert!(matches!(result, Ok(None)));
-    assert_eq!(timed_out.counts(), (1, 1, 1, 0), "inline");
+    assert_eq!(timed_out.counts(), (1, 1, 0, 1), "at the deadline: in the background");
 
     let failing = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Held(None), Answer::Definite]);
     failing.state.lock().leave_fails = true;
@@ -334,4 +359,80 @@ async fn a_single_try_neither_waits_nor_queues() {
     assert_eq!(attempt.state.lock().attempts.iter().map(|(_, w)| *w).collect::<Vec<_>>(), [false]);
     assert_eq!(attempt.counts(), (0, 0, 0, 0));
     assert_eq!(line.joins.load(Ordering::Relaxed), 0, "never joined a line");
+}
+
+/// A bounded wait whose fast path never answers (a frozen server) answers `None` at its
+/// deadline, not at the attempt's: the attempt is dropped, and the queue place is given
+/// up once, in the background.
+#[tokio::test(start_paused = true)]
+async fn a_hung_fast_path_ends_at_the_deadline() {
+    let attempt = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Hang]);
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let deadline = Some(t0 + ms(1_000));
+    let (env, mut run) = (env(&line, &telemetry), AcquireRun::default());
+    let wait = wait_for(&attempt, &env, deadline, &mut run);
+    let result = tokio::time::timeout(ms(10_000), wait).await.expect("answered by the deadline");
+    assert!(matches!(result, Ok(None)), "{result:?}");
+    assert_eq!(Instant::now() - t0, ms(1_000), "exactly at the deadline");
+    assert_eq!(attempt.state.lock().cancelled, 1, "the attempt was dropped");
+    assert_eq!(attempt.counts(), (1, 1, 0, 1), "left in the background, never inline");
+}
+
+/// A bounded wait whose later attempt never answers ends at the deadline with the last
+/// answer known (the transient error before it), and leaves the queue in the
+/// background.
+#[tokio::test(start_paused = true)]
+async fn a_hung_attempt_ends_at_the_deadline_with_the_last_error() {
+    let attempt = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Transient, Answer::Hang]);
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let (env, mut run) = (env(&line, &telemetry), AcquireRun::default());
+    let wait = wait_for(&attempt, &env, Some(t0 + ms(1_000)), &mut run);
+    let result = tokio::time::timeout(ms(10_000), wait).await.expect("answered by the deadline");
+    assert!(result.expect_err("the last error").is_transient());
+    assert_eq!(Instant::now() - t0, ms(1_000), "exactly at the deadline");
+    assert_eq!(attempt.offsets(t0).len(), 2, "the fast path, then the attempt that hung");
+    assert_eq!(attempt.state.lock().cancelled, 1);
+    assert_eq!(attempt.counts(), (1, 1, 0, 1));
+}
+
+/// A definite error before the deadline cleans up inline, but only while the deadline
+/// lasts: an inline clean-up that never answers is dropped at the deadline and goes to
+/// the background, and the error is answered then.
+#[tokio::test(start_paused = true)]
+async fn a_hung_clean_up_ends_at_the_deadline() {
+    let attempt = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Held(None), Answer::Definite]);
+    attempt.state.lock().leave_hangs = true;
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let (env, mut run) = (env(&line, &telemetry), AcquireRun::default());
+    let wait = wait_for(&attempt, &env, Some(t0 + ms(1_000)), &mut run);
+    let waker = async {
+        tokio::time::sleep(ms(100)).await;
+        line.wake();
+        std::future::pending::<()>().await;
+    };
+    let wait = tokio::time::timeout(ms(10_000), wait);
+    let result =
+        tokio::select! { result = wait => result.expect("answered by the deadline"), () = waker => unreachable!() };
+    assert!(result.expect_err("definite").is_wrong_type());
+    assert_eq!(Instant::now() - t0, ms(1_000), "answered at the deadline");
+    assert_eq!(attempt.counts(), (1, 1, 1, 1), "the inline clean-up was dropped, then in the background");
+}
+
+/// An unbounded wait keeps waiting for an attempt that does not answer (the command
+/// timeout ends it, not the engine).
+#[tokio::test(start_paused = true)]
+async fn an_unbounded_wait_awaits_its_attempt() {
+    let attempt = FakeAttempt::new(QueueKind::Fair, Duration::from_secs(9), [Answer::Hang]);
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let (env, mut run) = (env(&line, &telemetry), AcquireRun::default());
+    let wait = wait_for(&attempt, &env, None, &mut run);
+    assert!(tokio::time::timeout(ms(60_000), wait).await.is_err(), "still waiting");
+    assert_eq!(attempt.state.lock().cancelled, 1, "dropped by the test's timeout only");
 }
