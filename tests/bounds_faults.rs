@@ -176,12 +176,21 @@ fn key_type(addr: &str, key: &str) -> String {
 }
 
 /// Every key whose name contains `name`.
+/// The keys on `addr` whose name contains `name`, but a semaphore's operation records
+/// (`leasehold_sem_op:{NAME}:OP`: they outlive the operation by design, holding nothing).
 fn keys_with(addr: &str, name: &str) -> Vec<String> {
     match raw(addr, &["KEYS", &format!("*{name}*")]) {
-        RespValue::Array(keys) => keys.iter().filter_map(|key| key.as_str().map(str::to_owned)).collect(),
+        RespValue::Array(keys) => keys
+            .iter()
+            .filter_map(|key| key.as_str().map(str::to_owned))
+            .filter(|key| !key.starts_with(OP_RECORD_PREFIX))
+            .collect(),
         other => panic!("KEYS: {other:?}"),
     }
 }
+
+/// `lock_core::semaphore::SEMAPHORE_OP_PREFIX` and its `:`, the operation records'.
+const OP_RECORD_PREFIX: &str = "leasehold_sem_op:";
 
 /// Runs `kind`'s bounded call: what is wrong with its answer (it came after the bound
 /// plus slack, it acquired, or it is a definite error), if anything.
