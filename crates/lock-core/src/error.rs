@@ -275,15 +275,23 @@ impl Error {
 
     /// `true` for errors that may pass by themselves: timeouts, connection errors, and
     /// the server's transient states (`LOADING`, `READONLY`, `MASTERDOWN`,
-    /// `CLUSTERDOWN`, `TRYAGAIN`, `BUSY`). Waits retry these; anything else (wrong
-    /// type, invalid argument, a script or permission error) is definite.
+    /// `CLUSTERDOWN`, `TRYAGAIN`, `BUSY`, and a script refused a key of its own slot
+    /// that a migration already moved: "Script attempted to access a non local key").
+    /// Waits retry these; anything else (wrong type, invalid argument, a script or
+    /// permission error) is definite.
     pub fn is_transient(&self) -> bool {
         match self.kind {
             ErrorKind::Timeout | ErrorKind::Connection => true,
             ErrorKind::Redis => self.source.as_ref().is_some_and(|source| {
                 const TRANSIENT: [&str; 6] = ["LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY"];
                 let details = source.details().trim_start_matches("ERR ").trim_start();
+                // Every key a script touches shares its declared keys' hash tag, so a
+                // non-local key is one of its own slot that a migration moved (or has
+                // not moved yet): the slot settles, and the retry runs on one node. The
+                // read/write scripts touch such keys before they write anything, and set
+                // absolute counts, so a retry after a partial run counts once.
                 TRANSIENT.iter().any(|prefix| details.starts_with(prefix))
+                    || details.contains("Script attempted to access a non local key")
             }),
             _ => false,
         }
@@ -419,6 +427,11 @@ mod tests {
         let script =
             Error::from_fred(fred::error::Error::new(fred::error::ErrorKind::Unknown, "ERR user_script:1: boom"));
         assert!(!script.is_transient());
+        let moved_key = Error::from_fred(fred::error::Error::new(
+            fred::error::ErrorKind::Unknown,
+            "ERR user_script:9: Script attempted to access a non local key in a cluster node script: f_1, on @user_script:9.",
+        ));
+        assert!(moved_key.is_transient(), "a key its slot's migration moved");
         assert!(!Error::invalid_argument("x").is_transient());
         assert!(Error::new(ErrorKind::Timeout, "t").is_transient());
     }
