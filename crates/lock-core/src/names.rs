@@ -458,3 +458,9 @@ mod tests {
         }
     }
 }
+
+/// Writes `bytes` as lowercase hex, two digits a byte: how the 16-byte ids (a permit's,
+/// a semaphore operation's) are shown and put in key names.
+pub(crate) fn write_hex(bytes: &[u8], f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    bytes.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+}

@@ -67,10 +67,7 @@ impl PermitId {
 
 impl std::fmt::Display for PermitId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        crate::names::write_hex(&self.0, f)
     }
 }
 
