@@ -355,6 +355,12 @@ impl LockNames {
     }
 }
 
+/// Writes `bytes` as lowercase hex, two digits a byte: how the 16-byte ids (a permit's,
+/// a semaphore operation's) are shown and put in key names.
+pub(crate) fn write_hex(bytes: &[u8], f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    bytes.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,10 +463,4 @@ mod tests {
             assert_eq!(key_slot(slot_tag(slot).to_string().as_bytes()), slot);
         }
     }
-}
-
-/// Writes `bytes` as lowercase hex, two digits a byte: how the 16-byte ids (a permit's,
-/// a semaphore operation's) are shown and put in key names.
-pub(crate) fn write_hex(bytes: &[u8], f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-    bytes.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
 }
