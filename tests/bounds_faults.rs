@@ -233,6 +233,29 @@ async fn every_bounded_call_ends_on_time_with_the_server_frozen() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// A write asked for by a handle that holds reads first checks with the server whether
+/// those reads are still alive (an upgrade would wait for itself): with the server
+/// frozen, that check is bounded too, and the write answers `None` by its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_check_ends_on_time_with_the_server_frozen() {
+    let mut server = RedisServer::start();
+    let client = client(&server).await;
+    let rw = client.read_write_lock("bounds:upgrade");
+    let read = rw.read().await.expect("read");
+    server.pause();
+    let started = Instant::now();
+    let answer = rw.try_write_with(BOUND, LEASE).await;
+    let took = started.elapsed();
+    server.resume();
+    assert!(took < BOUND + SLACK, "the upgrade check answered after {took:?}");
+    assert!(answer.map_or_else(|e| e.is_transient(), |guard| guard.is_none()));
+    // With the server back, the check answers: this owner's read is alive, so an
+    // upgrade is refused rather than waited for.
+    let refused = rw.try_write_with(BOUND, LEASE).await.expect_err("an upgrade");
+    assert_eq!(refused.kind(), leasehold::ErrorKind::WouldDeadlock);
+    read.unlock().await.expect("unlock");
+}
+
 /// Killed server: every kind's bounded call answers within its bound; once a server is
 /// back on the port, nothing the call sent while it was gone is left held there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -218,7 +218,8 @@ impl CountDownLatch {
 
     /// Waits at most `wait` for the latch to open: `true` when it did (the count is
     /// zero or the key is gone), `false` when the time ran out. A zero wait reads the
-    /// count once.
+    /// count once. The bound holds whatever the server does (frozen, unreachable) and
+    /// whatever the command timeout: a read still in flight at the deadline is dropped.
     ///
     /// # Errors
     /// As [`CountDownLatch::wait`]; a wait that overflows the clock is

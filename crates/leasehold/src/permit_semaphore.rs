@@ -147,7 +147,9 @@ impl PermitExpirableSemaphore {
 
     /// Waits up to `wait` to take a permit with the lease `lease` (Redisson's
     /// `tryAcquire(waitTime, leaseTime)`): `None` when the wait ran out (a zero wait is
-    /// one attempt).
+    /// one attempt). The bound holds whatever the server does (frozen, unreachable) and
+    /// whatever the command timeout: a permit an attempt abandoned at the deadline takes
+    /// late is released in the background.
     ///
     /// # Errors
     /// As [`Self::acquire_with_lease`]; a wait that overflows the clock is

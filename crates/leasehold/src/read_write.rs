@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lock_core::{Error, ErrorKind, LockKind, Result};
+use lock_core::{args, Error, ErrorKind, LockKind, Result};
 
 use crate::hold::LeaseMode;
 use crate::lock::Lock;
@@ -175,7 +175,9 @@ impl ReadWriteLock {
     }
 
     /// Waits at most `wait` for a read, then holds it for `lease` (never renewed).
-    /// `None` when the wait ran out.
+    /// `None` when the wait ran out. The bound holds whatever the server does (frozen,
+    /// unreachable) and whatever the command timeout (see
+    /// [`Lock::try_lock_for`](crate::Lock::try_lock_for)).
     ///
     /// # Errors
     /// As [`ReadWriteLock::read_with_lease`]; when the last attempt before the
@@ -188,7 +190,9 @@ impl ReadWriteLock {
     }
 
     /// Waits at most `wait` for the write, then holds it for `lease` (never renewed).
-    /// `None` when the wait ran out.
+    /// `None` when the wait ran out. The bound holds whatever the server does (frozen,
+    /// unreachable) and whatever the command timeout, the upgrade check included (see
+    /// [`Lock::try_lock_for`](crate::Lock::try_lock_for)).
     ///
     /// # Errors
     /// As [`ReadWriteLock::write_with_lease`] and [`ReadWriteLock::try_read_with`].
@@ -196,8 +200,21 @@ impl ReadWriteLock {
     /// # Cancel safety
     /// As [`ReadWriteLock::read`].
     pub async fn try_write_with(&self, wait: Duration, lease: Duration) -> Result<Option<WriteGuard>> {
-        self.refuse_upgrade().await?;
-        Ok(self.writer.acquire(Some(wait), LeaseMode::Fixed(lease)).await?.map(WriteGuard::new))
+        // The upgrade check asks the server when this handle holds reads: within the
+        // bound too (a frozen server must not hold the caller past it), and the wait
+        // gets what is left.
+        let start = tokio::time::Instant::now();
+        let deadline = args::wait_deadline(start, wait)?;
+        if !wait.is_zero() {
+            match tokio::time::timeout_at(deadline, self.refuse_upgrade()).await {
+                Ok(checked) => checked?,
+                Err(_) => return Ok(None),
+            }
+        } else {
+            self.refuse_upgrade().await?;
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        Ok(self.writer.acquire(Some(left), LeaseMode::Fixed(lease)).await?.map(WriteGuard::new))
     }
 
     /// Whether anyone holds a read now (Redisson's `isLocked` of the read lock: read

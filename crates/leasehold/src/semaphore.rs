@@ -200,7 +200,10 @@ impl Semaphore {
     }
 
     /// Waits up to `wait` to take `permits` permits (Redisson's `tryAcquire(permits,
-    /// waitTime)`): `None` when the wait ran out (a zero wait is one attempt).
+    /// waitTime)`): `None` when the wait ran out (a zero wait is one attempt). The bound
+    /// holds whatever the server does (frozen, unreachable) and whatever the command
+    /// timeout: an attempt abandoned at the deadline is undone in the background by its
+    /// operation id, whether or not it ran.
     ///
     /// # Errors
     /// As [`Semaphore::acquire`]; a wait that overflows the clock is
