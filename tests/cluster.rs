@@ -1,7 +1,7 @@
 //! leasehold on a local Redis Cluster (3 primaries + 3 replicas): locks on every shard,
 //! waiters woken across nodes, renewal across slots, unlocks that survive a failover and
-//! a slot migration, and the reproduction of fred 10.1's jam after an ASK redirect
-//! (`docs/cluster.md`).
+//! a slot migration, a semaphore's exact count through a killed primary, and the
+//! reproduction of fred 10.1's jam after an ASK redirect (`docs/cluster.md`).
 //!
 //! Tests that leave the topology as they found it use the shared cluster (one per test
 //! binary, one per nextest run); the failover and the migration tests start their own.
@@ -1637,4 +1637,94 @@ async fn read_write_and_permit_holds_survive_a_migration_window_longer_than_thei
     permit.release().await.expect("permit release");
     assert_eq!(semaphore.available_permits().await.expect("available"), 2);
     assert_eq!(client.stats().watchdog.lost, 0);
+}
+
+/// `addr`'s replication offset (`INFO replication`): on a replica how far it has
+/// processed its primary's stream, on a primary how far it has written.
+fn repl_offset(cluster: &RedisCluster, addr: &str) -> i64 {
+    let info = cluster.on(addr, &["INFO", "replication"]).as_str().unwrap_or_default().to_owned();
+    let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()));
+    field("slave_repl_offset:").or_else(|| field("master_repl_offset:")).unwrap_or(-1)
+}
+
+/// Issue 26 item 6 on a cluster: four tasks cycle through a 3-permit semaphore on one
+/// shard (`acquire`, `try_acquire`, `try_acquire_for`, a cancelled `try_acquire`, each
+/// permit held 1 ms and `release()`d; command timeout 0.5 s). Once the shard's replica has
+/// caught up, its primary is frozen (`SIGSTOP`) for 1 s, so calls are in flight, then
+/// killed; the replica is promoted after the node timeout (1.5 s) and the load goes on
+/// on it. A release and a single try of the test's own are surely in flight. The releases
+/// in flight are retried with their operation ids (once each) and the acquires in doubt
+/// undone in the background: the count ends exactly 3, and no more than 3 tasks were ever
+/// inside (with the undo disabled: 1 of 3; without release retries the releases fail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_keeps_its_exact_count_through_a_killed_primary() {
+    use leasehold_tests::semaphore_load::{cycle, Load};
+    use leasehold_tests::wait_until;
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::Arc;
+    const PERMITS: i64 = 3;
+    let name = "sem:failover";
+    let mut cluster = RedisCluster::start_with_node_timeout(Duration::from_millis(1_500));
+    let client = client_with(&cluster.url(), Duration::from_millis(1_500)).await;
+    assert!(client.semaphore(name).try_set_permits(3).await.expect("set"));
+    let old = cluster.primary_for(name);
+    let replica = cluster.replica_of(&old);
+    let load = Arc::new(Load::default());
+    let tasks: Vec<_> =
+        (0..4).map(|task| tokio::spawn(cycle(client.semaphore(name), load.clone(), PERMITS, task))).collect();
+    assert!(wait_until(Duration::from_secs(10), || load.cycles.load(SeqCst) >= 30).await, "load runs");
+    // The test's own permit, whose release is surely in flight when the primary freezes.
+    let sem = client.semaphore(name);
+    let held = tokio::time::timeout(Duration::from_secs(10), sem.acquire(1)).await.expect("in time").expect("acquire");
+    // The replica is in step when the primary freezes, as a failover expects.
+    let written = repl_offset(&cluster, &old);
+    assert!(
+        wait_until(Duration::from_secs(5), || repl_offset(&cluster, &replica) >= written).await,
+        "the replica follows"
+    );
+    cluster.pause(&old);
+    // Surely in flight: a release (retried on the new primary) and a single try (in
+    // doubt, then undone in the background).
+    let release = tokio::spawn(held.release());
+    let doubt = tokio::spawn({
+        let sem = sem.clone();
+        async move { sem.try_acquire(1).await.map(|permit| permit.map(leasehold::SemaphorePermit::forget)) }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await; // the freeze's length, not an ordering
+    let killed = Instant::now();
+    cluster.kill(&old);
+    assert!(cluster.wait_settled_without(&old, Duration::from_secs(20)), "the replica took over");
+    eprintln!("failed over {:?} after the kill", killed.elapsed());
+    assert_eq!(cluster.primary_for(name), replica);
+    let released = tokio::time::timeout(Duration::from_secs(20), release).await.expect("the release ends");
+    released.expect("task").expect("the release in flight is retried on the new primary");
+    let tried = tokio::time::timeout(Duration::from_secs(20), doubt).await.expect("the try ends").expect("task");
+    assert!(tried.as_ref().is_err_and(|e| e.is_transient()), "the single try is in doubt: {tried:?}");
+    let before = load.cycles.load(SeqCst);
+    let resumed = wait_until(Duration::from_secs(20), || load.cycles.load(SeqCst) >= before + 30).await;
+    assert!(resumed, "the load goes on on the new primary");
+    load.stop.store(true, SeqCst);
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("the task ends")
+            .expect("the task did not panic");
+    }
+    let count = || cluster.on(&replica, &["GET", name]).as_str().and_then(|text| text.parse::<i64>().ok());
+    let exact = wait_until(Duration::from_secs(10), || count() == Some(PERMITS)).await;
+    assert!(exact, "the count is back to {PERMITS}: {:?}", count());
+    tokio::time::sleep(Duration::from_millis(300)).await; // a late change would show
+    assert_eq!(count(), Some(PERMITS));
+    assert!(load.most_inside.load(SeqCst) <= PERMITS);
+    // The test's single try at least was undone (its record says so on the new primary).
+    let pattern = format!("leasehold_sem_op:{{{name}}}:*");
+    let RespValue::Array(records) = cluster.on(&replica, &["KEYS", &pattern]) else { panic!("KEYS {pattern}") };
+    let undone = records
+        .iter()
+        .filter_map(|key| key.as_str().and_then(|key| cluster.on(&replica, &["GET", key]).as_str().map(str::to_owned)))
+        .filter(|record| record.starts_with("cancelled"))
+        .count();
+    assert!(undone >= 1, "{undone} undone");
+    let three = sem.try_acquire(3).await.expect("try");
+    assert!(three.is_some() && sem.try_acquire(1).await.expect("try").is_none(), "exactly {PERMITS}");
 }

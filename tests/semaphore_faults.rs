@@ -4,11 +4,12 @@
 //! servers (a [`Proxy`] in front for the lost replies); the count is read with raw
 //! commands that bypass the client under test. Waits are on conditions with deadlines.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+use leasehold_tests::semaphore_load::{cycle, Load};
 use leasehold_tests::{client_with, raw, wait_until, Proxy, RedisServer, RespValue};
 use tokio::time::timeout;
 
@@ -107,46 +108,6 @@ async fn replays_of_a_fred_client_count_once() {
     permit.release().await.expect("fred replays the release");
     assert_eq!(proxy.lost_replies(), 2);
     assert_eq!(count(&server, "sem:replayed"), Some(5), "the replay did not give back twice");
-}
-
-/// What the load tasks saw.
-#[derive(Default)]
-struct Load {
-    stop: AtomicBool,
-    inside: AtomicI64,
-    most_inside: AtomicI64,
-    cycles: AtomicU64,
-}
-
-/// One task of the load: acquires one permit (an unbounded wait, a single try, a bounded
-/// wait, or a single try cancelled by a short timeout, in turn), holds it a moment and releases it, until told
-/// to stop. Every release must succeed (it is retried through the stall).
-async fn cycle(sem: leasehold::Semaphore, load: Arc<Load>, permits: i64, first_turn: u64) {
-    // Each task starts at another turn, so that at any moment they are spread over them.
-    let mut turn = first_turn;
-    while !load.stop.load(Ordering::SeqCst) {
-        turn += 1;
-        let held = match turn % 4 {
-            0 => Some(sem.acquire(1).await.expect("an unbounded acquire retries transient errors")),
-            // A single try is always sent, even behind waiters: in flight when the server
-            // freezes, it fails in doubt.
-            1 => sem.try_acquire(1).await.unwrap_or(None),
-            2 => sem.try_acquire_for(1, Duration::from_millis(200)).await.unwrap_or(None),
-            _ => timeout(Duration::from_millis(150), sem.try_acquire(1)).await.ok().and_then(Result::ok).flatten(),
-        };
-        if let Some(permit) = held {
-            let now = load.inside.fetch_add(1, Ordering::SeqCst) + 1;
-            load.most_inside.fetch_max(now, Ordering::SeqCst);
-            assert!(now <= permits, "{now} holders of {permits} permits");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-            load.inside.fetch_sub(1, Ordering::SeqCst);
-            permit.release().await.expect("a release is retried through the stall");
-            load.cycles.fetch_add(1, Ordering::SeqCst);
-        }
-        // Idle a moment, so that when the server freezes some tasks are between calls and
-        // their next acquire is the one in flight (not only releases).
-        tokio::time::sleep(Duration::from_millis(4 + turn % 5)).await;
-    }
 }
 
 /// Six tasks cycle through six permits (command timeout 0.5 s) while the server is

@@ -6,6 +6,7 @@
 
 pub mod expiring;
 mod listener;
+pub mod semaphore_load;
 mod server_kind;
 
 pub use listener::Listener;

@@ -84,9 +84,32 @@ impl RedisCluster {
     /// On the shared cluster, or when `addr` is not a node of this cluster.
     pub fn kill(&mut self, addr: &str) {
         self.assert_private();
+        self.node(addr).kill();
+    }
+
+    /// Freezes the node at `addr` (`SIGSTOP`, see [`RedisServer::pause`]): its connections
+    /// stay open and nothing answers; [`RedisCluster::kill`] still kills it. Only on a
+    /// private cluster.
+    ///
+    /// # Panics
+    /// On the shared cluster, or when `addr` is not a node of this cluster.
+    pub fn pause(&mut self, addr: &str) {
+        self.assert_private();
+        self.node(addr).pause();
+    }
+
+    /// Resumes a node frozen by [`RedisCluster::pause`] (`SIGCONT`).
+    ///
+    /// # Panics
+    /// As [`RedisCluster::pause`].
+    pub fn resume(&mut self, addr: &str) {
+        self.assert_private();
+        self.node(addr).resume();
+    }
+
+    fn node(&mut self, addr: &str) -> &mut RedisServer {
         let (servers, _) = self.owned.as_mut().unwrap_or_else(|| panic!("not started by this process"));
-        let server = servers.iter_mut().find(|s| s.addr() == addr).unwrap_or_else(|| panic!("no node {addr}"));
-        server.kill();
+        servers.iter_mut().find(|s| s.addr() == addr).unwrap_or_else(|| panic!("no node {addr}"))
     }
 
     /// Waits until the nodes other than `dead` report `cluster_state:ok` and agree on
