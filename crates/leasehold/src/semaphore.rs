@@ -255,7 +255,7 @@ impl Semaphore {
     /// the wait and retries nothing).
     pub(crate) async fn give_back_once(&self, op: SemaphoreOp, permits: u32) -> Result<()> {
         let names = self.names()?;
-        self.shared.client.store.semaphore_release_taken(names, i64::from(permits), op).await.map(drop)
+        self.shared.client.store.semaphore_release(names, i64::from(permits), op).await.map(drop)
     }
 
     /// The client's live holds, where a [`SemaphorePermit`] enters.

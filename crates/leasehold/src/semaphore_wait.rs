@@ -65,21 +65,9 @@ pub(crate) struct SemaphoreTaken {
 }
 
 impl SemaphoreTaken {
-    /// The acquire's operation id: [`LockStore::semaphore_release_taken`] with it gives
-    /// exactly these permits back, once.
-    #[allow(dead_code)] // The permit guard's; `Semaphore::acquire` keeps the permits.
-    pub(crate) fn op(&self) -> SemaphoreOp {
-        self.op
-    }
-
-    /// How many permits were taken.
-    #[allow(dead_code)] // As `op`.
-    pub(crate) fn permits(&self) -> u32 {
-        self.permits
-    }
-
     /// The caller has the permits now and owes them back: dropping this no longer
-    /// undoes the acquire.
+    /// undoes the acquire. Returns the acquire's operation id (a release with it gives
+    /// exactly these permits back, once) and how many were taken.
     pub(crate) fn keep(mut self) -> (SemaphoreOp, u32) {
         self.kept = true;
         (self.op, self.permits)

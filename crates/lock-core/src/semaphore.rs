@@ -122,8 +122,7 @@ impl std::fmt::Debug for SemaphoreOp {
     }
 }
 
-/// The answer of a release ([`LockStore::semaphore_release`],
-/// [`LockStore::semaphore_release_taken`]).
+/// The answer of a release ([`LockStore::semaphore_release`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SemaphoreRelease {
     /// The count of available permits after the call.
@@ -169,6 +168,9 @@ impl LockStore {
     /// `sem_release.lua`: gives back `permits` (1 or more) as the operation `op` (a plain
     /// release of permits taken elsewhere: a fresh `op` per call, the same for its
     /// retries) and publishes the new count (when above 0). A replay of `op` changes
+    /// nothing. With an acquire's `op` it gives back exactly the permits that acquire
+    /// took (its record says how many; `permits` counts only when the record expired
+    /// while they were held), once; a release of an acquire that was cancelled changes
     /// nothing.
     ///
     /// # Errors
@@ -194,25 +196,6 @@ impl LockStore {
             _ => Err(Error::new(ErrorKind::Redis, format!("sem_release.lua gave an unexpected reply {reply:?}"))
                 .with_key(names.key())),
         }
-    }
-
-    /// Gives back exactly the permits the acquire `op` took (its record says how many;
-    /// `permits` counts only when the record expired while they were held), once: a
-    /// replay, or a release of an acquire that was cancelled, changes nothing. The same
-    /// script as [`LockStore::semaphore_release`].
-    ///
-    /// # Errors
-    /// As [`LockStore::semaphore_try_acquire`].
-    ///
-    /// # Cancel safety
-    /// As [`LockStore::semaphore_release`].
-    pub async fn semaphore_release_taken(
-        &self,
-        names: &SemaphoreNames,
-        permits: i64,
-        op: SemaphoreOp,
-    ) -> Result<SemaphoreRelease> {
-        self.semaphore_release(names, permits, op).await
     }
 
     /// `sem_cancel.lua`: undoes the acquire `op` whose outcome the caller never learned:
