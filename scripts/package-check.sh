@@ -29,5 +29,9 @@ for crate in $out/package/leasehold-lock-core-*.crate $out/package/leasehold-loc
     done
 done
 listing=$(tar -tzf "$out"/package/leasehold-lock-core-*.crate)
-grep -q '/lua/acquire.lua$' <<<"$listing" || { echo "error: the lock-core package lacks its lua/ scripts" >&2; exit 1; }
+# The compiled-in copy, and what tests/lua_copies.rs needs to check it in the package:
+# the templates, the fragments and the assembler.
+for file in lua/acquire.lua lua/templates/acquire.lua lua/fragments/time.lua tools/assemble.rs tests/lua_copies.rs; do
+    grep -q "^[^/]*/$file\$" <<<"$listing" || { echo "error: the lock-core package lacks $file" >&2; exit 1; }
+done
 echo "packaged and verified: lock-core, lock-watchdog, lock-pubsub, leasehold (licenses, readme, scripts included)"

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use leasehold::{Client, ErrorKind};
-use leasehold_tests::{pttl, raw, wait_until, RedisCluster, RedisServer, RespValue, ServerOptions};
+use leasehold_test_support::{pttl, raw, wait_until, RedisCluster, RedisServer, RespValue, ServerOptions};
 
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 const USER: &str = "locker";
@@ -29,7 +29,7 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+unsubscribe",
         // Confirms each SUBSCRIBE (lock-pubsub sends it behind the subscribe).
         "+ping",
-        // Run inside the scripts (lua/*.lua), checked against the same user.
+        // Run inside the scripts (crates/lock-core/lua/*.lua), checked against the same user.
         "+hexists",
         "+hset",
         "+hdel",
@@ -140,7 +140,7 @@ async fn connect_synced(url: &str) -> leasehold::Result<Client> {
 
 async fn connect(url: &str, watchdog: Duration) -> leasehold::Result<Client> {
     // The command timeout must fit in a renewal period (watchdog / 3).
-    let command_timeout = leasehold_tests::command_timeout_for(watchdog).min(COMMAND_TIMEOUT);
+    let command_timeout = leasehold_test_support::command_timeout_for(watchdog).min(COMMAND_TIMEOUT);
     Client::builder().url(url).watchdog_timeout(watchdog).command_timeout(command_timeout).connect().await
 }
 
@@ -488,7 +488,7 @@ async fn latch(first: &Client, second: &Client, name: &str) -> Result<(), String
     }
     let waiting = second.count_down_latch(format!("{name}:latch")).with_recheck(Duration::from_secs(60));
     let channel = waiting.channel().to_owned();
-    let wait = tokio::spawn(async move { waiting.wait_timeout(Duration::from_secs(3)).await });
+    let wait = tokio::spawn(async move { waiting.try_wait_for(Duration::from_secs(3)).await });
     wait_until(Duration::from_secs(2), || {
         second.subscribed_channels().contains(&channel) && second.stats().waiters >= 1
     })

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use leasehold::{Client, MultiLock};
-use leasehold_tests::{raw_command, wait_until, RedisServer, RespValue};
+use leasehold_test_support::{raw_command, wait_until, RedisServer, RespValue};
 use tokio::time::Instant;
 
 /// The command timeout: far above the bound, so that only a bounded wait can answer in
@@ -124,7 +124,7 @@ impl Kind {
             Kind::Write => client.read_write_lock(&name).try_write_with(BOUND, LEASE).await?.is_some(),
             Kind::Semaphore => client.semaphore(&name).try_acquire_for(1, BOUND).await?.is_some(),
             Kind::Permit => client.permit_expirable_semaphore(&name).try_acquire_with(BOUND, LEASE).await?.is_some(),
-            Kind::Latch => client.count_down_latch(&name).wait_timeout(BOUND).await?,
+            Kind::Latch => client.count_down_latch(&name).try_wait_for(BOUND).await?,
         })
     }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use leasehold::fred::prelude::{ClientLike, KeysInterface};
 use leasehold::PubsubMode;
-use leasehold_tests::{client_with, RedisCluster, RespValue};
+use leasehold_test_support::{client_with, RedisCluster, RespValue};
 
 const WATCHDOG: Duration = Duration::from_secs(30);
 
@@ -115,7 +115,7 @@ async fn a_waiter_is_woken_by_a_release_on_another_node() {
         let wait = woken_at(lock);
         let channel = channel_of(name);
         assert!(
-            leasehold_tests::wait_until(Duration::from_secs(5), || {
+            leasehold_test_support::wait_until(Duration::from_secs(5), || {
                 waiter.local_waiters(name) == 1 && waiter.subscribed_channels().contains(&channel)
             })
             .await,
@@ -158,7 +158,7 @@ async fn the_lock_queue_hands_over_across_clients_in_a_cluster() {
     let b_owner = b_lock.owner().to_owned();
     let first = spawn_waiter(b_lock, "b");
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || {
+        leasehold_test_support::wait_until(Duration::from_secs(5), || {
             cluster.on_key(&queue, &["LLEN", &queue]).as_int() == Some(1)
         })
         .await,
@@ -166,14 +166,14 @@ async fn the_lock_queue_hands_over_across_clients_in_a_cluster() {
     );
     let second = spawn_waiter(a.lock(name), "a2");
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || {
+        leasehold_test_support::wait_until(Duration::from_secs(5), || {
             cluster.on_key(&queue, &["LLEN", &queue]).as_int() == Some(2)
         })
         .await,
         "a's second owner queued behind b"
     );
     let node = cluster.primary_for(name);
-    let monitor = leasehold_tests::Monitor::start(&node);
+    let monitor = leasehold_test_support::Monitor::start(&node);
     let released = Instant::now();
     held.unlock().await.expect("unlock");
     tokio::time::timeout(Duration::from_secs(5), async {
@@ -215,7 +215,7 @@ async fn a_fair_waiter_is_woken_through_sharded_pubsub() {
         woken
     });
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || b.subscribed_channels().contains(&channel)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || b.subscribed_channels().contains(&channel)).await,
         "the fair waiter subscribed its own channel"
     );
     let node = cluster.primary_for(name);
@@ -254,7 +254,8 @@ async fn a_waiter_follows_its_locks_slot_to_another_node() {
     let lock = waiting.lock(name);
     let wait = woken_at(lock);
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &source, &channel)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &source, &channel))
+            .await,
         "subscribed on the source"
     );
 
@@ -289,7 +290,8 @@ async fn a_waiter_follows_its_locks_slot_to_another_node() {
     let lock = waiting.lock(name);
     let wait = tokio::spawn(async move { lock.lock().await.expect("waiter's lock").unlock().await.expect("unlock") });
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &target, &channel)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &target, &channel))
+            .await,
         "subscribed on the target"
     );
     let released = Instant::now();
@@ -347,7 +349,7 @@ async fn unlock_and_acquire_follow_a_manual_failover() {
     let replica = cluster.replica_of(&old);
     let digest = |addr: &str| cluster.on(addr, &["DEBUG", "DIGEST-VALUE", name]);
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
         "the replica has the hold"
     );
     let new = cluster.failover(&old);
@@ -392,7 +394,10 @@ async fn locks_keep_working_while_their_slot_migrates() {
     // Other slots are not held up meanwhile (fred 10.1 would have jammed the client).
     let elsewhere = client.lock("elsewhere:1").try_lock().await.expect("another slot").expect("free");
     elsewhere.unlock().await.expect("unlock elsewhere");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The fresh acquire has met the half-moved slot (the source answered it ASK) before
+    // the held key moves.
+    let asked = || cluster.on(&source, &["INFO", "errorstats"]).as_str().is_some_and(|s| s.contains("errorstat_ASK"));
+    assert!(leasehold_test_support::wait_until(Duration::from_secs(5), asked).await, "the fresh acquire was asked on");
     migration.migrate_key(held);
     migration.finish();
     let (result, took, fresh) = acquire.await.expect("task");
@@ -671,7 +676,7 @@ async fn fenced_and_fair_locks_keep_every_key_in_the_lock_slot() {
     });
     let queue = fair.queue_key().expect("queue");
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || {
+        leasehold_test_support::wait_until(Duration::from_secs(5), || {
             cluster.on_key(&queue, &["LLEN", &queue]).as_int() == Some(1)
         })
         .await,
@@ -716,7 +721,7 @@ async fn a_killed_primary_is_followed_and_its_replicated_locks_survive() {
     let replica = cluster.replica_of(&old);
     let digest = |addr: &str| cluster.on(addr, &["DEBUG", "DIGEST-VALUE", name]);
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
         "the replica has the hold"
     );
     let killed = Instant::now();
@@ -811,20 +816,20 @@ async fn a_waiter_follows_a_failover_of_its_shard() {
     let lock = waiting.lock(name);
     let wait = woken_at(lock);
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &old, &channel)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &old, &channel)).await,
         "subscribed on the primary"
     );
     let replica = cluster.replica_of(&old);
     let digest = |addr: &str| cluster.on(addr, &["DEBUG", "DIGEST-VALUE", name]);
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await,
         "the replica has the hold"
     );
     let new = cluster.failover(&old);
     eprintln!("after the failover: the old primary lists the channel: {}", shard_channel_on(&cluster, &old, &channel));
     // The waiter's subscription moves to the new primary (the slot map changed).
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &new, &channel)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || shard_channel_on(&cluster, &new, &channel)).await,
         "subscribed on the new primary"
     );
     assert!(waiting.stats().subscriber.moved_channels >= 1, "{:?}", waiting.stats().subscriber);
@@ -852,7 +857,7 @@ async fn auto_falls_back_to_classic_pubsub_on_a_redis_6_cluster() {
     let binary = std::env::var_os("LEASEHOLD_REDIS6_SERVER").unwrap_or_else(|| {
         panic!("LEASEHOLD_REDIS6_SERVER is not set: run `bash scripts/test.sh`, or `source scripts/ensure-redis6.sh` first")
     });
-    let options = leasehold_tests::ServerOptions::default().binary(&binary);
+    let options = leasehold_test_support::ServerOptions::default().binary(&binary);
     assert_eq!(options.major_version(), Ok(6), "{binary:?} is a Redis 6 server");
     let cluster = RedisCluster::start_with_binary(&binary);
     classic_waiters_woken_on_every_node(&cluster, leasehold::ShardedSubscriptionMode::Auto, false).await;
@@ -871,7 +876,7 @@ async fn auto_falls_back_to_classic_pubsub_on_a_redis_6_cluster() {
     let waiting = tokio::spawn(async move { fair.try_lock_for(Duration::from_secs(10)).await });
     let queue = a.fair_lock("{six}:fair").queue_key().expect("queue key");
     let queued = || cluster.on_key(&queue, &["LLEN", &queue]).as_int() == Some(1);
-    assert!(leasehold_tests::wait_until(Duration::from_secs(5), queued).await, "the fair waiter queued");
+    assert!(leasehold_test_support::wait_until(Duration::from_secs(5), queued).await, "the fair waiter queued");
     held.unlock().await.expect("unlock");
     let served = waiting.await.expect("task").expect("try_lock_for").expect("served within 10 s");
     served.unlock().await.expect("unlock");
@@ -911,8 +916,10 @@ async fn classic_waiters_woken_on_every_node(
         let wait = woken_at(lock);
         let channel = channel_of(name);
         assert!(
-            leasehold_tests::wait_until(Duration::from_secs(5), || waiter.subscribed_channels().contains(&channel))
-                .await,
+            leasehold_test_support::wait_until(Duration::from_secs(5), || waiter
+                .subscribed_channels()
+                .contains(&channel))
+            .await,
             "subscribed"
         );
         // Classic: a channel on one node (whichever fred pins the subscriber to), no
@@ -1002,7 +1009,7 @@ async fn contention_through_a_killed_primary_whose_last_holds_never_replicated()
         let contention = contention.clone();
         async move {
             let enough = || contention.rounds_before.load(SeqCst) >= n;
-            assert!(leasehold_tests::wait_until(Duration::from_secs(10), enough).await, "{n} rounds");
+            assert!(leasehold_test_support::wait_until(Duration::from_secs(10), enough).await, "{n} rounds");
         }
     };
     before(12).await;
@@ -1031,7 +1038,7 @@ async fn contention_through_a_killed_primary_whose_last_holds_never_replicated()
     assert_eq!(cluster.primary_for(&names[0]), replica);
 
     let guards = [("renewed", &renewed_guard), ("fixed-lease", &fixed_guard)];
-    leasehold_tests::assert_unreplicated_holders_told_and_no_waiter_stuck(
+    leasehold_test_support::assert_unreplicated_holders_told_and_no_waiter_stuck(
         promoted,
         "promotion",
         &holder,
@@ -1074,10 +1081,10 @@ async fn a_fixed_lease_holder_is_told_when_its_shard_changes_primary_under_a_liv
 
     assert_eq!(cluster.on(&replica, &["CLUSTER", "FAILOVER", "TAKEOVER"]).as_str(), Some("OK"));
     let promoted = || cluster.role(&replica) == "master";
-    assert!(leasehold_tests::wait_until(Duration::from_secs(10), promoted).await, "the replica took over");
+    assert!(leasehold_test_support::wait_until(Duration::from_secs(10), promoted).await, "the replica took over");
     let promoted = Instant::now();
     let demoted = || cluster.role(&primary) == "slave";
-    assert!(leasehold_tests::wait_until(Duration::from_secs(10), demoted).await, "the old primary is a replica");
+    assert!(leasehold_test_support::wait_until(Duration::from_secs(10), demoted).await, "the old primary is a replica");
 
     tokio::time::timeout(Duration::from_secs(5), guard.lost())
         .await
@@ -1151,7 +1158,7 @@ async fn scenario_19_mutual_exclusion_holds_while_the_locks_slot_migrates() {
     }
     let total = u64::try_from(clients.len() * TASKS_PER_CLIENT).expect("small") * ROUNDS;
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(10), || done.load(SeqCst) >= total / 4).await,
+        leasehold_test_support::wait_until(Duration::from_secs(10), || done.load(SeqCst) >= total / 4).await,
         "a quarter of the rounds before the migration"
     );
 
@@ -1228,8 +1235,8 @@ async fn scenario_19_four_processes_through_a_slot_migration_and_a_failover() {
 
     let bin = env!("CARGO_BIN_EXE_contender");
     let args = ["--resource", resource.as_str(), "--fenced"];
-    let children = leasehold_tests::spawn_contenders(bin, &cluster.url(), &name, 4, (16, 30), &args);
-    assert!(leasehold_tests::wait_until(Duration::from_secs(30), || count() >= 200).await, "200 holds first");
+    let children = leasehold_test_support::spawn_contenders(bin, &cluster.url(), &name, 4, (16, 30), &args);
+    assert!(leasehold_test_support::wait_until(Duration::from_secs(30), || count() >= 200).await, "200 holds first");
 
     // The slot moves one key at a time, 100 ms apart, so calls meet it half moved.
     assert_eq!(cluster.on(&source, &["CONFIG", "RESETSTAT"]).as_str(), Some("OK"));
@@ -1250,13 +1257,16 @@ async fn scenario_19_four_processes_through_a_slot_migration_and_a_failover() {
     assert!(refusals.contains("errorstat_ASK") || refusals.contains("errorstat_TRYAGAIN"), "{refusals}");
 
     let more = || count() >= after_migration + 100;
-    assert!(leasehold_tests::wait_until(Duration::from_secs(30), more).await, "100 more holds after the migration");
+    assert!(
+        leasehold_test_support::wait_until(Duration::from_secs(30), more).await,
+        "100 more holds after the migration"
+    );
     let promoted = cluster.failover(&target);
     let after_failover = count();
     eprintln!("failed over to {promoted} after {after_failover} of {TOTAL} holds");
     assert!(after_failover < TOTAL, "the failover happened during the contention");
 
-    let intervals = leasehold_tests::contenders_intervals(children, Duration::from_secs(60)).await;
+    let intervals = leasehold_test_support::contenders_intervals(children, Duration::from_secs(60)).await;
     assert_eq!(u64::try_from(intervals.len()).expect("small"), TOTAL, "every hold logged");
     for pair in intervals.windows(2) {
         let ((_, end, token), (start, _, next)) = (pair[0], pair[1]);
@@ -1297,7 +1307,8 @@ async fn the_read_write_lock_on_every_shard() {
         });
         let channel = format!("redisson_rwlock:{{{name}}}");
         assert!(
-            leasehold_tests::wait_until(Duration::from_secs(5), || b.subscribed_channels().contains(&channel)).await,
+            leasehold_test_support::wait_until(Duration::from_secs(5), || b.subscribed_channels().contains(&channel))
+                .await,
             "the writer subscribed to {channel}"
         );
         read_b.unlock().await.expect("unlock b");
@@ -1312,7 +1323,8 @@ async fn the_read_write_lock_on_every_shard() {
         });
         let a_channel = channel.clone();
         assert!(
-            leasehold_tests::wait_until(Duration::from_secs(5), || a.subscribed_channels().contains(&a_channel)).await,
+            leasehold_test_support::wait_until(Duration::from_secs(5), || a.subscribed_channels().contains(&a_channel))
+                .await,
             "the reader subscribed"
         );
         let released = Instant::now();
@@ -1350,12 +1362,12 @@ async fn the_count_down_latch_on_every_shard() {
         let waits: Vec<_> = (0..3)
             .map(|_| {
                 let latch = waiting.clone();
-                tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(30)).await.expect("wait") })
+                tokio::spawn(async move { latch.try_wait_for(Duration::from_secs(30)).await.expect("wait") })
             })
             .collect();
         let channel = waiting.channel().to_owned();
         assert!(
-            leasehold_tests::wait_until(Duration::from_secs(5), || {
+            leasehold_test_support::wait_until(Duration::from_secs(5), || {
                 waiter.stats().waiters >= 3 && waiter.subscribed_channels().contains(&channel)
             })
             .await,
@@ -1385,7 +1397,7 @@ async fn the_count_down_latch_on_every_shard() {
             latch.count_down().await.expect_err("refused"),
             latch.count().await.expect_err("refused"),
             latch.delete().await.expect_err("refused"),
-            latch.wait_timeout(Duration::from_secs(1)).await.expect_err("refused"),
+            latch.try_wait_for(Duration::from_secs(1)).await.expect_err("refused"),
         ];
         assert!(refused.iter().all(|e| e.kind() == leasehold::ErrorKind::InvalidArgument), "{refused:?}");
         assert_eq!(cluster.on_key(braced, &["EXISTS", braced]).as_int(), Some(0), "nothing written");
@@ -1415,12 +1427,12 @@ async fn semaphores_keep_their_keys_in_the_slot_and_wake_through_sharded_pubsub(
         let wait = {
             let sem = sem.clone();
             tokio::spawn(async move {
-                sem.try_acquire_for(1, Duration::from_secs(10)).await.map(|p| p.map(leasehold::SemaphorePermit::forget))
+                sem.try_acquire_for(1, Duration::from_secs(10)).await.map(|p| p.map(leasehold::SemaphorePermit::detach))
             })
         };
         let channel = sem.channel().to_owned();
         assert!(
-            leasehold_tests::wait_until(Duration::from_secs(5), || {
+            leasehold_test_support::wait_until(Duration::from_secs(5), || {
                 sem.local_waiters() == 1 && waiter.subscribed_channels().contains(&channel)
             })
             .await,
@@ -1470,8 +1482,10 @@ async fn permit_semaphores_keep_their_keys_in_the_slot_and_wake_through_sharded_
         };
         let channel = sem.channel().to_owned();
         assert!(
-            leasehold_tests::wait_until(Duration::from_secs(5), || waiter.subscribed_channels().contains(&channel))
-                .await,
+            leasehold_test_support::wait_until(Duration::from_secs(5), || waiter
+                .subscribed_channels()
+                .contains(&channel))
+            .await,
             "{name}: the waiter waits, subscribed"
         );
         assert!(shard_channel_on(cluster, &cluster.primary_for(name), &channel), "{channel} on the slot's primary");
@@ -1658,8 +1672,8 @@ fn repl_offset(cluster: &RedisCluster, addr: &str) -> i64 {
 /// inside (with the undo disabled: 1 of 3; without release retries the releases fail).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_semaphore_keeps_its_exact_count_through_a_killed_primary() {
-    use leasehold_tests::semaphore_load::{cycle, Load};
-    use leasehold_tests::wait_until;
+    use leasehold_test_support::semaphore_load::{cycle, Load};
+    use leasehold_test_support::wait_until;
     use std::sync::atomic::Ordering::SeqCst;
     use std::sync::Arc;
     const PERMITS: i64 = 3;
@@ -1688,7 +1702,7 @@ async fn a_semaphore_keeps_its_exact_count_through_a_killed_primary() {
     let release = tokio::spawn(held.release());
     let doubt = tokio::spawn({
         let sem = sem.clone();
-        async move { sem.try_acquire(1).await.map(|permit| permit.map(leasehold::SemaphorePermit::forget)) }
+        async move { sem.try_acquire(1).await.map(|permit| permit.map(leasehold::SemaphorePermit::detach)) }
     });
     tokio::time::sleep(Duration::from_secs(1)).await; // the freeze's length, not an ordering
     let killed = Instant::now();

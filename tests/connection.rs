@@ -1,5 +1,8 @@
-//! Regression tests for the reliability audit (issue "Hardening"): each failed before
-//! its fix. Real servers and real faults only.
+//! The client and its connection: settings and URLs refused before connecting, an
+//! unreachable server, setups that fail (`from_fred`, a user without scripts), restarts
+//! and reconnects reported to holders, and waits through a stalled server. Most began as
+//! regression tests of the reliability audit (issue "Hardening"): each failed before its
+//! fix. Real servers and real faults only.
 //!
 //! Every test with a server runs on Redis and on Valkey (`NAME::redis`, `NAME::valkey`,
 //! see `both_servers!`).
@@ -9,147 +12,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
-use leasehold_tests::{
-    both_servers, client, client_with, hgetall, pttl, raw, wait_until, Proxy, RedisServer, RespValue, ServerKind,
-};
-
-const LEASE: Duration = Duration::from_secs(10);
-
-fn slot(key: &str) -> u16 {
-    leasehold::fred::util::redis_keyslot(key.as_bytes())
-}
-
-/// Every key on the server, sorted.
-fn all_keys(server: &RedisServer) -> Vec<String> {
-    match raw(server, &["KEYS", "*"]) {
-        RespValue::Array(items) => {
-            let mut keys: Vec<String> = items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
-            keys.sort();
-            keys
-        }
-        other => panic!("unexpected KEYS reply {other:?}"),
-    }
-}
+use leasehold_test_support::{both_servers, client, client_with, pttl, raw, wait_until, RedisServer, ServerKind};
 
 /// How many connections of `kind` (`normal`, `pubsub`) the server has.
 fn connections(server: &RedisServer, kind: &str) -> usize {
     raw(server, &["CLIENT", "LIST", "TYPE", kind]).as_str().map_or(0, |list| list.lines().count())
 }
-
-// 1. Ownership: one owner shared through an `Arc`.
-
-/// Four tasks acquire and release 50 times each through one shared handle (one
-/// owner, so they re-enter each other's holds): every unlock is `Ok`, no guard is told
-/// its lock was lost, and the key is gone at the end (no phantom hold).
-async fn one_owner_shared_by_four_tasks_keeps_its_books_straight(on: ServerKind) {
-    let server = on.start();
-    let client = client(&server).await;
-    let lock = Arc::new(client.lock("shared-owner"));
-    let mut tasks = Vec::new();
-    for t in 0..4u32 {
-        let lock = Arc::clone(&lock);
-        tasks.push(tokio::spawn(async move {
-            for round in 0..50u32 {
-                let guard = if (t + round) % 2 == 0 {
-                    lock.lock().await.expect("watchdog acquire")
-                } else {
-                    lock.lock_with_lease(LEASE).await.expect("fixed acquire")
-                };
-                tokio::task::yield_now().await;
-                assert!(!guard.is_lost(), "task {t} round {round}: a live hold was reported lost");
-                guard.unlock().await.unwrap_or_else(|e| panic!("task {t} round {round}: unlock failed: {e}"));
-            }
-        }));
-    }
-    for task in tasks {
-        tokio::time::timeout(Duration::from_secs(60), task).await.expect("tasks finish").expect("task");
-    }
-    assert_eq!(raw(&server, &["EXISTS", "shared-owner"]).as_int(), Some(0), "{:?}", hgetall(&server, "shared-owner"));
-    assert_eq!(client.stats().watchdog.registered, 0);
-}
-both_servers!(one_owner_shared_by_four_tasks_keeps_its_books_straight, worker_threads = 4);
-
-// 3. The local deadline is never later than the server's expiry.
-
-/// A partial unlock whose reply is lost is retried: the deadline it extends counts from
-/// the *first* attempt's send (when the TTL may have been set), not the retry's.
-async fn a_partial_unlock_answered_from_its_latch_counts_from_the_first_send(on: ServerKind) {
-    let server = on.start();
-    let proxy = Proxy::start(&server.addr()).await;
-    let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
-    let lock = client.lock("latched-partial");
-    let outer = lock.lock().await.expect("outer");
-    let inner = lock.lock().await.expect("inner");
-    proxy.lose_next_reply();
-    inner.unlock().await.expect("retried");
-    assert_eq!(proxy.lost_replies(), 1);
-    // The server's expiry lies within [before + PTTL, after + PTTL], where `after` is
-    // taken once PTTL's reply is in: the later the read, the later the bound (an
-    // `after` taken before the read made the bound too early by however long the read
-    // took, 2.2 ms once on a loaded machine).
-    let ttl = u64::try_from(pttl(&server, "latched-partial")).expect("the key has a TTL");
-    let after = Instant::now();
-    let server_expiry_at_most = after + Duration::from_millis(ttl + 1);
-    let deadline = outer.lease_deadline();
-    assert!(
-        deadline <= server_expiry_at_most,
-        "local deadline {:?} after the server's expiry",
-        deadline.duration_since(server_expiry_at_most)
-    );
-    outer.unlock().await.expect("unlock");
-}
-both_servers!(a_partial_unlock_answered_from_its_latch_counts_from_the_first_send);
-
-/// A re-entry with a shorter lease never cuts the outer hold short: the key keeps the
-/// outer lease, so another owner stays excluded after the short lease has passed, and
-/// the outer guard's deadline stays within the server's expiry.
-async fn a_shorter_nested_lease_never_shortens_the_outer_hold(on: ServerKind) {
-    let server = on.start();
-    let client = client(&server).await;
-    let lock = client.lock("nested");
-    let other = client.lock("nested");
-    let outer = lock.lock_with_lease(LEASE).await.expect("outer");
-    let inner =
-        lock.try_lock_with(Duration::ZERO, Duration::from_millis(100)).await.expect("inner").expect("re-enters");
-    assert!(pttl(&server, "nested") > 9_000, "the re-entry kept the outer TTL");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(other.try_lock().await.expect("other").is_none(), "still held after the inner lease passed");
-    assert!(!outer.is_lost());
-    // The clock is read after PTTL's reply: the server's expiry is at most that reply's
-    // arrival + PTTL (+ 1 ms of rounding). Reading it before would undercount by the
-    // PTTL round trip, which a loaded machine stretches.
-    let ttl = u64::try_from(pttl(&server, "nested")).expect("ttl");
-    let server_expiry_at_most = Instant::now() + Duration::from_millis(ttl + 1);
-    assert!(outer.lease_deadline() <= server_expiry_at_most);
-    inner.unlock().await.expect("inner unlock");
-    assert!(pttl(&server, "nested") > 9_000, "releasing the re-entry kept the outer TTL");
-    outer.unlock().await.expect("outer unlock");
-    assert_eq!(pttl(&server, "nested"), -2);
-}
-both_servers!(a_shorter_nested_lease_never_shortens_the_outer_hold);
-
-// 4. Nested leases and the watchdog.
-
-/// A fixed-lease re-entry inside a watchdog hold: its release keeps the watchdog lease
-/// on the key, the watchdog keeps renewing, and `is_renewed()` says so.
-async fn releasing_a_short_re_entry_keeps_the_watchdog_lease(on: ServerKind) {
-    let server = on.start();
-    let client = client_with(&server.url(), Duration::from_secs(3)).await;
-    let lock = client.lock("wd-nested");
-    let other = client.lock("wd-nested");
-    let outer = lock.lock().await.expect("outer");
-    let inner = lock.lock_with_lease(Duration::from_millis(50)).await.expect("inner");
-    assert!(pttl(&server, "wd-nested") > 2_500, "the short re-entry did not cut the watchdog lease");
-    inner.unlock().await.expect("inner unlock");
-    assert!(pttl(&server, "wd-nested") > 2_500, "the release kept the watchdog lease");
-    assert!(outer.is_renewed(), "the watchdog still renews the outer hold");
-    // Two renewal periods later it is still held and renewed.
-    tokio::time::sleep(Duration::from_millis(2_200)).await;
-    assert!(other.try_lock().await.expect("other").is_none());
-    assert!(outer.is_renewed() && !outer.is_lost());
-    outer.unlock().await.expect("outer unlock");
-}
-both_servers!(releasing_a_short_re_entry_keeps_the_watchdog_lease);
 
 // 6. Waits survive transient errors.
 
@@ -161,8 +29,9 @@ async fn an_unbounded_wait_survives_a_stalled_server(on: ServerKind) {
     let holder = client(&server).await;
     let waiter_client = client_with(&server.url(), Duration::from_secs(3)).await;
     let held = holder.lock("stall-wait").lock_with_lease(Duration::from_millis(400)).await.expect("holder");
+    let watched = waiter_client.clone();
     let waiter = tokio::spawn(async move { waiter_client.lock("stall-wait").lock().await.map(|g| g.is_lost()) });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(wait_until(Duration::from_secs(5), || watched.stats().waiters == 1).await, "the waiter queued");
     server.pause();
     // The waiter's retry on the holder's TTL (400 ms) runs into the stall and times out
     // (command timeout 999 ms) at least once.
@@ -314,53 +183,6 @@ async fn the_check_after_a_reconnect_never_extends_a_fixed_lease(on: ServerKind)
 }
 both_servers!(the_check_after_a_reconnect_never_extends_a_fixed_lease);
 
-// 10 and 13. Hostile names, waited on.
-
-/// Names whose braces defeat Redisson's naming: each is waited on and woken by the
-/// release message (the lease is far longer than the wait), and every key the lock
-/// leaves behind is in the lock key's hash slot.
-async fn hostile_names_are_waited_on_and_keep_every_key_in_their_slot(on: ServerKind) {
-    let server = on.start();
-    let holder_client = client(&server).await;
-    let waiter_client = client(&server).await;
-    let long = "n".repeat(64 * 1024);
-    let names = ["{}", "{", "}", "}{", "a{b", "a{}b", "a}b{c}", "{}x}", "a}b", "{x}", "\u{0}\u{1}{\u{7f}", &long];
-    for name in names {
-        let shown: String = name.chars().take(20).collect();
-        let held = holder_client.lock(name).lock_with_lease(Duration::from_secs(30)).await.expect("holder");
-        let waiter = {
-            let client = waiter_client.clone();
-            let name = name.to_owned();
-            tokio::spawn(async move {
-                let lock = client.lock(&name);
-                let guard = lock.lock().await.expect("waiter");
-                guard.unlock().await.expect("waiter unlock");
-            })
-        };
-        assert!(
-            wait_until(Duration::from_secs(5), || waiter_client.local_waiters(name) == 1).await,
-            "{shown:?}: the waiter queued"
-        );
-        held.unlock().await.expect("holder unlock");
-        tokio::time::timeout(Duration::from_secs(3), waiter)
-            .await
-            .unwrap_or_else(|_| panic!("{shown:?}: the waiter was not woken by the release"))
-            .expect("task");
-        let lock_slot = slot(name);
-        for key in all_keys(&server) {
-            assert_eq!(
-                slot(&key),
-                lock_slot,
-                "{shown:?}: {:?} is in another slot",
-                key.chars().take(60).collect::<String>()
-            );
-        }
-        raw(&server, &["FLUSHALL"]);
-    }
-    assert!(wait_until(Duration::from_secs(5), || leasehold_tests::pubsub_channels(&server).is_empty()).await);
-}
-both_servers!(hostile_names_are_waited_on_and_keep_every_key_in_their_slot);
-
 // 11. `from_fred` and error paths close only what leasehold made.
 
 /// The caller's fred client survives the leasehold client made from it.
@@ -418,26 +240,6 @@ async fn failed_setups_close_what_leasehold_opened(on: ServerKind) {
 }
 both_servers!(failed_setups_close_what_leasehold_opened);
 
-// 12. Small, bounded Debug.
-
-/// With 200 other locks held, a guard prints a few hundred bytes, and a huge name is
-/// cut.
-async fn debug_output_is_small_and_bounded(on: ServerKind) {
-    let server = on.start();
-    let client = client(&server).await;
-    let mut guards = Vec::new();
-    for i in 0..200 {
-        guards.push(client.lock(format!("many:{i}")).lock().await.expect("lock"));
-    }
-    let huge = client.lock("h".repeat(1 << 20));
-    let guard = huge.lock().await.expect("lock");
-    for shown in [format!("{guard:?}"), format!("{huge:?}"), format!("{client:?}"), format!("{:?}", guards[0])] {
-        assert!(shown.len() < 512, "{} bytes: {}", shown.len(), &shown[..200.min(shown.len())]);
-    }
-    guard.unlock().await.expect("unlock");
-}
-both_servers!(debug_output_is_small_and_bounded);
-
 // 13. The stall test, with a waiter that must not get in before the holder knows.
 
 /// The server stalls (SIGSTOP) longer than the watchdog lease while another client
@@ -490,4 +292,19 @@ async fn a_bad_url_error_never_shows_the_password() {
     assert!(err.is_invalid_argument(), "{err}");
     let shown = format!("{err} {err:?}");
     assert!(!shown.contains("hunter2"), "{shown}");
+}
+
+/// An unreachable server: a typed connection error (or timeout) within the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_server_is_a_typed_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let start = std::time::Instant::now();
+    let result = leasehold::Client::builder()
+        .url(format!("redis://127.0.0.1:{port}"))
+        .command_timeout(Duration::from_millis(500))
+        .connect()
+        .await;
+    let err = result.expect_err("nothing listens there");
+    assert!(err.is_connection() || err.is_timeout(), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(3), "bounded by the command timeout");
 }

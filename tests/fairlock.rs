@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::fred::clients::SubscriberClient;
 use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
-use leasehold_tests::{
+use leasehold_test_support::{
     both_servers, client, client_with, hgetall, pttl, pubsub_channels, raw, wait_until, HolderProcess, RedisServer,
     ServerKind,
 };
@@ -24,7 +24,7 @@ fn zcard(server: &RedisServer, key: &str) -> i64 {
 
 fn lrange(server: &RedisServer, key: &str) -> Vec<String> {
     match raw(server, &["LRANGE", key, "0", "-1"]) {
-        leasehold_tests::RespValue::Array(items) => {
+        leasehold_test_support::RespValue::Array(items) => {
             items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
         }
         other => panic!("LRANGE {key}: {other:?}"),
@@ -231,7 +231,7 @@ async fn waiters_acquire_in_queue_order(on: ServerKind, kind: Kind, name: &str) 
 }
 
 async fn fair_lock_waiters_in_three_processes_acquire_in_queue_order(on: ServerKind) {
-    let lock = leasehold_tests::client(&on.start()).await.fair_lock("fair:order");
+    let lock = leasehold_test_support::client(&on.start()).await.fair_lock("fair:order");
     assert_eq!(lock.queue_key().expect("name"), "redisson_lock_queue:{fair:order}");
     waiters_acquire_in_queue_order(on, Kind::Fair, "fair:order").await;
 }
@@ -499,7 +499,7 @@ async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways(on: ServerKind) 
     assert_eq!((message.channel.to_string(), message.value.as_string()), (java_channel.clone(), Some("0".to_owned())));
     // And nothing on the release channel itself (Redisson's fair unlock does not either).
     assert_eq!(hgetall(&server, name), vec![], "released");
-    assert!(matches!(redisson_try(), leasehold_tests::RespValue::Nil), "the woken head acquires");
+    assert!(matches!(redisson_try(), leasehold_test_support::RespValue::Nil), "the woken head acquires");
     assert_eq!(hgetall(&server, name), vec![(java.to_owned(), "1".to_owned())]);
     assert_eq!(llen(&server, keys[1]), 0, "Redisson popped itself");
 
@@ -530,7 +530,7 @@ async fn a_redisson_fair_lock_peer_excludes_and_wakes_both_ways(on: ServerKind) 
     guard.unlock().await.expect("unlock");
     let message = tokio::time::timeout(Duration::from_secs(5), messages.recv()).await.expect("woken").expect("message");
     assert_eq!(message.channel.to_string(), java_channel);
-    assert!(matches!(redisson_try(), leasehold_tests::RespValue::Nil));
+    assert!(matches!(redisson_try(), leasehold_test_support::RespValue::Nil));
     assert_eq!(redisson_unlock().as_int(), Some(1));
     assert_eq!((llen(&server, keys[1]), zcard(&server, keys[2])), (0, 0));
     let _ = subscriber.quit().await;
@@ -701,7 +701,7 @@ both_servers!(a_server_stall_keeps_the_lock_queue_order);
 async fn a_lost_refresh_reply_keeps_the_head_in_place(on: ServerKind, kind: Kind, name: &'static str) {
     const KEEPALIVE: Duration = Duration::from_secs(3);
     let server = on.start();
-    let proxy = leasehold_tests::Proxy::start(&server.addr()).await;
+    let proxy = leasehold_test_support::Proxy::start(&server.addr()).await;
     let holder_client = client(&server).await;
     let holder = kind.handle(&holder_client, name);
     let guard = holder.lock_with_lease(Duration::from_secs(60)).await.expect("held");
@@ -805,7 +805,7 @@ both_servers!(a_short_keepalive_never_cuts_the_queue_of_a_longer_one);
 async fn expiring_fair_holders_on_one_client_hand_off_in_order(on: ServerKind) {
     let server = on.start();
     let client = client(&server).await;
-    let acquired = leasehold_tests::expiring::expiring_holders(8, |_| {
+    let acquired = leasehold_test_support::expiring::expiring_holders(8, |_| {
         let lock = client.fair_lock("fair:expiring-one");
         async move {
             let guard = lock.try_lock_with(Duration::from_secs(10), Duration::from_secs(1)).await.expect("wait");
@@ -814,7 +814,7 @@ async fn expiring_fair_holders_on_one_client_hand_off_in_order(on: ServerKind) {
     })
     .await;
     let (lease, slack) = (Duration::from_secs(1), Duration::from_millis(700));
-    leasehold_tests::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
+    leasehold_test_support::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
 }
 both_servers!(expiring_fair_holders_on_one_client_hand_off_in_order);
 
@@ -825,7 +825,7 @@ async fn expiring_fair_holders_on_eight_clients_hand_off_in_order(on: ServerKind
     for _ in 0..8 {
         clients.push(client(&server).await);
     }
-    let acquired = leasehold_tests::expiring::expiring_holders(8, |i| {
+    let acquired = leasehold_test_support::expiring::expiring_holders(8, |i| {
         let lock = clients[i].fair_lock("fair:expiring-eight");
         async move {
             let guard = lock.try_lock_with(Duration::from_secs(10), Duration::from_secs(1)).await.expect("wait");
@@ -834,6 +834,6 @@ async fn expiring_fair_holders_on_eight_clients_hand_off_in_order(on: ServerKind
     })
     .await;
     let (lease, slack) = (Duration::from_secs(1), Duration::from_millis(700));
-    leasehold_tests::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
+    leasehold_test_support::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
 }
 both_servers!(expiring_fair_holders_on_eight_clients_hand_off_in_order);

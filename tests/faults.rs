@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
-use leasehold_tests::{client_with, hgetall, pttl, wait_until, Monitor, Proxy, RedisServer};
+use leasehold_test_support::{client_with, hgetall, pttl, wait_until, Monitor, Proxy, RedisServer};
 
 const LEASE: Duration = Duration::from_secs(10);
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::fence::{fence_key, fence_of, fenced_set, FencedWrite};
-use leasehold_tests::{
+use leasehold_test_support::{
     both_servers, client, hgetall, pttl, raw, wait_until, HolderProcess, RedisServer, RespValue, ServerKind,
 };
 
@@ -346,7 +346,8 @@ async fn stopped_fenced_waiter(server: &RedisServer, name: &str, id: &str) -> (H
     // Only once its client listens does a release know that someone waits.
     let queue_channel = format!("leasehold_lock__queue:{{{name}}}");
     assert!(
-        wait_until(Duration::from_secs(5), || leasehold_tests::pubsub_channels(server).contains(&queue_channel)).await
+        wait_until(Duration::from_secs(5), || leasehold_test_support::pubsub_channels(server).contains(&queue_channel))
+            .await
     );
     child.signal("STOP");
     (child, owner)

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use leasehold::{CountDownLatch, ErrorKind};
-use leasehold_tests::{both_servers, client, raw, wait_until, Monitor, RespValue, ServerKind};
+use leasehold_test_support::{both_servers, client, raw, wait_until, Monitor, RespValue, ServerKind};
 use tokio::task::JoinHandle;
 use tokio::time::{timeout, Instant};
 
@@ -14,7 +14,7 @@ const WOKEN_WITHIN: Duration = Duration::from_secs(3);
 /// A recheck long enough that only a message can wake a waiter within a test.
 const NO_RECHECK: Duration = Duration::from_secs(120);
 
-fn get(server: &leasehold_tests::RedisServer, key: &str) -> Option<String> {
+fn get(server: &leasehold_test_support::RedisServer, key: &str) -> Option<String> {
     raw(server, &["GET", key]).as_str().map(str::to_owned)
 }
 
@@ -74,10 +74,10 @@ async fn counts_in_redissons_layout(on: ServerKind) {
     assert_eq!(other.count_down().await.expect("down"), 2);
     assert_eq!(latch.count().await.expect("count"), 2);
     assert_eq!(latch.count_down().await.expect("down"), 1);
-    assert!(!latch.wait_timeout(Duration::ZERO).await.expect("one read"), "closed at 1");
+    assert!(!latch.try_wait_for(Duration::ZERO).await.expect("one read"), "closed at 1");
     assert_eq!(latch.count_down().await.expect("down"), 0);
     assert_eq!(raw(&server, &["EXISTS", "latch:layout"]).as_int(), Some(0), "zero deletes the key");
-    assert!(latch.wait_timeout(Duration::ZERO).await.expect("one read"), "open at 0");
+    assert!(latch.try_wait_for(Duration::ZERO).await.expect("one read"), "open at 0");
     latch.wait().await.expect("an open latch returns at once");
     assert_eq!(latch.count_down().await.expect("down"), 0, "a missing latch stays at 0");
     assert_eq!(raw(&server, &["EXISTS", "latch:layout"]).as_int(), Some(0), "and nothing was written");
@@ -102,7 +102,7 @@ async fn the_last_count_down_wakes_every_waiter_of_every_client(on: ServerKind) 
     until_waiting(&b, &lb, 6).await;
     let bounded = tokio::spawn({
         let lb = lb.clone();
-        async move { lb.wait_timeout(Duration::from_secs(20)).await.expect("bounded wait") }
+        async move { lb.try_wait_for(Duration::from_secs(20)).await.expect("bounded wait") }
     });
     assert_eq!(lb.count_down().await.expect("down"), 1);
     // The count is 1: nobody returns (a wait that returned early would be finished by
@@ -171,7 +171,7 @@ async fn a_lost_message_is_found_by_the_recheck(on: ServerKind) {
     let latch = client.count_down_latch("latch:lost").with_recheck(Duration::from_millis(300));
     assert!(latch.try_set_count(1).await.expect("set"));
     let started = Instant::now();
-    assert!(!latch.wait_timeout(Duration::from_millis(400)).await.expect("bounded"), "still closed");
+    assert!(!latch.try_wait_for(Duration::from_millis(400)).await.expect("bounded"), "still closed");
     assert!(started.elapsed() >= Duration::from_millis(400), "not before its deadline");
     let waiters = spawn_waiters(&latch, 8);
     until_waiting(&client, &latch, 8).await;
@@ -197,7 +197,7 @@ async fn bad_input_is_refused(on: ServerKind) {
     assert_eq!(empty.wait().await.expect_err("empty").kind(), ErrorKind::InvalidArgument);
     let no_recheck = latch.with_recheck(Duration::ZERO);
     assert_eq!(
-        no_recheck.wait_timeout(Duration::from_secs(1)).await.expect_err("zero").kind(),
+        no_recheck.try_wait_for(Duration::from_secs(1)).await.expect_err("zero").kind(),
         ErrorKind::InvalidArgument
     );
     monitor.sync(&server.addr());
@@ -219,7 +219,7 @@ async fn bad_input_is_refused(on: ServerKind) {
     // A count a Java client set below zero is open, and counting it down deletes it.
     assert_eq!(raw(&server, &["SET", "latch:negative", "-2"]).as_str(), Some("OK"));
     let negative = client.count_down_latch("latch:negative");
-    assert!(negative.wait_timeout(Duration::ZERO).await.expect("read"));
+    assert!(negative.try_wait_for(Duration::ZERO).await.expect("read"));
     assert_eq!(negative.count_down().await.expect("down"), 0);
     assert_eq!(raw(&server, &["EXISTS", "latch:negative"]).as_int(), Some(0));
 }

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use leasehold_test_support::redisson_latch::{java_await, redisson_latch_channel, JavaAwait, JavaLatch};
-use leasehold_tests::{both_servers, client, raw, wait_until, ServerKind};
+use leasehold_test_support::{both_servers, client, raw, wait_until, ServerKind};
 use tokio::time::{timeout, Instant};
 
 /// Long enough that only a message can wake a leasehold waiter within a test.
@@ -42,7 +42,7 @@ async fn redissons_count_down_wakes_leaseholds_waiters(on: ServerKind) {
     let waiters: Vec<_> = [la.with_recheck(NO_RECHECK), lb.with_recheck(NO_RECHECK)]
         .into_iter()
         .flat_map(|latch| (0..3).map(move |_| latch.clone()))
-        .map(|latch| tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(30)).await.expect("wait") }))
+        .map(|latch| tokio::spawn(async move { latch.try_wait_for(Duration::from_secs(30)).await.expect("wait") }))
         .collect();
     let channel = la.channel().to_owned();
     for client in [&a, &b] {
@@ -101,7 +101,7 @@ async fn mixed_count_downs_keep_the_count(on: ServerKind) {
     let java_waiter = spawn_java_await(&java).await;
     let rust_waiter = tokio::spawn({
         let latch = latch.with_recheck(NO_RECHECK);
-        async move { latch.wait_timeout(Duration::from_secs(30)).await.expect("wait") }
+        async move { latch.try_wait_for(Duration::from_secs(30)).await.expect("wait") }
     });
     java.count_down();
     assert_eq!((latch.count().await.expect("count"), java.count()), (3, 3));
@@ -129,7 +129,7 @@ async fn deletes_release_the_other_sides_waiters(on: ServerKind) {
     assert!(java.try_set_count(3));
     let waiter = tokio::spawn({
         let latch = latch.clone();
-        async move { latch.wait_timeout(Duration::from_secs(30)).await.expect("wait") }
+        async move { latch.try_wait_for(Duration::from_secs(30)).await.expect("wait") }
     });
     let channel = latch.channel().to_owned();
     assert!(

@@ -1,5 +1,7 @@
-//! The reentrant lock on a real redis-server: layout, reentrancy, leases, ownership,
-//! interop with Redisson's layout, and bad input rejected before anything is sent.
+//! The reentrant lock (and the minimal `SimpleLock`) on a real redis-server: layout,
+//! reentrancy, leases (nested ones too), ownership (one owner shared by tasks), interop
+//! with Redisson's layout, hostile names, bounded `Debug` output, and bad input rejected
+//! before anything is sent.
 //!
 //! Every test that can runs three times (`NAME::standalone`, `NAME::valkey`,
 //! `NAME::cluster`, see `both_topologies!`): on a private Redis server, on a private
@@ -7,10 +9,14 @@
 //! assertions look at the test's own names only. Standalone-only tests run on Redis and
 //! on Valkey (`NAME::redis`, `NAME::valkey`, see `both_servers!`).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use leasehold::ErrorKind;
-use leasehold_tests::{both_servers, both_topologies, client, wait_until, Monitor, RespValue, ServerKind, Topology};
+use leasehold_test_support::{
+    both_servers, both_topologies, client, client_with, hgetall, pttl, raw, wait_until, Monitor, Proxy, RedisServer,
+    RespValue, ServerKind, Topology,
+};
 
 const LEASE: Duration = Duration::from_secs(10);
 
@@ -303,8 +309,11 @@ async fn bad_input_is_rejected_before_anything_is_sent(on: ServerKind) {
         ("sub-ms lease", named.try_lock_with(Duration::ZERO, Duration::from_micros(500)).await.expect_err("sub-ms")),
         ("huge lease", named.try_lock_with(Duration::ZERO, Duration::MAX).await.expect_err("huge")),
         ("overflowing wait", named.try_lock_for(Duration::MAX).await.expect_err("overflow")),
-        ("simple empty", client.simple_lock("").try_lock(LEASE).await.expect_err("empty")),
-        ("simple zero lease", client.simple_lock("s").try_lock(Duration::ZERO).await.expect_err("zero")),
+        ("simple empty", client.simple_lock("").try_lock_with(Duration::ZERO, LEASE).await.expect_err("empty")),
+        (
+            "simple zero lease",
+            client.simple_lock("s").try_lock_with(Duration::ZERO, Duration::ZERO).await.expect_err("zero"),
+        ),
     ];
     for (what, err) in &checks {
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{what}: {err}");
@@ -413,11 +422,11 @@ async fn simple_lock_is_the_minimal_variant(t: &Topology) {
     let name = t.name("simple");
     let a = client.simple_lock(&name);
     let b = client.simple_lock(&name);
-    let guard = a.try_lock(Duration::from_millis(300)).await.expect("a").expect("acquired");
+    let guard = a.try_lock_with(Duration::ZERO, Duration::from_millis(300)).await.expect("a").expect("acquired");
     assert_eq!(t.on_key(&name, &["GET", &name]).as_str(), Some(a.owner()));
     assert!(a.owner().contains('-') && !a.owner().contains(':'), "value is UUID-N");
-    assert!(a.try_lock(LEASE).await.expect("again").is_none(), "not reentrant");
-    assert!(b.try_lock(LEASE).await.expect("b").is_none());
+    assert!(a.try_lock_with(Duration::ZERO, LEASE).await.expect("again").is_none(), "not reentrant");
+    assert!(b.try_lock_with(Duration::ZERO, LEASE).await.expect("b").is_none());
     let start = std::time::Instant::now();
     let b_guard = b.try_lock_with(Duration::from_secs(3), LEASE).await.expect("b waits").expect("after expiry");
     assert!(start.elapsed() < Duration::from_secs(1), "retried on the holder's TTL");
@@ -426,6 +435,31 @@ async fn simple_lock_is_the_minimal_variant(t: &Topology) {
     assert_eq!(t.on_key(&name, &["GET", &name]).as_str(), Some(b.owner()), "b untouched");
     b_guard.unlock().await.expect("unlock b");
     assert!(!t.exists(&name));
+
+    // The guard knows its own lease only: lost once its deadline passed; a detached
+    // guard sends nothing and the key expires with its lease; `lock_with_lease` waits
+    // for that expiry (on the holder's TTL) however long it takes.
+    let start = std::time::Instant::now();
+    let short = a.try_lock_with(Duration::ZERO, Duration::from_millis(300)).await.expect("a").expect("free");
+    assert_eq!(short.key(), name);
+    assert_eq!(short.owner(), a.owner());
+    assert!(!short.is_lost());
+    let deadline = short.lease_deadline();
+    assert!(
+        deadline >= start + Duration::from_millis(300)
+            && deadline <= std::time::Instant::now() + Duration::from_millis(300)
+    );
+    tokio::time::timeout(Duration::from_secs(2), short.lost()).await.expect("lost at its deadline");
+    assert!(short.is_lost());
+    // The guard's deadline is never later than the server's expiry, so the key may still
+    // be there for a round trip: wait for it on its TTL rather than one attempt.
+    let detached =
+        a.try_lock_with(Duration::from_secs(1), Duration::from_millis(300)).await.expect("a").expect("expired");
+    detached.detach();
+    assert_eq!(t.on_key(&name, &["GET", &name]).as_str(), Some(a.owner()), "detach sends nothing");
+    let waited = b.lock_with_lease(LEASE).await.expect("b waits for the expiry");
+    assert_eq!(t.on_key(&name, &["GET", &name]).as_str(), Some(b.owner()));
+    waited.unlock().await.expect("unlock b");
 }
 both_topologies!(simple_lock_is_the_minimal_variant);
 
@@ -452,7 +486,7 @@ async fn simple_lock_acquires_with_one_set_and_waits_on_the_pttl(t: &Topology) {
     let b = client.simple_lock(&name);
 
     let monitor = Monitor::start(&node);
-    let guard = a.try_lock(LEASE).await.expect("a").expect("free: acquired");
+    let guard = a.try_lock_with(Duration::ZERO, LEASE).await.expect("a").expect("free: acquired");
     monitor.sync(&node);
     let acquire = on_key(&monitor, &name);
     assert_eq!(acquire.iter().map(|l| command_of(l)).collect::<Vec<_>>(), ["set"], "one SET: {acquire:?}");
@@ -463,7 +497,7 @@ async fn simple_lock_acquires_with_one_set_and_waits_on_the_pttl(t: &Topology) {
     drop(monitor);
 
     let monitor = Monitor::start(&node);
-    assert!(b.try_lock(LEASE).await.expect("b").is_none(), "held");
+    assert!(b.try_lock_with(Duration::ZERO, LEASE).await.expect("b").is_none(), "held");
     monitor.sync(&node);
     let held = on_key(&monitor, &name);
     assert_eq!(held.iter().map(|l| command_of(l)).collect::<Vec<_>>(), ["set"], "a try is one SET: {held:?}");
@@ -481,9 +515,11 @@ async fn simple_lock_acquires_with_one_set_and_waits_on_the_pttl(t: &Topology) {
     drop(monitor);
 
     // A held key reports its PTTL to the wait, which tries again when it runs out.
-    let short = a.try_lock(Duration::from_millis(300)).await.expect("a").expect("acquired");
-    let monitor = Monitor::start(&node);
+    // The clock is read before the 300 ms hold starts: a slow reply or monitor start
+    // cannot eat the lower bound below.
     let start = std::time::Instant::now();
+    let short = a.try_lock_with(Duration::ZERO, Duration::from_millis(300)).await.expect("a").expect("acquired");
+    let monitor = Monitor::start(&node);
     let waited = b.try_lock_with(Duration::from_secs(3), LEASE).await.expect("b waits").expect("after expiry");
     let elapsed = start.elapsed();
     monitor.sync(&node);
@@ -519,97 +555,203 @@ async fn queries_report_the_server_state(t: &Topology) {
 }
 both_topologies!(queries_report_the_server_state);
 
-/// An unreachable server: a typed connection error (or timeout) within the bound.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unreachable_server_is_a_typed_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let start = std::time::Instant::now();
-    let result = leasehold::Client::builder()
-        .url(format!("redis://127.0.0.1:{port}"))
-        .command_timeout(Duration::from_millis(500))
-        .connect()
-        .await;
-    let err = result.expect_err("nothing listens there");
-    assert!(err.is_connection() || err.is_timeout(), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(3), "bounded by the command timeout");
+// One owner shared by tasks, nested leases, hostile names waited on, bounded `Debug`
+// output.
+
+fn slot(key: &str) -> u16 {
+    leasehold::fred::util::redis_keyslot(key.as_bytes())
 }
 
-/// `Client::shutdown` gives back every lock held through the client's handles (each
-/// kind, a forgotten guard included), so a waiter on another client gets the lock at
-/// once; stops the background tasks (the runtime's live tasks drop back to what they
-/// were before the client connected, while the `Client` itself is still alive); and
-/// refuses everything afterwards, sending nothing. Standalone: it counts the runtime's
-/// tasks and watches every command.
-async fn shutdown_releases_what_is_held_and_stops_the_background_tasks(on: ServerKind) {
+/// Every key on the server, sorted.
+fn all_keys(server: &RedisServer) -> Vec<String> {
+    match raw(server, &["KEYS", "*"]) {
+        RespValue::Array(items) => {
+            let mut keys: Vec<String> = items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+            keys.sort();
+            keys
+        }
+        other => panic!("unexpected KEYS reply {other:?}"),
+    }
+}
+
+// 1. Ownership: one owner shared through an `Arc`.
+
+/// Four tasks acquire and release 50 times each through one shared handle (one
+/// owner, so they re-enter each other's holds): every unlock is `Ok`, no guard is told
+/// its lock was lost, and the key is gone at the end (no phantom hold).
+async fn one_owner_shared_by_four_tasks_keeps_its_books_straight(on: ServerKind) {
     let server = on.start();
-    let other = client(&server).await;
-    let metrics = tokio::runtime::Handle::current().metrics();
-    let tasks_before = metrics.num_alive_tasks();
-    let holder = client(&server).await;
-    let keys = ["sd:plain", "sd:fair", "sd:fenced", "sd:simple", "sd:forgotten"];
-    let (plain, fair, fenced) = (holder.lock(keys[0]), holder.fair_lock(keys[1]), holder.fenced_lock(keys[2]));
-    let (simple, forgotten) = (holder.simple_lock(keys[3]), holder.lock(keys[4]));
-    let plain_guard = plain.lock().await.expect("plain");
-    let fair_guard = fair.lock_with_lease(LEASE).await.expect("fair");
-    let fenced_guard = fenced.lock().await.expect("fenced");
-    let simple_guard = simple.try_lock(LEASE).await.expect("simple").expect("free");
-    std::mem::forget(forgotten.lock().await.expect("forgotten"));
-    assert!(holder.stats().watchdog.registered >= 3);
-    for key in keys {
-        assert_eq!(leasehold_tests::raw(&server, &["EXISTS", key]), RespValue::Integer(1), "{key} held");
+    let client = client(&server).await;
+    let lock = Arc::new(client.lock("shared-owner"));
+    let mut tasks = Vec::new();
+    for t in 0..4u32 {
+        let lock = Arc::clone(&lock);
+        tasks.push(tokio::spawn(async move {
+            for round in 0..50u32 {
+                let guard = if (t + round) % 2 == 0 {
+                    lock.lock().await.expect("watchdog acquire")
+                } else {
+                    lock.lock_with_lease(LEASE).await.expect("fixed acquire")
+                };
+                tokio::task::yield_now().await;
+                assert!(!guard.is_lost(), "task {t} round {round}: a live hold was reported lost");
+                guard.unlock().await.unwrap_or_else(|e| panic!("task {t} round {round}: unlock failed: {e}"));
+            }
+        }));
     }
-
-    let waiter = other.lock(keys[0]);
-    let waiting = tokio::spawn(async move {
-        let guard = waiter.lock().await;
-        (std::time::Instant::now(), guard)
-    });
-    assert!(wait_until(Duration::from_secs(5), || other.local_waiters(keys[0]) == 1).await, "the waiter waits");
-
-    // A wait of the holder's own, on a lock another client holds: it ends at shutdown.
-    let busy = other.lock("sd:busy").lock_with_lease(LEASE).await.expect("busy");
-    let own_waiter = holder.lock("sd:busy");
-    let own_wait = tokio::spawn(async move { own_waiter.lock().await.map(drop) });
-    assert!(wait_until(Duration::from_secs(5), || holder.local_waiters("sd:busy") == 1).await, "it waits");
-
-    let started = std::time::Instant::now();
-    holder.shutdown().await.expect("shutdown");
-    let ended = tokio::time::timeout(Duration::from_secs(5), own_wait).await.expect("the wait ended").expect("task");
-    assert!(ended.expect_err("no lock after shutdown").is_shutdown());
-    busy.unlock().await.expect("busy unlocks");
-    assert!(holder.is_shut_down());
-    // The waiter may have taken the plain lock already: the holder's field is gone.
-    let held = leasehold_tests::raw(&server, &["HEXISTS", keys[0], plain.owner()]);
-    assert_eq!(held, RespValue::Integer(0), "{} released", keys[0]);
-    for key in &keys[1..] {
-        assert_eq!(leasehold_tests::raw(&server, &["EXISTS", key]), RespValue::Integer(0), "{key} released");
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(60), task).await.expect("tasks finish").expect("task");
     }
-    let (got_at, got) = waiting.await.expect("waiter task");
-    got.expect("the waiter got the lock").unlock().await.expect("waiter unlocks");
-    let waited = got_at.duration_since(started);
-    assert!(waited < Duration::from_secs(1), "woken by the release, not the 30 s lease: {waited:?}");
-
-    // Afterwards: nothing is sent for the old guards, nothing new goes out.
-    let monitor = Monitor::start(&server.addr());
-    assert!(plain_guard.is_lost() && fair_guard.is_lost() && fenced_guard.is_lost());
-    assert!(plain_guard.unlock().await.expect_err("shut down").is_shutdown());
-    assert!(fenced_guard.unlock().await.expect_err("shut down").is_shutdown());
-    assert!(simple_guard.unlock().await.expect_err("shut down").is_shutdown());
-    drop(fair_guard);
-    let after = holder.lock("sd:after").try_lock().await.expect_err("refused");
-    assert!(after.is_shutdown() && after.is_not_sent(), "{after:?}");
-    assert!(holder.simple_lock("sd:after").try_lock(LEASE).await.expect_err("refused").is_shutdown());
-    holder.shutdown().await.expect("a second shutdown answers Ok");
-    monitor.sync(&server.addr());
-    let sent: Vec<String> = monitor.commands().into_iter().filter(|l| l.contains("\"sd:")).collect();
-    assert!(sent.is_empty(), "sent after shutdown: {sent:?}");
-    drop(monitor);
-
-    // The watchdog, the subscriber and fred's connection tasks have ended, though the
-    // `Client` (and a forgotten guard holding it) is still alive.
-    let ended = wait_until(Duration::from_secs(5), || metrics.num_alive_tasks() <= tasks_before).await;
-    assert!(ended, "background tasks left: {} alive, {tasks_before} before", metrics.num_alive_tasks());
-    assert_eq!(holder.stats().watchdog.registered, 0, "nothing renewed");
-    drop(holder);
+    assert_eq!(raw(&server, &["EXISTS", "shared-owner"]).as_int(), Some(0), "{:?}", hgetall(&server, "shared-owner"));
+    assert_eq!(client.stats().watchdog.registered, 0);
 }
-both_servers!(shutdown_releases_what_is_held_and_stops_the_background_tasks);
+both_servers!(one_owner_shared_by_four_tasks_keeps_its_books_straight, worker_threads = 4);
+
+// 3. The local deadline is never later than the server's expiry.
+
+/// A partial unlock whose reply is lost is retried: the deadline it extends counts from
+/// the *first* attempt's send (when the TTL may have been set), not the retry's.
+async fn a_partial_unlock_answered_from_its_latch_counts_from_the_first_send(on: ServerKind) {
+    let server = on.start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
+    let lock = client.lock("latched-partial");
+    let outer = lock.lock().await.expect("outer");
+    let inner = lock.lock().await.expect("inner");
+    proxy.lose_next_reply();
+    inner.unlock().await.expect("retried");
+    assert_eq!(proxy.lost_replies(), 1);
+    // The server's expiry lies within [before + PTTL, after + PTTL], where `after` is
+    // taken once PTTL's reply is in: the later the read, the later the bound (an
+    // `after` taken before the read made the bound too early by however long the read
+    // took, 2.2 ms once on a loaded machine).
+    let ttl = u64::try_from(pttl(&server, "latched-partial")).expect("the key has a TTL");
+    let after = Instant::now();
+    let server_expiry_at_most = after + Duration::from_millis(ttl + 1);
+    let deadline = outer.lease_deadline();
+    assert!(
+        deadline <= server_expiry_at_most,
+        "local deadline {:?} after the server's expiry",
+        deadline.duration_since(server_expiry_at_most)
+    );
+    outer.unlock().await.expect("unlock");
+}
+both_servers!(a_partial_unlock_answered_from_its_latch_counts_from_the_first_send);
+
+/// A re-entry with a shorter lease never cuts the outer hold short: the key keeps the
+/// outer lease, so another owner stays excluded after the short lease has passed, and
+/// the outer guard's deadline stays within the server's expiry.
+async fn a_shorter_nested_lease_never_shortens_the_outer_hold(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let lock = client.lock("nested");
+    let other = client.lock("nested");
+    let outer = lock.lock_with_lease(LEASE).await.expect("outer");
+    let inner =
+        lock.try_lock_with(Duration::ZERO, Duration::from_millis(100)).await.expect("inner").expect("re-enters");
+    assert!(pttl(&server, "nested") > 9_000, "the re-entry kept the outer TTL");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(other.try_lock().await.expect("other").is_none(), "still held after the inner lease passed");
+    assert!(!outer.is_lost());
+    // The clock is read after PTTL's reply: the server's expiry is at most that reply's
+    // arrival + PTTL (+ 1 ms of rounding). Reading it before would undercount by the
+    // PTTL round trip, which a loaded machine stretches.
+    let ttl = u64::try_from(pttl(&server, "nested")).expect("ttl");
+    let server_expiry_at_most = Instant::now() + Duration::from_millis(ttl + 1);
+    assert!(outer.lease_deadline() <= server_expiry_at_most);
+    inner.unlock().await.expect("inner unlock");
+    assert!(pttl(&server, "nested") > 9_000, "releasing the re-entry kept the outer TTL");
+    outer.unlock().await.expect("outer unlock");
+    assert_eq!(pttl(&server, "nested"), -2);
+}
+both_servers!(a_shorter_nested_lease_never_shortens_the_outer_hold);
+
+// 4. Nested leases and the watchdog.
+
+/// A fixed-lease re-entry inside a watchdog hold: its release keeps the watchdog lease
+/// on the key, the watchdog keeps renewing, and `is_renewed()` says so.
+async fn releasing_a_short_re_entry_keeps_the_watchdog_lease(on: ServerKind) {
+    let server = on.start();
+    let client = client_with(&server.url(), Duration::from_secs(3)).await;
+    let lock = client.lock("wd-nested");
+    let other = client.lock("wd-nested");
+    let outer = lock.lock().await.expect("outer");
+    let inner = lock.lock_with_lease(Duration::from_millis(50)).await.expect("inner");
+    assert!(pttl(&server, "wd-nested") > 2_500, "the short re-entry did not cut the watchdog lease");
+    inner.unlock().await.expect("inner unlock");
+    assert!(pttl(&server, "wd-nested") > 2_500, "the release kept the watchdog lease");
+    assert!(outer.is_renewed(), "the watchdog still renews the outer hold");
+    // Two renewal periods later it is still held and renewed.
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    assert!(other.try_lock().await.expect("other").is_none());
+    assert!(outer.is_renewed() && !outer.is_lost());
+    outer.unlock().await.expect("outer unlock");
+}
+both_servers!(releasing_a_short_re_entry_keeps_the_watchdog_lease);
+
+// 10 and 13. Hostile names, waited on.
+
+/// Names whose braces defeat Redisson's naming: each is waited on and woken by the
+/// release message (the lease is far longer than the wait), and every key the lock
+/// leaves behind is in the lock key's hash slot.
+async fn hostile_names_are_waited_on_and_keep_every_key_in_their_slot(on: ServerKind) {
+    let server = on.start();
+    let holder_client = client(&server).await;
+    let waiter_client = client(&server).await;
+    let long = "n".repeat(64 * 1024);
+    let names = ["{}", "{", "}", "}{", "a{b", "a{}b", "a}b{c}", "{}x}", "a}b", "{x}", "\u{0}\u{1}{\u{7f}", &long];
+    for name in names {
+        let shown: String = name.chars().take(20).collect();
+        let held = holder_client.lock(name).lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+        let waiter = {
+            let client = waiter_client.clone();
+            let name = name.to_owned();
+            tokio::spawn(async move {
+                let lock = client.lock(&name);
+                let guard = lock.lock().await.expect("waiter");
+                guard.unlock().await.expect("waiter unlock");
+            })
+        };
+        assert!(
+            wait_until(Duration::from_secs(5), || waiter_client.local_waiters(name) == 1).await,
+            "{shown:?}: the waiter queued"
+        );
+        held.unlock().await.expect("holder unlock");
+        tokio::time::timeout(Duration::from_secs(3), waiter)
+            .await
+            .unwrap_or_else(|_| panic!("{shown:?}: the waiter was not woken by the release"))
+            .expect("task");
+        let lock_slot = slot(name);
+        for key in all_keys(&server) {
+            assert_eq!(
+                slot(&key),
+                lock_slot,
+                "{shown:?}: {:?} is in another slot",
+                key.chars().take(60).collect::<String>()
+            );
+        }
+        raw(&server, &["FLUSHALL"]);
+    }
+    assert!(wait_until(Duration::from_secs(5), || leasehold_test_support::pubsub_channels(&server).is_empty()).await);
+}
+both_servers!(hostile_names_are_waited_on_and_keep_every_key_in_their_slot);
+
+// 12. Small, bounded Debug.
+
+/// With 200 other locks held, a guard prints a few hundred bytes, and a huge name is
+/// cut.
+async fn debug_output_is_small_and_bounded(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let mut guards = Vec::new();
+    for i in 0..200 {
+        guards.push(client.lock(format!("many:{i}")).lock().await.expect("lock"));
+    }
+    let huge = client.lock("h".repeat(1 << 20));
+    let guard = huge.lock().await.expect("lock");
+    for shown in [format!("{guard:?}"), format!("{huge:?}"), format!("{client:?}"), format!("{:?}", guards[0])] {
+        assert!(shown.len() < 512, "{} bytes: {}", shown.len(), &shown[..200.min(shown.len())]);
+    }
+    guard.unlock().await.expect("unlock");
+}
+both_servers!(debug_output_is_small_and_bounded);

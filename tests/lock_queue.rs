@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use leasehold::fred::clients::SubscriberClient;
 use leasehold::fred::prelude::{Builder, ClientLike, Config, EventInterface, PubsubInterface};
-use leasehold_tests::{
+use leasehold_test_support::{
     client, hgetall, pubsub_channels, raw, wait_until, HolderProcess, Monitor, RedisServer, RespValue,
 };
 
@@ -52,7 +52,7 @@ async fn a_release_hands_the_lock_to_the_queued_waiter_so_no_newcomer_barges_in(
 
     guard.unlock().await.expect("unlock");
     assert_eq!(hgetall(&server, name), vec![(waiter_owner.clone(), "1".to_owned())], "handed to the waiter");
-    let ttl = leasehold_tests::pttl(&server, name);
+    let ttl = leasehold_test_support::pttl(&server, name);
     assert!(ttl > 0 && ttl <= 10_000, "the hand-over's TTL is cut to the waiter's keep-alive: {ttl}");
     assert!(lrange(&server, queue).is_empty(), "the waiter left the queue with the hand-over");
     let newcomer = client(&server).await;
@@ -325,7 +325,7 @@ async fn expiring_lock_holders_hand_off_in_order() {
     let server = RedisServer::start();
     let (lease, slack) = (Duration::from_secs(1), Duration::from_millis(700));
     let one = client(&server).await;
-    let acquired = leasehold_tests::expiring::expiring_holders(8, |_| {
+    let acquired = leasehold_test_support::expiring::expiring_holders(8, |_| {
         let lock = one.lock("queue:expiring-one");
         async move {
             let guard = lock.try_lock_with(Duration::from_secs(10), Duration::from_secs(1)).await.expect("wait");
@@ -333,12 +333,12 @@ async fn expiring_lock_holders_hand_off_in_order() {
         }
     })
     .await;
-    leasehold_tests::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
+    leasehold_test_support::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
     let mut clients = Vec::new();
     for _ in 0..8 {
         clients.push(client(&server).await);
     }
-    let acquired = leasehold_tests::expiring::expiring_holders(8, |i| {
+    let acquired = leasehold_test_support::expiring::expiring_holders(8, |i| {
         let lock = clients[i].lock("queue:expiring-eight");
         async move {
             let guard = lock.try_lock_with(Duration::from_secs(10), Duration::from_secs(1)).await.expect("wait");
@@ -346,5 +346,5 @@ async fn expiring_lock_holders_hand_off_in_order() {
         }
     })
     .await;
-    leasehold_tests::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
+    leasehold_test_support::expiring::assert_hand_offs(&acquired, lease, slack, Duration::from_secs(11));
 }

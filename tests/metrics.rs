@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use leasehold_tests::{client_with, wait_until, RedisServer};
+use leasehold_test_support::{client_with, wait_until, RedisServer};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::{CompositeKey, MetricKind};
 
@@ -95,7 +95,7 @@ async fn every_metric_is_recorded_with_its_labels() {
     let labelled = leasehold::Client::builder()
         .url(server.url())
         .watchdog_timeout(Duration::from_millis(300))
-        .command_timeout(leasehold_tests::command_timeout_for(Duration::from_millis(300)))
+        .command_timeout(leasehold_test_support::command_timeout_for(Duration::from_millis(300)))
         .metric_label(|key| key.starts_with("report:").then_some("report"))
         .connect()
         .await

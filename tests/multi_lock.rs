@@ -1,7 +1,7 @@
 //! `MultiLock` (issue 20) on real servers: all or nothing, one canonical order, one
 //! script per client and slot, waiting on the lock that blocked, cancellation at any
 //! point, the watchdog over every member, and exclusion with Redisson holders (its
-//! `RLock` scripts run by hand, as `tests/foundation.rs` does).
+//! `RLock` scripts run by hand, as `tests/lock.rs` does).
 //!
 //! Tests with `both_topologies!` run on a private Redis, a private Valkey and the shared
 //! cluster (`NAME::standalone`, `NAME::valkey`, `NAME::cluster`); the standalone-only
@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use leasehold::{ErrorKind, MultiLock, MULTI_LOCK_MAX_MEMBERS};
-use leasehold_tests::{
+use leasehold::{ErrorKind, MultiLock};
+use leasehold_test_support::{
     both_servers, both_topologies, client, client_with, wait_until, Monitor, Proxy, RespValue, ServerKind, Topology,
 };
 use tokio::time::timeout;
@@ -205,7 +205,7 @@ async fn the_watchdog_renews_every_member_and_lost_fires(on: ServerKind) {
     // Past two leases: every member is still there, renewed.
     while held_since.elapsed() < watchdog * 2 {
         for name in ["wd-a", "wd-b", "wd-c"] {
-            assert!(leasehold_tests::pttl(&server, name) > 0, "{name} renewed");
+            assert!(leasehold_test_support::pttl(&server, name) > 0, "{name} renewed");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -216,7 +216,7 @@ async fn the_watchdog_renews_every_member_and_lost_fires(on: ServerKind) {
     let err = guard.unlock().await.expect_err("a lost member");
     assert!(err.is_lock_lost() || err.is_not_owner(), "{err}");
     for name in ["wd-a", "wd-b", "wd-c"] {
-        assert_eq!(leasehold_tests::pttl(&server, name), -2, "{name} gone");
+        assert_eq!(leasehold_test_support::pttl(&server, name), -2, "{name} gone");
     }
     assert!(
         wait_until(Duration::from_secs(3), || client.stats().watchdog.registered == 0
@@ -226,11 +226,24 @@ async fn the_watchdog_renews_every_member_and_lost_fires(on: ServerKind) {
 
     let fixed = multi.try_lock_with(Duration::ZERO, Duration::from_millis(600)).await.expect("try").expect("taken");
     for name in ["wd-a", "wd-b", "wd-c"] {
-        let ttl = leasehold_tests::pttl(&server, name);
+        let ttl = leasehold_test_support::pttl(&server, name);
         assert!(ttl > 0 && ttl <= 600, "{name}: fixed lease, got {ttl}");
     }
     assert_eq!(client.stats().watchdog.registered, 0, "a fixed lease is not renewed");
+    assert_eq!(fixed.keys(), ["wd-a", "wd-b", "wd-c"], "canonical order");
+    assert!(fixed.lease_deadline() <= std::time::Instant::now() + Duration::from_millis(600));
     assert!(wait_until(Duration::from_secs(5), || fixed.is_lost()).await, "the lease runs out");
+
+    // `detach` stops every member's renewal and sends nothing: the keys expire.
+    let detached = multi.lock().await.expect("lock");
+    assert!(detached.is_renewed() && client.stats().watchdog.registered > 0);
+    detached.detach();
+    assert_eq!(client.stats().watchdog.registered + b.stats().watchdog.registered, 0, "no member renewed");
+    for name in ["wd-a", "wd-b", "wd-c"] {
+        assert!(leasehold_test_support::pttl(&server, name) > 0, "{name} still held: nothing sent");
+    }
+    let gone = || ["wd-a", "wd-b", "wd-c"].iter().all(|name| leasehold_test_support::pttl(&server, name) == -2);
+    assert!(wait_until(Duration::from_secs(5), gone).await, "every member expires with its lease");
 }
 both_servers!(the_watchdog_renews_every_member_and_lost_fires);
 
@@ -261,7 +274,7 @@ async fn cancellation_at_any_point_releases_all(on: ServerKind) {
         }
         let released = wait_until(Duration::from_secs(5), || {
             let held = ["c-1", "c-2", "c-3", "c-4"].iter().any(|name| {
-                leasehold_tests::hgetall(&server, name)
+                leasehold_test_support::hgetall(&server, name)
                     .iter()
                     .any(|(field, _)| owners.iter().any(|o| field.starts_with(o)))
             });
@@ -271,11 +284,11 @@ async fn cancellation_at_any_point_releases_all(on: ServerKind) {
         assert!(released, "step {step}: every member given back and no renewal left");
         drop(blocker);
         // A write of ours still on its way through the proxy would show here: c-2 kept.
-        let c2_free = wait_until(Duration::from_secs(3), || leasehold_tests::pttl(&server, "c-2") == -2).await;
+        let c2_free = wait_until(Duration::from_secs(3), || leasehold_test_support::pttl(&server, "c-2") == -2).await;
         assert!(c2_free, "step {step}: c-2 free again, no late acquire of ours kept it");
     }
     for name in ["c-1", "c-2", "c-3", "c-4"] {
-        assert_eq!(leasehold_tests::pttl(&server, name), -2, "{name} left held");
+        assert_eq!(leasehold_test_support::pttl(&server, name), -2, "{name} left held");
     }
     assert!(completed > 0, "the later steps complete the acquire");
 }
@@ -287,9 +300,9 @@ both_servers!(cancellation_at_any_point_releases_all);
 async fn bad_input_is_rejected_before_anything_is_sent(on: ServerKind) {
     let server = on.start();
     let client = client(&server).await;
-    let other = leasehold_tests::client(&server).await;
+    let other = leasehold_test_support::client(&server).await;
     let monitor = Monitor::start(&server.addr());
-    let too_many: Vec<String> = (0..=MULTI_LOCK_MAX_MEMBERS).map(|i| format!("m{i}")).collect();
+    let too_many: Vec<String> = (0..=MultiLock::MAX_MEMBERS).map(|i| format!("m{i}")).collect();
     let cases: Vec<(&str, MultiLock)> = vec![
         ("no member", MultiLock::new(Vec::new())),
         ("no name", client.multi_lock(Vec::<String>::new())),
@@ -314,7 +327,7 @@ async fn bad_input_is_rejected_before_anything_is_sent(on: ServerKind) {
         .await
         .expect_err("overflow")
         .is_invalid_argument());
-    let max: Vec<String> = (0..MULTI_LOCK_MAX_MEMBERS).map(|i| format!("m{i}")).collect();
+    let max: Vec<String> = (0..MultiLock::MAX_MEMBERS).map(|i| format!("m{i}")).collect();
     monitor.sync(&server.addr());
     assert_eq!(monitor.commands(), Vec::<String>::new(), "no command reached the server");
     let guard = client.multi_lock(&max).try_lock().await.expect("the maximum is allowed").expect("taken");

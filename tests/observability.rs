@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold_tests::{client, client_with, wait_until, RedisServer};
+use leasehold_test_support::{client, client_with, wait_until, RedisServer};
 
 /// Acquires, re-entries, a busy `try_lock`, a wait that ran out and one that was woken
 /// by a release: each counter and gauge moves by what happened.

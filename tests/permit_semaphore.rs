@@ -6,10 +6,14 @@
 use std::time::Duration;
 
 use leasehold::ErrorKind;
-use leasehold_tests::{
+use leasehold_test_support::{
     both_servers, client, client_with, raw, raw_command, wait_until, HolderProcess, RedisServer, RespValue, ServerKind,
 };
 use tokio::time::Instant;
+
+/// How often a waiting acquire reads the semaphore again with no message (leasehold's
+/// `RECHECK`): a wake-up much sooner than this came from a message or a lease's end.
+const RECHECK: Duration = Duration::from_secs(1);
 
 /// The 16 raw bytes of a 32-hex-digit permit id.
 fn id_bytes(id: &str) -> Vec<u8> {
@@ -66,8 +70,8 @@ async fn layout_is_redissons_and_calls_mean_what_redissons_do(on: ServerKind) {
     );
     let renewed = score(&server, "{pes:layout}:timeout", &id_bytes(forever.id())).expect("listed");
     assert!(renewed > after && renewed < 922_337_203_685_477, "a watchdog lease from the server clock: {renewed}");
-    assert_eq!(forever.lease_remaining(), None);
-    assert!(leased.lease_remaining().expect("leased") > Duration::from_secs(50));
+    assert!(forever.is_renewed() && !leased.is_renewed());
+    assert!(leased.lease_deadline() > std::time::Instant::now() + Duration::from_secs(50));
     assert_eq!((sem.available_permits().await.expect("q"), sem.acquired_permits().await.expect("q")), (0, 2));
     let id = forever.id().to_owned();
     assert!(sem.try_release(&id).await.expect("release by id"));
@@ -117,7 +121,8 @@ async fn leases_end_on_the_server_clock(on: ServerKind) {
     let permit = sem.acquire_with_lease(lease).await.expect("permit");
     let start = Instant::now();
     tokio::time::timeout(Duration::from_secs(5), permit.lost()).await.expect("lost at the lease's end");
-    assert!(start.elapsed() < lease + Duration::from_millis(100), "lost after {:?}", start.elapsed());
+    // Told by the lease's own timer: well before a 1 s re-check (by a factor of 2) would.
+    assert!(start.elapsed() < lease + RECHECK / 2, "lost after {:?}", start.elapsed());
     assert!(permit.is_lost());
     assert!(
         wait_until(Duration::from_secs(5), || raw(&server, &["ZCARD", "{pes:clock}:timeout"]).as_int() == Some(2))
@@ -137,14 +142,16 @@ async fn a_waiter_wakes_at_the_earliest_lease_end(on: ServerKind) {
     let client = client(&server).await;
     let sem = client.permit_expirable_semaphore("pes:expiry-wake");
     sem.set_permits(1).await.expect("set");
+    // The clock is read before the holder's acquire: its lease starts on the server after
+    // this, so no waiter can be in before `start` + 200 ms (no slack needed below).
+    let start = Instant::now();
     let held = sem.acquire_with_lease(Duration::from_millis(200)).await.expect("held");
     std::mem::forget(held); // never released: only its lease frees it
-    let start = Instant::now();
     let permit =
         sem.try_acquire_with(Duration::from_secs(5), Duration::from_secs(5)).await.expect("wait").expect("permit");
     let waited = start.elapsed();
-    assert!(waited >= Duration::from_millis(150), "not before the lease's end: {waited:?}");
-    assert!(waited < Duration::from_millis(850), "woken at the lease's end, not by the 1 s re-check: {waited:?}");
+    assert!(waited >= Duration::from_millis(200), "not before the lease's end: {waited:?}");
+    assert!(waited < RECHECK * 85 / 100, "woken at the lease's end, not by the 1 s re-check: {waited:?}");
     permit.release().await.expect("release");
 }
 both_servers!(a_waiter_wakes_at_the_earliest_lease_end);
@@ -277,7 +284,7 @@ async fn a_live_holders_watchdog_permit_never_expires(on: ServerKind) {
     let sem = client.permit_expirable_semaphore("pes:renewed");
     sem.set_permits(1).await.expect("set");
     let permit = sem.acquire().await.expect("permit");
-    assert_eq!(permit.lease_remaining(), None, "no end while held");
+    assert!(permit.is_renewed(), "renewed while held");
     let first = score(&server, "{pes:renewed}:timeout", &id_bytes(permit.id())).expect("listed");
     tokio::time::sleep(watchdog * 3).await; // three timeouts: renewals, not the first lease, keep it
     assert!(!permit.is_lost(), "renewed, never lost");
@@ -289,6 +296,47 @@ async fn a_live_holders_watchdog_permit_never_expires(on: ServerKind) {
     assert_eq!(client.stats().watchdog.registered, 0, "released: no longer renewed");
 }
 both_servers!(a_live_holders_watchdog_permit_never_expires);
+
+/// `try_acquire_for(wait)` waits at most its bound (`None` then) and takes a permit the
+/// watchdog renews; `detach` stops the renewal and sends nothing: the permit stays
+/// listed until its lease runs out, and then comes back.
+async fn try_acquire_for_is_bounded_and_renewed_and_detach_stops_the_renewal(on: ServerKind) {
+    let server = on.start();
+    let watchdog = Duration::from_millis(500);
+    let client = client_with(&server.url(), watchdog).await;
+    let sem = client.permit_expirable_semaphore("pes:for");
+    sem.set_permits(1).await.expect("set");
+    let held = sem.acquire_with_lease(Duration::from_secs(30)).await.expect("held");
+    let start = Instant::now();
+    assert!(sem.try_acquire_for(Duration::from_millis(300)).await.expect("wait").is_none(), "none free");
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(2), "bound kept: {waited:?}");
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        held.release().await
+    });
+    let permit = sem.try_acquire_for(Duration::from_secs(10)).await.expect("wait").expect("released within");
+    release.await.expect("task").expect("release");
+    assert!(permit.is_renewed(), "watchdog mode");
+    let first = score(&server, "{pes:for}:timeout", &id_bytes(permit.id())).expect("listed");
+    tokio::time::sleep(watchdog * 3).await; // three timeouts: only renewals keep it
+    assert!(!permit.is_lost(), "renewed, never lost");
+    let later = score(&server, "{pes:for}:timeout", &id_bytes(permit.id())).expect("still listed");
+    assert!(later > first + 1000, "renewed: {first} -> {later}");
+
+    let id = id_bytes(permit.id());
+    permit.detach();
+    assert_eq!(client.stats().watchdog.registered, 0, "detached: no longer renewed");
+    assert!(score(&server, "{pes:for}:timeout", &id).is_some(), "detach sends nothing");
+    // Still held a little later (its last renewal left it at least 2/3 of a lease).
+    assert!(sem.try_acquire_for(Duration::from_millis(100)).await.expect("wait").is_none(), "not released");
+    let start = Instant::now();
+    let next = sem.try_acquire_for(Duration::from_secs(5)).await.expect("wait").expect("back after its lease");
+    assert!(start.elapsed() < Duration::from_secs(2), "within one watchdog lease: {:?}", start.elapsed());
+    assert!(score(&server, "{pes:for}:timeout", &id).is_none(), "the detached permit expired");
+    next.release().await.expect("release");
+}
+both_servers!(try_acquire_for_is_bounded_and_renewed_and_detach_stops_the_renewal);
 
 /// A holder process killed (`SIGKILL`) while holding an `acquire()` permit (watchdog 1 s,
 /// renewed past its first lease): the permit is back within one watchdog timeout of the

@@ -8,10 +8,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::ErrorKind;
 use leasehold_test_support::redisson_pes::{REDISSON_PES_ACQUIRE, REDISSON_PES_AVAILABLE, REDISSON_PES_TRY_RELEASE};
-use leasehold_tests::{
+use leasehold_test_support::{
     both_servers, client, raw, raw_command, wait_until, Listener, RedisServer, RespValue, ServerKind,
 };
 use tokio::time::{timeout, Instant};
+
+/// How often a waiting acquire reads the semaphore again with no message (leasehold's
+/// `RECHECK`): a wake-up much sooner than this came from a message or a lease's end.
+const RECHECK: Duration = Duration::from_secs(1);
 
 /// A Java client's clock, as Redisson reads it (`System.currentTimeMillis()`).
 fn java_now() -> i64 {
@@ -151,11 +155,14 @@ async fn each_sides_release_wakes_the_other(on: ServerKind) {
         tokio::spawn(async move { sem.acquire_with_lease(Duration::from_secs(30)).await })
     };
     assert!(wait_until(Duration::from_secs(5), || client.subscribed_channels().contains(&java.channel())).await);
-    tokio::time::sleep(Duration::from_millis(50)).await; // past the waiter's first attempt
+    // Past the waiter's first attempt: it is queued, so only a message (or the re-check)
+    // can let it in.
+    assert!(wait_until(Duration::from_secs(5), || client.stats().waiters == 1).await, "the waiter queued");
     let released_at = Instant::now();
     assert!(java.try_release(&java_id));
     let permit = timeout(Duration::from_secs(3), waiter).await.expect("woken").expect("task").expect("permit");
-    assert!(released_at.elapsed() < Duration::from_millis(800), "woken by the message: {:?}", released_at.elapsed());
+    // Faster than the 1 s re-check by a factor of 2.
+    assert!(released_at.elapsed() < RECHECK / 2, "woken by the message: {:?}", released_at.elapsed());
     let mut listener = Listener::start(&server, &java.channel());
     permit.release().await.expect("release");
     assert_eq!(listener.next_message(), "1", "the count Java's listener reads");

@@ -5,12 +5,14 @@
 use std::time::Duration;
 
 use leasehold::ErrorKind;
-use leasehold_tests::{both_servers, client, client_with, hgetall, pttl, raw, wait_until, RespValue, ServerKind};
+use leasehold_test_support::{
+    both_servers, client, client_with, hgetall, pttl, raw, wait_until, RespValue, ServerKind,
+};
 use tokio::time::{timeout, Instant};
 
 const LEASE: Duration = Duration::from_secs(10);
 
-fn exists(server: &leasehold_tests::RedisServer, key: &str) -> bool {
+fn exists(server: &leasehold_test_support::RedisServer, key: &str) -> bool {
     raw(server, &["EXISTS", key]).as_int() == Some(1)
 }
 
@@ -161,7 +163,7 @@ async fn the_watchdog_renews_only_its_own_holds(on: ServerKind) {
     let writer = b.read_write_lock("rw:watchdog");
     let waiting =
         tokio::spawn(async move { writer.try_write_with(Duration::from_secs(5), LEASE).await.map(|g| (g, writer)) });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(wait_until(Duration::from_secs(5), || b.stats().waiters == 1).await, "the writer waits");
     read.unlock().await.expect("unlock");
     let (write, writer) = waiting.await.expect("join").expect("wait");
     let write = write.expect("the dead reader's field was pruned: the writer is in");
@@ -229,6 +231,47 @@ async fn bad_input_is_a_typed_error_and_writes_nothing(on: ServerKind) {
 }
 both_servers!(bad_input_is_a_typed_error_and_writes_nothing);
 
+/// `try_read_for` and `try_write_for` wait at most their bound (`None` then, nothing
+/// left behind), get the lock when it is released within it, and hold it in watchdog
+/// mode (renewed while held, on the watchdog's lease).
+async fn the_bounded_renewed_forms_wait_their_bound_and_renew(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let name = "rw:bounded";
+    let holder = a.read_write_lock(name);
+    let write = holder.write().await.expect("write");
+    let (reader, writer) = (b.read_write_lock(name), b.read_write_lock(name));
+    let start = Instant::now();
+    assert!(reader.try_read_for(Duration::from_millis(300)).await.expect("read wait").is_none());
+    assert!(writer.try_write_for(Duration::from_millis(300)).await.expect("write wait").is_none());
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(600) && waited < Duration::from_secs(3), "both bounds kept: {waited:?}");
+    assert_eq!(hgetall(&server, name).len(), 2, "only the holder's mode and write field");
+
+    // Released within the bound: the waiting reader gets it, renewed.
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        write.unlock().await
+    });
+    let read = reader.try_read_for(Duration::from_secs(10)).await.expect("read wait").expect("released within");
+    release.await.expect("task").expect("unlock");
+    assert!(read.is_renewed(), "watchdog mode");
+    assert!(pttl(&server, name) > 20_000, "the watchdog's lease, not a fixed one");
+
+    // A writer waits for the read to go, then holds the write, renewed.
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        read.unlock().await
+    });
+    let write = holder.try_write_for(Duration::from_secs(10)).await.expect("write wait").expect("released within");
+    release.await.expect("task").expect("unlock");
+    assert!(write.is_renewed(), "watchdog mode");
+    assert!(pttl(&server, name) > 20_000);
+    write.unlock().await.expect("unlock");
+    assert!(!exists(&server, name));
+}
+both_servers!(the_bounded_renewed_forms_wait_their_bound_and_renew);
+
 /// The handle, its guards and its futures can cross tasks (an axum handler compiles).
 #[test]
 fn bounds() {
@@ -241,6 +284,8 @@ fn bounds() {
         send(&rw.write());
         send(&rw.try_read_with(Duration::ZERO, LEASE));
         send(&rw.try_write_with(Duration::ZERO, LEASE));
+        send(&rw.try_read_for(LEASE));
+        send(&rw.try_write_for(LEASE));
         send(&rw.force_unlock());
     }
     send_sync_static::<leasehold::ReadWriteLock>();

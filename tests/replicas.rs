@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use leasehold::Client;
-use leasehold_tests::{client, raw, wait_until, Monitor, Proxy, RedisServer};
+use leasehold_test_support::{client, raw, wait_until, Monitor, Proxy, RedisServer};
 
 /// Long enough that a replica on a loaded 2-core machine acknowledges in time (acks
 /// were seen to take over 300 ms under load), short enough to keep the tests quick.

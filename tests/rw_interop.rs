@@ -1,5 +1,5 @@
 //! Interop of `ReadWriteLock` with Redisson's `RReadWriteLock` without a JVM (issue 18
-//! item 5), as `tests/foundation.rs` does for `RLock`: copies of Redisson 4.7's
+//! item 5), as `tests/lock.rs` does for `RLock`: copies of Redisson 4.7's
 //! read/write acquire and unlock scripts (`RedissonReadLock`, `RedissonWriteLock`,
 //! KEYS and ARGV as Redisson sends them, `/work/shared/notes/redisson-family.md` §1)
 //! run against leasehold's holds and the other way round. Every test runs on Redis and
@@ -10,7 +10,7 @@ use std::time::Duration;
 use leasehold_test_support::redisson_rwlock::{
     REDISSON_READ_ACQUIRE, REDISSON_READ_UNLOCK, REDISSON_WRITE_ACQUIRE, REDISSON_WRITE_UNLOCK,
 };
-use leasehold_tests::{both_servers, client, hgetall, raw, Listener, RedisServer, RespValue, ServerKind};
+use leasehold_test_support::{both_servers, client, hgetall, raw, Listener, RedisServer, RespValue, ServerKind};
 use tokio::time::{timeout, Instant};
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -185,7 +185,8 @@ async fn each_sides_release_wakes_the_others_waiters(on: ServerKind) {
         .collect();
     let channel = java.channel();
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || client.subscribed_channels().contains(&channel)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || client.subscribed_channels().contains(&channel))
+            .await,
         "leasehold's readers listen on {channel}"
     );
     let released = Instant::now();
@@ -207,7 +208,8 @@ async fn each_sides_release_wakes_the_others_waiters(on: ServerKind) {
         (Instant::now(), guard)
     });
     assert!(
-        leasehold_tests::wait_until(Duration::from_secs(5), || client.subscribed_channels().contains(&channel)).await,
+        leasehold_test_support::wait_until(Duration::from_secs(5), || client.subscribed_channels().contains(&channel))
+            .await,
         "the writer listens"
     );
     let released = Instant::now();

@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leasehold::ErrorKind;
-use leasehold_tests::{both_servers, client, raw, wait_until, Monitor, RespValue, ServerKind};
+use leasehold_test_support::{both_servers, client, raw, wait_until, Monitor, RespValue, ServerKind};
 
 use tokio::time::{timeout, Instant};
 
-fn get(server: &leasehold_tests::RedisServer, key: &str) -> Option<String> {
+fn get(server: &leasehold_test_support::RedisServer, key: &str) -> Option<String> {
     raw(server, &["GET", key]).as_str().map(str::to_owned)
 }
 
@@ -68,7 +68,7 @@ async fn queue_waiters(client: &leasehold::Client, name: &str, permits: &[u32]) 
     for (index, &n) in permits.iter().enumerate() {
         let (sem, order) = (client.semaphore(name), order.clone());
         drop(tokio::spawn(async move {
-            sem.acquire(n).await.expect("acquire").forget();
+            sem.acquire(n).await.expect("acquire").detach();
             order.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(index);
         }));
         assert!(
@@ -150,7 +150,7 @@ async fn a_silent_change_is_found_and_a_bounded_wait_ends(on: ServerKind) {
     let waiter = {
         let sem = sem.clone();
         tokio::spawn(
-            async move { sem.try_acquire_for(1, Duration::from_secs(10)).await.map(|p| p.map(|p| p.forget())) },
+            async move { sem.try_acquire_for(1, Duration::from_secs(10)).await.map(|p| p.map(|p| p.detach())) },
         )
     };
     assert!(wait_until(Duration::from_secs(5), || sem.local_waiters() == 1).await);
@@ -227,7 +227,7 @@ async fn a_forgotten_permit_stays_taken(on: ServerKind) {
     let sem = client.semaphore("sem:forget");
     assert!(sem.try_set_permits(2).await.expect("set"));
     let monitor = Monitor::start(&server.addr());
-    sem.acquire(2).await.expect("acquire").forget();
+    sem.acquire(2).await.expect("acquire").detach();
     tokio::task::yield_now().await;
     assert!(sem.try_acquire(1).await.expect("try").is_none(), "still taken after the forget");
     assert_eq!(get(&server, "sem:forget").as_deref(), Some("0"));

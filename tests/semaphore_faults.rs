@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
-use leasehold_tests::semaphore_load::{cycle, Load};
-use leasehold_tests::{client_with, raw, wait_until, Proxy, RedisServer, RespValue};
+use leasehold_test_support::semaphore_load::{cycle, Load};
+use leasehold_test_support::{client_with, raw, wait_until, Proxy, RedisServer, RespValue};
 use tokio::time::timeout;
 
 fn count(server: &RedisServer, key: &str) -> Option<i64> {

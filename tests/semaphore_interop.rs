@@ -9,7 +9,7 @@ use leasehold_test_support::redisson_semaphore::{
     REDISSON_SEM_ADD_PERMITS, REDISSON_SEM_DRAIN, REDISSON_SEM_RELEASE, REDISSON_SEM_TRY_ACQUIRE,
     REDISSON_SEM_TRY_SET_PERMITS,
 };
-use leasehold_tests::{both_servers, client, raw, wait_until, Listener, RedisServer, RespValue, ServerKind};
+use leasehold_test_support::{both_servers, client, raw, wait_until, Listener, RedisServer, RespValue, ServerKind};
 use tokio::time::timeout;
 
 /// A Redisson client's `RSemaphore` on `name` (a name without braces), sending
@@ -73,7 +73,7 @@ async fn counts_agree_both_ways(on: ServerKind) {
     assert!(java.try_set_permits(5));
     assert!(!sem.try_set_permits(9).await.expect("set"), "Java set it first");
     assert_eq!(sem.available_permits().await.expect("q"), 5);
-    sem.try_acquire(2).await.expect("try").expect("5 free").forget();
+    sem.try_acquire(2).await.expect("try").expect("5 free").detach();
     assert!(java.try_acquire(3) && !java.try_acquire(1), "Java sees the 3 leasehold left");
     java.release(2);
     assert_eq!(sem.available_permits().await.expect("q"), 2);
@@ -98,7 +98,7 @@ async fn a_java_release_wakes_a_leasehold_waiter(on: ServerKind) {
     let java = Java { server: &server, name: "sem:wake" };
     let waiter = {
         let sem = client.semaphore("sem:wake");
-        tokio::spawn(async move { sem.acquire(2).await.map(leasehold::SemaphorePermit::forget) })
+        tokio::spawn(async move { sem.acquire(2).await.map(leasehold::SemaphorePermit::detach) })
     };
     let sem = client.semaphore("sem:wake");
     assert!(wait_until(Duration::from_secs(5), || sem.local_waiters() == 1).await, "a never-set semaphore: it waits");

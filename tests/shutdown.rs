@@ -1,12 +1,12 @@
 //! `Client::shutdown` gives back every kind of hold, permits included, leaves every
 //! guard it outlives reporting `is_lost()` at once, and says nothing at WARN when
-//! nothing went wrong. (`foundation.rs` covers the lock kinds' wake-ups, the refusals
-//! afterwards and the background tasks.)
+//! nothing went wrong; for the lock kinds, that a waiter is woken at once, that everything
+//! is refused afterwards and that the background tasks end.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold_tests::{client, raw, RedisServer, RespValue};
+use leasehold_test_support::{both_servers, client, raw, wait_until, Monitor, RedisServer, RespValue, ServerKind};
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -30,13 +30,20 @@ async fn shutdown_releases_every_kind_and_every_guard_reports_lost() {
     let counted = holder.semaphore("sd:counted");
     assert!(counted.try_set_permits(5).await.expect("set"));
     let counted_permit = counted.acquire(2).await.expect("counted permits");
-    counted.acquire(1).await.expect("forgotten counted permit").forget();
+    counted.acquire(1).await.expect("forgotten counted permit").detach();
     assert_eq!(raw(&server, &["GET", "sd:counted"]), RespValue::Bulk("2".into()), "3 of 5 taken");
     assert_eq!(raw(&server, &["GET", "sd:permits"]), RespValue::Bulk("1".into()), "3 of 4 taken");
     assert_eq!(raw(&server, &["ZCARD", "{sd:permits}:timeout"]), RespValue::Integer(3));
     assert!(holder.stats().watchdog.registered >= 4, "{:?}", holder.stats().watchdog);
+    assert!(!counted_permit.is_lost());
 
-    holder.shutdown().await.expect("shutdown");
+    // The semaphore permit guard's `lost()`, awaited while the shutdown runs, resolves.
+    let (shutdown, ()) = tokio::join!(holder.shutdown(), async {
+        tokio::time::timeout(Duration::from_secs(10), counted_permit.lost())
+            .await
+            .expect("lost() resolves at shutdown");
+    });
+    shutdown.expect("shutdown");
     // At once, with no wait: the shutdown ended them before it returned.
     assert!(renewed.is_lost(), "the renewed permit reports lost");
     assert!(fixed.is_lost(), "the fixed-lease permit reports lost");
@@ -175,3 +182,88 @@ async fn a_clean_shutdown_logs_nothing_at_warn() {
     let seen = warnings.0.lock().expect("warnings").clone();
     assert!(seen.is_empty(), "a clean shutdown warned: {seen:#?}");
 }
+
+/// `Client::shutdown` gives back every lock held through the client's handles (each
+/// kind, a forgotten guard included), so a waiter on another client gets the lock at
+/// once; stops the background tasks (the runtime's live tasks drop back to what they
+/// were before the client connected, while the `Client` itself is still alive); and
+/// refuses everything afterwards, sending nothing. Standalone: it counts the runtime's
+/// tasks and watches every command.
+async fn shutdown_releases_what_is_held_and_stops_the_background_tasks(on: ServerKind) {
+    let server = on.start();
+    let other = client(&server).await;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks_before = metrics.num_alive_tasks();
+    let holder = client(&server).await;
+    let keys = ["sd:plain", "sd:fair", "sd:fenced", "sd:simple", "sd:forgotten"];
+    let (plain, fair, fenced) = (holder.lock(keys[0]), holder.fair_lock(keys[1]), holder.fenced_lock(keys[2]));
+    let (simple, forgotten) = (holder.simple_lock(keys[3]), holder.lock(keys[4]));
+    let plain_guard = plain.lock().await.expect("plain");
+    let fair_guard = fair.lock_with_lease(LEASE).await.expect("fair");
+    let fenced_guard = fenced.lock().await.expect("fenced");
+    let simple_guard = simple.try_lock_with(Duration::ZERO, LEASE).await.expect("simple").expect("free");
+    std::mem::forget(forgotten.lock().await.expect("forgotten"));
+    assert!(holder.stats().watchdog.registered >= 3);
+    for key in keys {
+        assert_eq!(raw(&server, &["EXISTS", key]), RespValue::Integer(1), "{key} held");
+    }
+
+    let waiter = other.lock(keys[0]);
+    let waiting = tokio::spawn(async move {
+        let guard = waiter.lock().await;
+        (std::time::Instant::now(), guard)
+    });
+    assert!(wait_until(Duration::from_secs(5), || other.local_waiters(keys[0]) == 1).await, "the waiter waits");
+
+    // A wait of the holder's own, on a lock another client holds: it ends at shutdown.
+    let busy = other.lock("sd:busy").lock_with_lease(LEASE).await.expect("busy");
+    let own_waiter = holder.lock("sd:busy");
+    let own_wait = tokio::spawn(async move { own_waiter.lock().await.map(drop) });
+    assert!(wait_until(Duration::from_secs(5), || holder.local_waiters("sd:busy") == 1).await, "it waits");
+
+    let started = std::time::Instant::now();
+    holder.shutdown().await.expect("shutdown");
+    let ended = tokio::time::timeout(Duration::from_secs(5), own_wait).await.expect("the wait ended").expect("task");
+    assert!(ended.expect_err("no lock after shutdown").is_shutdown());
+    busy.unlock().await.expect("busy unlocks");
+    assert!(holder.is_shut_down());
+    // The waiter may have taken the plain lock already: the holder's field is gone.
+    let held = raw(&server, &["HEXISTS", keys[0], plain.owner()]);
+    assert_eq!(held, RespValue::Integer(0), "{} released", keys[0]);
+    for key in &keys[1..] {
+        assert_eq!(raw(&server, &["EXISTS", key]), RespValue::Integer(0), "{key} released");
+    }
+    let (got_at, got) = waiting.await.expect("waiter task");
+    got.expect("the waiter got the lock").unlock().await.expect("waiter unlocks");
+    let waited = got_at.duration_since(started);
+    assert!(waited < Duration::from_secs(1), "woken by the release, not the 30 s lease: {waited:?}");
+
+    // Afterwards: nothing is sent for the old guards, nothing new goes out.
+    let monitor = Monitor::start(&server.addr());
+    assert!(plain_guard.is_lost() && fair_guard.is_lost() && fenced_guard.is_lost());
+    assert!(plain_guard.unlock().await.expect_err("shut down").is_shutdown());
+    assert!(fenced_guard.unlock().await.expect_err("shut down").is_shutdown());
+    assert!(simple_guard.unlock().await.expect_err("shut down").is_shutdown());
+    drop(fair_guard);
+    let after = holder.lock("sd:after").try_lock().await.expect_err("refused");
+    assert!(after.is_shutdown() && after.is_not_sent(), "{after:?}");
+    assert!(holder
+        .simple_lock("sd:after")
+        .try_lock_with(Duration::ZERO, LEASE)
+        .await
+        .expect_err("refused")
+        .is_shutdown());
+    holder.shutdown().await.expect("a second shutdown answers Ok");
+    monitor.sync(&server.addr());
+    let sent: Vec<String> = monitor.commands().into_iter().filter(|l| l.contains("\"sd:")).collect();
+    assert!(sent.is_empty(), "sent after shutdown: {sent:?}");
+    drop(monitor);
+
+    // The watchdog, the subscriber and fred's connection tasks have ended, though the
+    // `Client` (and a forgotten guard holding it) is still alive.
+    let ended = wait_until(Duration::from_secs(5), || metrics.num_alive_tasks() <= tasks_before).await;
+    assert!(ended, "background tasks left: {} alive, {tasks_before} before", metrics.num_alive_tasks());
+    assert_eq!(holder.stats().watchdog.registered, 0, "nothing renewed");
+    drop(holder);
+}
+both_servers!(shutdown_releases_what_is_held_and_stops_the_background_tasks);

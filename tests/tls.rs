@@ -12,7 +12,7 @@ use leasehold::fred::rustls::pki_types::pem::PemObject;
 use leasehold::fred::rustls::pki_types::CertificateDer;
 use leasehold::fred::types::config::TlsConnector;
 use leasehold::Client;
-use leasehold_tests::{raw, wait_until, Monitor, RedisServer, RespValue, ServerOptions, TlsFiles};
+use leasehold_test_support::{raw, wait_until, Monitor, RedisServer, RespValue, ServerOptions, TlsFiles};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose};
 
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);

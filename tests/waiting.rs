@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leasehold_tests::{both_topologies, wait_until, Monitor, Place, RespValue, Topology};
+use leasehold_test_support::{both_topologies, wait_until, Monitor, Place, RespValue, Topology};
 
 const LEASE: Duration = Duration::from_secs(10);
 
@@ -90,6 +90,7 @@ async fn release_wakes_a_waiter_promptly(t: &Topology) {
     let b = t.client().await;
     let name = t.name("prompt");
     let holder = a.lock(&name).lock_with_lease(Duration::from_secs(30)).await.expect("holder");
+    let watched = b.clone();
     let waiter = tokio::spawn({
         let name = name.clone();
         async move {
@@ -101,7 +102,8 @@ async fn release_wakes_a_waiter_promptly(t: &Topology) {
     });
     // The release channel and the queue channel (on a cluster, shard channels).
     assert!(wait_until(Duration::from_secs(5), || t.channels().len() == 2).await, "{:?}", t.channels());
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Past its first attempt: queued, so only the release's message lets it in in time.
+    assert!(wait_until(Duration::from_secs(5), || watched.stats().waiters == 1).await, "the waiter queued");
     let released = Instant::now();
     holder.unlock().await.expect("unlock");
     let acquired = waiter.await.expect("waiter task");
@@ -116,8 +118,9 @@ async fn expiry_without_a_message_still_lets_the_waiter_in(t: &Topology) {
     let name = t.name("expiring");
     // A foreign holder in Redisson's layout that will never publish.
     t.on_key(&name, &["HSET", &name, "00000000-0000-0000-0000-000000000000:1", "1"]);
-    t.on_key(&name, &["PEXPIRE", &name, "1000"]);
+    // The clock is read before the TTL is set: a slow reply cannot eat the lower bound.
     let start = Instant::now();
+    t.on_key(&name, &["PEXPIRE", &name, "1000"]);
     let guard = client.lock(&name).lock_with_lease(LEASE).await.expect("lock");
     let waited = start.elapsed();
     assert!(waited >= Duration::from_millis(900), "acquired before the holder expired: {waited:?}");
@@ -207,7 +210,9 @@ async fn dropped_waiters_leak_nothing(t: &Topology) {
         }));
     }
     assert!(wait_until(Duration::from_secs(5), || client.local_waiters(&name) >= 8).await);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The timed half has timed out (100-240 ms): every even task has ended by itself.
+    let timed_out = wait_until(Duration::from_secs(5), || tasks.iter().step_by(2).all(|t| t.is_finished())).await;
+    assert!(timed_out, "the timed waits ended");
     for task in &tasks {
         task.abort();
     }
@@ -277,10 +282,11 @@ both_topologies!(reentry_never_queues_behind_local_waiters);
 /// Client connections (command and subscriber, not a replica's link) on `node`, other
 /// than the one asking.
 fn client_connections(node: &str) -> usize {
-    let count = |kind: &str| match leasehold_tests::raw_command(node, &[b"CLIENT", b"LIST", b"TYPE", kind.as_bytes()]) {
-        RespValue::Bulk(list) => list.lines().count(),
-        other => panic!("CLIENT LIST: {other:?}"),
-    };
+    let count =
+        |kind: &str| match leasehold_test_support::raw_command(node, &[b"CLIENT", b"LIST", b"TYPE", kind.as_bytes()]) {
+            RespValue::Bulk(list) => list.lines().count(),
+            other => panic!("CLIENT LIST: {other:?}"),
+        };
     count("normal") - 1 + count("pubsub")
 }
 
@@ -314,8 +320,9 @@ both_topologies!(dropping_the_client_closes_its_connections, private_cluster);
 /// shared `SET NX` "inside" flag never finds another holder inside.
 async fn four_processes_exclude_each_other(t: &Topology) {
     let name = t.name("xproc");
-    let children = leasehold_tests::spawn_contenders(env!("CARGO_BIN_EXE_contender"), &t.url(), &name, 4, (16, 5), &[]);
-    let intervals = leasehold_tests::contenders_intervals(children, Duration::from_secs(60)).await;
+    let children =
+        leasehold_test_support::spawn_contenders(env!("CARGO_BIN_EXE_contender"), &t.url(), &name, 4, (16, 5), &[]);
+    let intervals = leasehold_test_support::contenders_intervals(children, Duration::from_secs(60)).await;
     // Each interval lies inside a true hold, on the server's one clock (on a cluster,
     // every node runs on this machine's clock): overlapping intervals would prove
     // overlapping holds.

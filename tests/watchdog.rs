@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use leasehold::ErrorKind;
-use leasehold_tests::{
+use leasehold_test_support::{
     both_servers, both_topologies, client_with, pttl, wait_until, HolderProcess, Monitor, Proxy, RespValue, ServerKind,
     Topology,
 };
@@ -42,7 +42,7 @@ async fn renewed_for_ten_timeouts_then_gone_for_good(t: &Topology) {
     // Three periods without any renewal touching the key. (The PTTLs straight to the
     // node: on a cluster, finding the node asks for the key's slot, which the monitor
     // would see.)
-    let pttl = || leasehold_tests::raw_command(&node, &[b"PTTL", name.as_bytes()]);
+    let pttl = || leasehold_test_support::raw_command(&node, &[b"PTTL", name.as_bytes()]);
     let quiet = Instant::now();
     while quiet.elapsed() < PERIOD * 3 {
         assert_eq!(pttl(), RespValue::Integer(-2));
@@ -190,15 +190,15 @@ async fn lock_cancelled_while_acquiring_gives_the_hold_back(on: ServerKind) {
         let client = client.clone();
         async move { client.lock("inflight").lock().await.map(drop) }
     });
-    // The request reaches the server after ~150 ms; the reply would arrive at ~300 ms.
-    tokio::time::sleep(Duration::from_millis(220)).await;
-    task.abort();
-    let _ = task.await;
+    // The request reaches the server after ~150 ms; the reply would arrive ~150 ms after
+    // the server ran it: cancel in between, once the server has taken the lock.
     assert!(
         wait_until(Duration::from_secs(5), || { monitor.lines().iter().any(|l| l.contains("\"hset\" \"inflight\"")) })
             .await,
         "the acquire did reach the server"
     );
+    task.abort();
+    let _ = task.await;
     assert!(wait_until(Duration::from_secs(5), || pttl(&server, "inflight") == -2).await, "the hold was given back");
     assert_eq!(client.stats().watchdog.registered, 0);
 }
@@ -283,7 +283,7 @@ async fn a_detached_guard_is_not_renewed_and_expires_with_its_lease(t: &Topology
             _ => unreachable!(),
         }
         assert_eq!(client.stats().watchdog.registered, 0, "deregistered synchronously");
-        let pttl = || match leasehold_tests::raw_command(&node, &[b"PTTL", name.as_bytes()]) {
+        let pttl = || match leasehold_test_support::raw_command(&node, &[b"PTTL", name.as_bytes()]) {
             RespValue::Integer(ms) => ms,
             other => panic!("PTTL answered {other:?}"),
         };
@@ -291,7 +291,10 @@ async fn a_detached_guard_is_not_renewed_and_expires_with_its_lease(t: &Topology
         assert!(first > 0 && first <= WATCHDOG.as_millis() as i64, "still held after detach: {first}");
         assert!(wait_until(Duration::from_secs(2), || pttl() == -2).await, "the key expires with its lease");
         let expired_after = detached_at.elapsed();
-        assert!(expired_after <= WATCHDOG + Duration::from_millis(100), "not renewed: gone after {expired_after:?}");
+        // That nothing was renewed after the detach is asserted exactly below (the stats and
+        // the monitor); this only bounds the expiry loosely (within two leases, where a
+        // continued renewal would keep the key for good).
+        assert!(expired_after < WATCHDOG * 2, "not renewed: gone after {expired_after:?}");
         assert_eq!(client.stats().watchdog.calls, scheduled, "no renewal scheduled after the detach");
         monitor.sync(&node);
         let quoted = format!("\"{name}\"");

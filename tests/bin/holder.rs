@@ -44,7 +44,7 @@ async fn main() {
     let client = leasehold::Client::builder()
         .url(url.as_str())
         .watchdog_timeout(watchdog)
-        .command_timeout(leasehold_tests::command_timeout_for(watchdog))
+        .command_timeout(leasehold_test_support::command_timeout_for(watchdog))
         .connect()
         .await
         .expect("connect");
@@ -115,7 +115,7 @@ async fn hold_permit(url: &str, name: &str, lease_ms: &str, watchdog: bool) {
     let client = leasehold::Client::builder()
         .url(url)
         .watchdog_timeout(lease)
-        .command_timeout(leasehold_tests::command_timeout_for(lease))
+        .command_timeout(leasehold_test_support::command_timeout_for(lease))
         .connect()
         .await
         .expect("connect");

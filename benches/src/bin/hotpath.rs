@@ -16,7 +16,7 @@
 //! 7. `scripts`: leasehold's own `acquire.lua` and `release.lua`, with the arguments a
 //!    fixed-lease `try_lock_with` + `unlock` sends, through plain fred (`EVALSHA`, string
 //!    arguments): the same server work as `leasehold-lease` without leasehold's client;
-//! 8. `simple`: leasehold's `SimpleLock`, `simple_lock(key).try_lock(10 s)` (one
+//! 8. `simple`: leasehold's `SimpleLock`, `simple_lock(key).try_lock_with(0, 10 s)` (one
 //!    `SET NX PX`) + `guard.unlock()` (one `EVALSHA` compare-and-delete): rslock's
 //!    algorithm through leasehold's client;
 //! 9. `leasehold-wait`: leasehold's waiting path on a free key, `lock.lock_with_lease(10 s)`
@@ -74,8 +74,8 @@ const COMPARE_AND_DELETE: &str =
 /// The trivial script of the `floor` contender.
 const TRIVIAL: &str = "return 1";
 /// leasehold's scripts, sent by the `scripts` contender.
-const ACQUIRE_LUA: &str = include_str!("../../../lua/acquire.lua");
-const RELEASE_LUA: &str = include_str!("../../../lua/release.lua");
+const ACQUIRE_LUA: &str = include_str!("../../../crates/lock-core/lua/acquire.lua");
+const RELEASE_LUA: &str = include_str!("../../../crates/lock-core/lua/release.lua");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Contender {
@@ -130,7 +130,9 @@ impl Contender {
             Contender::SetNx => "fred SET key owner NX PX 10000 + EVALSHA compare-and-delete",
             Contender::Floor => "fred EVALSHA `return 1` twice (no key)",
             Contender::Scripts => "fred EVALSHA of leasehold's acquire.lua + release.lua (no leasehold client)",
-            Contender::Simple => "leasehold SimpleLock::try_lock(10 s) + unlock() (SET NX PX + compare-and-delete)",
+            Contender::Simple => {
+                "leasehold SimpleLock::try_lock_with(0, 10 s) + unlock() (SET NX PX + compare-and-delete)"
+            }
             Contender::LeaseholdWait => "leasehold lock_with_lease(10 s) + unlock() (the waiting path, uncontended)",
             Contender::LeaseholdMetrics => "leasehold try_lock() + unlock() (watchdog mode), metrics recorded",
         }
@@ -245,8 +247,10 @@ async fn acquire(ctx: &Ctx, contender: Contender, key: String) -> Result<Held, B
             Ok(Held::Leasehold(ctx.leasehold.lock(&key).lock_with_lease(LEASE).await?))
         }
         Contender::Simple => {
-            let guard = ctx.leasehold.simple_lock(&key).try_lock(LEASE).await?;
-            Ok(Held::Simple(guard.ok_or_else(|| format!("simple try_lock() did not acquire the distinct key {key}"))?))
+            let guard = ctx.leasehold.simple_lock(&key).try_lock_with(Duration::ZERO, LEASE).await?;
+            Ok(Held::Simple(
+                guard.ok_or_else(|| format!("simple try_lock_with() did not acquire the distinct key {key}"))?,
+            ))
         }
         Contender::Rslock => match ctx.rslock.lock(key.as_str(), LEASE).await {
             Ok(lock) => Ok(Held::Rslock(lock)),

@@ -362,7 +362,7 @@ async fn status_says_a_waited_on_semaphore_is_missing() {
     let sem = client.semaphore("orders");
     let waiter = {
         let sem = sem.clone();
-        tokio::spawn(async move { sem.acquire(1).await.map(leasehold::SemaphorePermit::forget) })
+        tokio::spawn(async move { sem.acquire(1).await.map(leasehold::SemaphorePermit::detach) })
     };
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
     while client.subscribed_channels().iter().all(|c| c != sem.channel()) {

@@ -9,7 +9,7 @@
 //! # Resources in Redis
 //!
 //! [`fenced_set`] (or [`FencedGuard::fenced_set`](crate::FencedGuard::fenced_set)) writes a
-//! String key with `lua/fenced_write.lua`: the fence lives next to it in
+//! String key with `crates/lock-core/lua/fenced_write.lua`: the fence lives next to it in
 //! `leasehold_fence:{RESOURCE}` (same hash slot), with no TTL, since it must live as long
 //! as the resource. Delete both together. For other Redis types, write a script of the
 //! same shape: read the fence, compare, write the data and the fence in one script.

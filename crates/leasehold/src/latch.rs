@@ -1,5 +1,5 @@
 //! The count-down latch handle: Redisson's `RCountDownLatch`, and its wait as the wait
-//! engine (`wait.rs`) sees it.
+//! engine (`wait/`) sees it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,14 +8,9 @@ use lock_core::latch::LatchNames;
 use lock_core::{args, Error, QueueKind, Result, WaitChannel};
 use tokio::time::Instant;
 
-use crate::client::ClientShared;
+use crate::client::shared::ClientShared;
 use crate::telemetry::Kind;
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitEnv, WaitPlan};
-
-/// How often a waiting latch reads the count even when no message came, by default:
-/// Redisson publishes nothing when the key expires or is evicted, and a message can be
-/// lost; this bounds how late a wait returns then.
-pub const DEFAULT_LATCH_RECHECK: Duration = Duration::from_secs(1);
 
 /// A handle on one count-down latch: tasks wait until the count, set once, has been
 /// counted down to zero by others (in any process, Java ones on Redisson included).
@@ -30,7 +25,7 @@ pub const DEFAULT_LATCH_RECHECK: Duration = Duration::from_secs(1);
 /// A wait returns when the count is zero **or the key is gone** (counted down, deleted,
 /// expired or evicted: a missing latch is open, as Redisson's `getCount` reads it). It
 /// hears every message on the channel (each wakes every local waiter of this client),
-/// and also reads the count again every [`DEFAULT_LATCH_RECHECK`] (or
+/// and also reads the count again every [`CountDownLatch::DEFAULT_RECHECK`] (or
 /// [`CountDownLatch::with_recheck`]) while it waits, so a wait never hangs on a message
 /// that did not come (Redisson's untimed `await` can: a delete publishes only `1`,
 /// an expiry nothing).
@@ -38,6 +33,11 @@ pub const DEFAULT_LATCH_RECHECK: Duration = Duration::from_secs(1);
 /// Unlike a lock handle, a latch handle is not an owner: clone it, or make another with
 /// [`Client::count_down_latch`](crate::Client::count_down_latch); every handle on a name
 /// is the same latch. Making one sends nothing.
+///
+/// Of the acquire forms every kind shares, a latch has [`wait`](CountDownLatch::wait)
+/// and [`try_wait_for(wait)`](CountDownLatch::try_wait_for) (a zero wait reads the count
+/// once, the `try_wait` form). A wait takes nothing, so there is no guard, no lease and
+/// no `_with_lease` form.
 ///
 /// In a cluster, a name whose braces put the channel in another hash slot than the key
 /// (`{a}b`, `a{b}c`: the channel's hash tag is then not the key's) would fail in every
@@ -52,7 +52,7 @@ pub const DEFAULT_LATCH_RECHECK: Duration = Duration::from_secs(1);
 /// // ... each of 4 workers, when it is ready:
 /// ready.count_down().await?;
 /// // ... and whoever needs all 4:
-/// if ready.wait_timeout(std::time::Duration::from_secs(30)).await? {
+/// if ready.try_wait_for(std::time::Duration::from_secs(30)).await? {
 ///     // all 4 are ready
 /// }
 /// # Ok(()) }
@@ -83,6 +83,12 @@ impl std::fmt::Debug for CountDownLatch {
 }
 
 impl CountDownLatch {
+    /// How often a waiting latch reads the count even when no message came, by default:
+    /// Redisson publishes nothing when the key expires or is evicted, and a message can
+    /// be lost; this bounds how late a wait returns then.
+    /// [`with_recheck`](CountDownLatch::with_recheck) sets another interval.
+    pub const DEFAULT_RECHECK: Duration = Duration::from_secs(1);
+
     pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
         let clustered = fred::prelude::ClientLike::is_clustered(client.store.client());
         let names = match LatchNames::new(key) {
@@ -92,12 +98,12 @@ impl CountDownLatch {
                 None => Ok(names),
             },
         };
-        let shared = LatchShared { client, key: key.to_owned(), names, recheck: DEFAULT_LATCH_RECHECK };
+        let shared = LatchShared { client, key: key.to_owned(), names, recheck: CountDownLatch::DEFAULT_RECHECK };
         CountDownLatch { shared: Arc::new(shared) }
     }
 
     /// The same latch, whose waits read the count again every `every` when no message
-    /// came (default [`DEFAULT_LATCH_RECHECK`]). A shorter interval finds an expired or
+    /// came (default [`CountDownLatch::DEFAULT_RECHECK`]). A shorter interval finds an expired or
     /// evicted latch, or a lost message, sooner, for one `GET` per interval per waiting
     /// client. A zero or sub-millisecond interval, or one over a year, fails every wait
     /// with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
@@ -228,7 +234,7 @@ impl CountDownLatch {
     ///
     /// # Cancel safety
     /// As [`CountDownLatch::wait`].
-    pub async fn wait_timeout(&self, wait: Duration) -> Result<bool> {
+    pub async fn try_wait_for(&self, wait: Duration) -> Result<bool> {
         let deadline = args::wait_deadline(Instant::now(), wait)?;
         self.wait_until(Some(deadline)).await
     }

@@ -1,31 +1,10 @@
-//! **leasehold**: distributed locks on Redis for services, Redisson-grade and
-//! Redisson-compatible.
-//!
-//! - **Reentrant**: a Hash per lock, field `CLIENT_UUID:N` = owner, value = hold count
-//!   (Redisson's `RLock` layout, so Java and Rust services share one lock).
-//! - **Leased and renewed**: `lock()` holds a 30 s lease that a per-client watchdog
-//!   renews every 10 s, in batches, while the guard lives; an explicit lease is never
-//!   renewed.
-//! - **Woken, not polling**: a [`Lock`]'s waiters queue on the server and a release
-//!   hands the lock to the first live one, across clients and processes; a
-//!   [`FencedLock`]'s waiters are woken by the release message, in FIFO order among one
-//!   client's waiters.
-//! - **Told when lost**: [`LockGuard::lost`] resolves when a renewal finds the lock gone,
-//!   when the check of every hold after a reconnect or a failover finds it gone (fixed
-//!   leases included), or when the lease runs out.
-//! - **Replay-safe**: acquire and release set the owner's absolute hold count, so a
-//!   retried or replayed script counts once, and no latch key is left behind.
-//! - **Fenced, if asked**: [`Client::fenced_lock`] gives every hold a fencing token that
-//!   the guarded resource checks ([`fence`]), which stops a holder paused past its lease.
-//! - **Fair, if asked**: [`Client::fair_lock`] grants the lock strictly in queue order
-//!   across processes, in Redisson's `RFairLock` layout; a waiter that died or gave up
-//!   leaves no entry that blocks the others.
-//! - **Read/write, if asked**: [`Client::read_write_lock`] lets many readers share a lock
-//!   that a writer holds alone, in Redisson's `RReadWriteLock` layout ([`ReadWriteLock`]).
-//! - **Replicated, if asked**: [`ClientBuilder::sync_replicas`] makes every acquire wait
-//!   for replica acknowledgements (`WAIT`) and gives it back when too few answered.
-//! - **Blocking, if asked**: the feature `blocking` adds `leasehold::blocking`, the same
-//!   locks for synchronous code, run by a runtime thread of the client's own.
+//! **leasehold**: distributed locks on Redis for Rust services, Redisson-grade and
+//! Redisson-compatible. Many instances of a service share one lock through Redis, and a
+//! Java service holding a Redisson `RLock` and a Rust service holding a leasehold
+//! [`Lock`] exclude each other on the same name: leasehold keeps Redisson's data layout.
+//! A lock is leased and renewed while held, its waiters are woken by the server rather
+//! than polling (a [`Lock`]'s are handed it in arrival order, across processes), and a
+//! guard is told when its lock is lost ([`LockGuard::lost`]).
 //!
 //! # Quick start
 //!
@@ -86,6 +65,48 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Every lock kind has the same calls (`X` is `lock`, `read`, `write` or `acquire`):
+//! `X()` waits as long as it takes and is renewed, `X_with_lease(lease)` holds a fixed
+//! lease, `try_X()` is one round trip, `try_X_for(wait)` waits at most `wait` and is
+//! renewed, `try_X_with(wait, lease)` both. A guard is given back by `unlock()` (a
+//! permit by `release()`) or in the background when dropped.
+//!
+//! # Which kind do I want
+//!
+//! Use one kind per name: their keys are laid out differently.
+//!
+//! | you need | kind | Redisson equivalent |
+//! |---|---|---|
+//! | one holder at a time, waiters served in arrival order across processes | [`Lock`] ([`Client::lock`]) | `RLock` |
+//! | the resource to refuse a paused holder's late write (a fencing token) | [`FencedLock`] ([`Client::fenced_lock`], [`fence`]) | `RFencedLock` |
+//! | queue order shared with Redisson fair-lock peers | [`FairLock`] ([`Client::fair_lock`]) | `RFairLock` |
+//! | many readers or one writer | [`ReadWriteLock`] ([`Client::read_write_lock`]) | `RReadWriteLock` |
+//! | several locks, all or none, without deadlock | [`MultiLock`] ([`Client::multi_lock`]) | `RedissonMultiLock` |
+//! | at most N at once | [`Semaphore`] ([`Client::semaphore`]) | `RSemaphore` |
+//! | at most N at once, and a crashed holder's permit comes back | [`PermitExpirableSemaphore`] ([`Client::permit_expirable_semaphore`]) | `RPermitExpirableSemaphore` |
+//! | to wait until N others are done | [`CountDownLatch`] ([`Client::count_down_latch`]) | `RCountDownLatch` |
+//! | the cheapest try-lock: one `SET NX PX` String, not reentrant, not renewed | [`SimpleLock`] ([`Client::simple_lock`]) | none (rslock's algorithm) |
+//!
+//! The feature `blocking` adds `leasehold::blocking`, the same kinds for synchronous
+//! code; `metrics` records lock metrics through the `metrics` facade; `tls-rustls` or
+//! `tls-native-tls` enables `rediss://` URLs.
+//!
+//! # Graceful shutdown
+//!
+//! A dropped guard is released in the background, and a crashed process's locks expire
+//! with their lease. To leave at once, call [`Client::shutdown`] before the process
+//! exits: it gives back every hold of every clone of the client (locks, permits,
+//! read/write and multi-lock holds) within one command timeout, stops the watchdog and
+//! the subscriber, and closes the connections; later calls fail with
+//! [`ErrorKind::Shutdown`].
+//!
+//! ```no_run
+//! async fn serve(client: leasehold::Client) -> leasehold::Result<()> {
+//!     // ... serve until told to stop (a signal, say) ...
+//!     client.shutdown().await // every hold given back; waiters elsewhere are woken
+//! }
+//! ```
+//!
 //! # Ownership and reentrancy
 //!
 //! **The handle is the owner.** Each [`Client::lock`] call makes a new owner id
@@ -136,73 +157,54 @@
 //!   keeps at least what the remaining holds need (the watchdog lease while a watchdog
 //!   guard remains).
 //!
-//! See `docs/architecture.md` in the repository (an index of topic documents) for the
-//! data layout, the scripts and the state machines.
+//! # How it works
+//!
+//! The guarantees and their limits, and how each kind is laid out in Redis, waits,
+//! renews and recovers, are in the repository's documents:
+//! [guarantees](https://github.com/leasehold-rs/leasehold/blob/main/docs/guarantees.md),
+//! [how it works, in one page](https://github.com/leasehold-rs/leasehold/blob/main/docs/architecture/overview.md)
+//! and [the architecture index](https://github.com/leasehold-rs/leasehold/blob/main/docs/architecture.md).
+
+// docs.rs builds with `--cfg docsrs` (Cargo.toml): items behind a feature say which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
-mod config;
 mod debug;
-mod fair;
 pub mod fence;
-mod fenced;
-mod guard;
-mod hold;
 mod latch;
-mod live;
 mod lock;
-mod lock_wait;
-#[cfg(feature = "metrics")]
-mod metric_handles;
 mod multi;
-mod multi_guard;
-mod multi_take;
-mod permit;
 mod permit_semaphore;
-mod pes_wait;
-mod read_write;
-mod replicas;
-mod retry;
-mod rw_guard;
+mod rwlock;
 mod semaphore;
-mod semaphore_ops;
-mod semaphore_permit;
-mod semaphore_wait;
-mod sentinel;
 mod simple;
-mod stats;
 mod telemetry;
-mod tls;
 mod wait;
 
+pub use client::config::{ClientBuilder, ClientConfig, ShardedSubscriptionMode};
+pub use client::stats::ClientStats;
 pub use client::Client;
-#[allow(deprecated)] // The old name stays exported for one release.
-pub use config::DEFAULT_FAIR_LOCK_KEEPALIVE;
-pub use config::{
-    ClientBuilder, ClientConfig, ShardedSubscriptionMode, DEFAULT_COMMAND_TIMEOUT, DEFAULT_FENCE_TOKEN_TTL,
-    DEFAULT_QUEUE_KEEPALIVE, DEFAULT_RENEW_BATCH, DEFAULT_REPLAY_WINDOW, DEFAULT_SYNC_TIMEOUT,
-    DEFAULT_WATCHDOG_TIMEOUT,
-};
-pub use fair::FairLock;
-pub use fenced::{FencedGuard, FencedLock};
-pub use guard::LockGuard;
-pub use latch::{CountDownLatch, DEFAULT_LATCH_RECHECK};
+pub use latch::CountDownLatch;
+pub use lock::fair::FairLock;
+pub use lock::fenced::{FencedGuard, FencedLock};
+pub use lock::guard::LockGuard;
 pub use lock::Lock;
 pub use lock_core::{Error, ErrorKind, Result};
 pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;
-pub use multi::{MultiLock, MULTI_LOCK_MAX_MEMBERS};
-pub use multi_guard::MultiGuard;
-pub use permit::Permit;
+pub use multi::guard::MultiGuard;
+pub use multi::MultiLock;
+pub use permit_semaphore::permit::Permit;
 pub use permit_semaphore::PermitExpirableSemaphore;
-pub use read_write::ReadWriteLock;
-pub use rw_guard::{ReadGuard, WriteGuard};
+pub use rwlock::guard::{ReadGuard, WriteGuard};
+pub use rwlock::ReadWriteLock;
+pub use semaphore::permit::SemaphorePermit;
 pub use semaphore::Semaphore;
-pub use semaphore_permit::SemaphorePermit;
 pub use simple::{SimpleGuard, SimpleLock};
-pub use stats::ClientStats;
 
 // The blocking API (feature `blocking`): the same locks without an async runtime.
 #[cfg(feature = "blocking")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
 
 /// The fred client crate leasehold is built on, for [`Client::from_fred`] and

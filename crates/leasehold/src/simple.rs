@@ -7,7 +7,11 @@ use std::time::Duration;
 use lock_core::{args, Error, ErrorKind, OwnerId, Result};
 use tokio::time::Instant;
 
-use crate::client::ClientShared;
+use crate::client::shared::ClientShared;
+
+/// How often an unbounded wait retries a key without a TTL (one a simple lock never
+/// writes, so no expiry tells when to try again).
+const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
 
 /// The classic minimal Redis lock, kept as the baseline leasehold improves on.
 ///
@@ -17,10 +21,17 @@ use crate::client::ClientShared;
 ///   so nobody deletes another owner's lock.
 ///
 /// Known limits, each solved by [`Lock`](crate::Lock): not reentrant (a second
-/// `try_lock` by the same owner fails); no renewal (work longer than the lease runs
+/// acquire by the same owner fails); no renewal (work longer than the lease runs
 /// unprotected); waiting retries on the holder's TTL instead of being woken by a
-/// release; no lost-lock signal. Its String key is not compatible with Redisson's Hash
-/// layout: do not use one name for both kinds.
+/// release; no lost-lock signal from the server (its guard knows only its own lease
+/// deadline). Its String key is not compatible with Redisson's Hash layout: do not use
+/// one name for both kinds.
+///
+/// Of the acquire forms every kind shares, a simple lock has the two that take a lease:
+/// [`lock_with_lease`](SimpleLock::lock_with_lease) and
+/// [`try_lock_with(wait, lease)`](SimpleLock::try_lock_with) (a zero `wait` is one
+/// `SET NX PX`). `lock()`, `try_lock()` and `try_lock_for(wait)` hold a lock renewed by
+/// the watchdog, which a simple lock does not have, so it has no lease to default to.
 ///
 /// Like [`Lock`](crate::Lock), the handle is the owner and is not `Clone`.
 pub struct SimpleLock {
@@ -83,40 +94,49 @@ impl SimpleLock {
         Ok(())
     }
 
-    /// One `SET key owner NX PX lease` (one server call): `None` when the key is taken
-    /// (by anyone, this owner included).
-    ///
-    /// It takes a lease, unlike [`Lock::try_lock`](crate::Lock::try_lock) (watchdog
-    /// mode): a simple lock is never renewed, so it has no lease to default to.
+    /// Waits as long as it takes, then holds the lock for `lease` (never renewed): what
+    /// [`Lock::lock_with_lease`](crate::Lock::lock_with_lease) means. Waiting retries
+    /// when the holder's TTL runs out, as [`SimpleLock::try_lock_with`] does (a key
+    /// without a TTL, which a simple lock never writes, is retried every second).
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidArgument`] for an empty name or a lease under 1 ms or over a
-    /// year (nothing sent); connection errors and timeouts.
+    /// As [`SimpleLock::try_lock_with`].
     ///
     /// # Cancel safety
-    /// If dropped while in flight, the lock may be taken and then expires with its lease.
-    pub async fn try_lock(&self, lease: Duration) -> Result<Option<SimpleGuard>> {
-        self.try_lock_with(Duration::ZERO, lease).await
+    /// As [`SimpleLock::try_lock_with`].
+    pub async fn lock_with_lease(&self, lease: Duration) -> Result<SimpleGuard> {
+        self.acquire_within(None, lease).await?.ok_or_else(|| {
+            Error::new(ErrorKind::Timeout, "an unbounded wait ended without the lock").with_key(self.shared.key.clone())
+        })
     }
 
     /// Tries until acquired or `wait` has passed, then holds the lock for `lease`: what
     /// [`Lock::try_lock_with(wait, lease)`](crate::Lock::try_lock_with) means. Each try
-    /// is one `SET NX PX`; when the key is held and time is left, one `PTTL` reads the
-    /// holder's remaining TTL, and the next try comes when it runs out (no
-    /// fixed-interval polling, but no wake-up on release either).
+    /// is one `SET key owner NX PX lease`; when the key is held and time is left, one
+    /// `PTTL` reads the holder's remaining TTL, and the next try comes when it runs out
+    /// (no fixed-interval polling, but no wake-up on release either). A zero `wait` is
+    /// one `SET NX PX` (one server call): `None` when the key is taken (by anyone, this
+    /// owner included).
     ///
     /// # Errors
-    /// As [`SimpleLock::try_lock`]; an overflowing wait is [`ErrorKind::InvalidArgument`].
+    /// [`ErrorKind::InvalidArgument`] for an empty name, a lease under 1 ms or over a
+    /// year, or a wait that overflows the clock (nothing sent); connection errors and
+    /// timeouts.
     ///
     /// # Cancel safety
-    /// As [`SimpleLock::try_lock`].
+    /// If dropped while in flight, the lock may be taken and then expires with its lease.
     pub async fn try_lock_with(&self, wait: Duration, lease: Duration) -> Result<Option<SimpleGuard>> {
+        let deadline = args::wait_deadline(Instant::now(), wait)?;
+        self.acquire_within(Some(deadline), lease).await
+    }
+
+    /// [`SimpleLock::try_lock_with`] with its deadline, `None` = unbounded; telemetry.
+    async fn acquire_within(&self, deadline: Option<Instant>, lease: Duration) -> Result<Option<SimpleGuard>> {
         use crate::telemetry::{Kind, Outcome};
         let start = Instant::now();
         self.check_name()?;
         let lease_ms = args::lease_millis(lease, "lease")?;
-        let deadline = args::wait_deadline(start, wait)?;
-        let waits = !wait.is_zero();
+        let waits = deadline.is_none_or(|deadline| deadline > start);
         let telemetry = &self.shared.client.telemetry;
         let result = if tracing::enabled!(tracing::Level::DEBUG) {
             use tracing::Instrument;
@@ -140,7 +160,7 @@ impl SimpleLock {
     }
 
     /// The tries of [`SimpleLock::try_lock_with`], arguments checked.
-    async fn acquire(&self, deadline: Instant, lease: Duration, lease_ms: u64) -> Result<Option<SimpleGuard>> {
+    async fn acquire(&self, deadline: Option<Instant>, lease: Duration, lease_ms: u64) -> Result<Option<SimpleGuard>> {
         let store = &self.shared.client.store;
         // Counted as waiting from the first "held" with time left.
         let mut waiting = None;
@@ -152,7 +172,8 @@ impl SimpleLock {
             if store.simple_acquire(&self.shared.key, &self.shared.owner, lease_ms).await? {
                 return Ok(Some(SimpleGuard::new(self.shared.clone(), args::instant_after(sent_at, lease))));
             }
-            if Instant::now() >= deadline {
+            let now = Instant::now();
+            if deadline.is_some_and(|deadline| now >= deadline) {
                 return Ok(None);
             }
             if waiting.is_none() {
@@ -160,31 +181,23 @@ impl SimpleLock {
                     Some(self.shared.client.telemetry.wait_begin(&self.shared.key, crate::telemetry::Kind::Simple));
             }
             // Held: the second call, only now. `None`: the key went away meanwhile, so
-            // try again at once; `Some(None)`: no expiry, so retry at the deadline only.
+            // try again at once; `Some(None)`: no expiry (not a simple lock's key), so
+            // retry at the deadline, or every second without one.
             let retry = match store.pttl(&self.shared.key).await? {
                 None => continue,
                 Some(pttl) => {
                     let now = Instant::now();
-                    pttl.map_or(deadline, |p| args::instant_after(now, p.max(Duration::from_millis(1))).min(deadline))
+                    let next =
+                        args::instant_after(now, pttl.map_or(NO_TTL_RECHECK, |p| p.max(Duration::from_millis(1))));
+                    match deadline {
+                        Some(deadline) if pttl.is_none() => deadline,
+                        Some(deadline) => next.min(deadline),
+                        None => next,
+                    }
                 }
             };
             tokio::time::sleep_until(retry).await;
         }
-    }
-
-    /// The old name of [`SimpleLock::try_lock_with`] (same arguments, same meaning).
-    ///
-    /// # Errors
-    /// As [`SimpleLock::try_lock_with`].
-    ///
-    /// # Cancel safety
-    /// As [`SimpleLock::try_lock_with`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "renamed `try_lock_with(wait, lease)`, as `Lock::try_lock_with`; `try_lock_for` is removed in the next release"
-    )]
-    pub async fn try_lock_for(&self, wait: Duration, lease: Duration) -> Result<Option<SimpleGuard>> {
-        self.try_lock_with(wait, lease).await
     }
 }
 
@@ -200,16 +213,52 @@ impl std::fmt::Debug for SimpleGuard {
 
 impl SimpleGuard {
     fn new(lock: Arc<SimpleShared>, deadline: Instant) -> Self {
-        let weak: std::sync::Weak<dyn crate::live::LiveHold> = Arc::downgrade(&lock) as _;
+        let weak: std::sync::Weak<dyn crate::client::live::LiveHold> = Arc::downgrade(&lock) as _;
         let live = lock.client.live.insert(weak);
         lock.client.telemetry.guard_opened();
         let runtime = tokio::runtime::Handle::try_current().ok();
         SimpleGuard { lock, deadline, runtime, live, done: false, since: Instant::now() }
     }
 
-    /// Whether the lease deadline has passed (the key may be gone or someone else's).
-    pub fn is_expired(&self) -> bool {
+    /// The lock's Redis key.
+    pub fn key(&self) -> &str {
+        &self.lock.key
+    }
+
+    /// The owner value this guard's lock holds, `CLIENT_UUID-N`.
+    pub fn owner(&self) -> &str {
+        self.lock.owner.as_str()
+    }
+
+    /// `true` once the lease deadline has passed (the key may be gone or another
+    /// owner's). A simple lock is never renewed and the server sends no signal, so the
+    /// local deadline is all a simple guard knows.
+    pub fn is_lost(&self) -> bool {
         Instant::now() >= self.deadline
+    }
+
+    /// Resolves when the lease deadline passes (see [`SimpleGuard::is_lost`]).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        tokio::time::sleep_until(self.deadline).await;
+    }
+
+    /// The local lease deadline on the monotonic clock, measured from when the `SET`
+    /// was sent, so the server's expiry is never earlier.
+    pub fn lease_deadline(&self) -> std::time::Instant {
+        self.deadline.into_std()
+    }
+
+    /// Lets go of the guard without releasing the lock: nothing is sent, now, on drop
+    /// or at [`Client::shutdown`](crate::Client::shutdown), and the key expires with
+    /// its lease.
+    pub fn detach(mut self) {
+        self.done = true;
+        self.lock.client.live.remove(self.live);
+        self.lock.client.telemetry.guard_closed();
+        self.lock.client.telemetry.hold_ended(&self.lock.key, self.since, crate::telemetry::HoldEnd::Dropped);
     }
 
     /// Deletes the key if it still holds this owner.
@@ -246,7 +295,7 @@ impl SimpleGuard {
                 outcome = tracing::field::Empty,
             );
             let result = release.instrument(span.clone()).await;
-            span.record("outcome", crate::guard::release_outcome(&result));
+            span.record("outcome", crate::lock::guard::release_outcome(&result));
             result
         } else {
             release.await
@@ -278,13 +327,24 @@ impl Drop for SimpleGuard {
 }
 
 /// A simple lock's hold, for [`Client::shutdown`](crate::Client::shutdown).
-impl crate::live::LiveHold for SimpleShared {
+impl crate::client::live::LiveHold for SimpleShared {
     /// Compare-and-deletes the key (nothing happens if another owner holds it).
-    fn release(&self) -> crate::live::BoxFuture<'_, Result<()>> {
+    fn release(&self) -> crate::client::live::BoxFuture<'_, Result<()>> {
         Box::pin(async move { self.client.store.simple_release(&self.key, &self.owner).await.map(drop) })
     }
 
     /// Nothing to end: a simple guard keeps no local state but its deadline, and its
     /// unlock and drop check the closed client themselves.
     fn end_locally(&self) {}
+}
+
+#[cfg(feature = "blocking")]
+impl SimpleGuard {
+    /// [`SimpleGuard::lost`] as a future that owns what it watches, for the blocking API.
+    pub(crate) fn lost_owned(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        // The timer is made when the future first runs, on the runtime thread: the
+        // blocking caller's thread has no runtime.
+        let deadline = self.deadline;
+        async move { tokio::time::sleep_until(deadline).await }
+    }
 }

@@ -45,8 +45,14 @@ fn public_types_are_send_sync_and_static() {
 }
 
 /// The futures of the kinds added after the lock: `Send` too (compile-time, never run).
+// One argument per public type whose futures are checked.
+#[allow(clippy::too_many_arguments)]
 async fn family_futures_are_send(
+    rw: leasehold::ReadWriteLock,
+    read: leasehold::ReadGuard,
+    write: leasehold::WriteGuard,
     multi: leasehold::MultiLock,
+    multi_guard: leasehold::MultiGuard,
     latch: leasehold::CountDownLatch,
     semaphore: leasehold::Semaphore,
     pes: leasehold::PermitExpirableSemaphore,
@@ -54,19 +60,134 @@ async fn family_futures_are_send(
     semaphore_permit: leasehold::SemaphorePermit,
 ) {
     let d = Duration::from_secs(1);
+    send(&rw.read());
+    send(&rw.read_with_lease(d));
+    send(&rw.try_read());
+    send(&rw.try_read_for(d));
+    send(&rw.try_read_with(d, d));
+    send(&rw.write());
+    send(&rw.write_with_lease(d));
+    send(&rw.try_write());
+    send(&rw.try_write_for(d));
+    send(&rw.try_write_with(d, d));
+    send(&read.lost());
+    send(&write.lost());
+    send(&read.unlock());
+    send(&write.unlock());
     send(&multi.lock());
+    send(&multi.lock_with_lease(d));
+    send(&multi.try_lock());
+    send(&multi.try_lock_for(d));
     send(&multi.try_lock_with(d, d));
+    send(&multi_guard.lost());
+    send(&multi_guard.unlock());
     send(&latch.wait());
-    send(&latch.wait_timeout(d));
+    send(&latch.try_wait_for(d));
     send(&latch.count_down());
     send(&semaphore.acquire(1));
+    send(&semaphore.try_acquire(1));
     send(&semaphore.try_acquire_for(1, d));
     send(&semaphore.release(1));
     send(&pes.acquire());
+    send(&pes.acquire_with_lease(d));
+    send(&pes.try_acquire());
+    send(&pes.try_acquire_for(d));
     send(&pes.try_acquire_with(d, d));
     send(&permit.lost());
     send(&permit.release());
+    send(&semaphore_permit.lost());
     send(&semaphore_permit.release());
+}
+
+/// Every guard has the same names: `key` (`keys` for the multi-guard, which holds
+/// several), `is_lost`, `lease_deadline` (not for a semaphore's permits, which have no
+/// lease), `detach`; `unlock` / `release` and `lost` are checked above. A compile-time
+/// check (never run).
+// One argument per guard type.
+#[allow(clippy::too_many_arguments)]
+fn every_guard_has_the_grid(
+    guard: LockGuard,
+    fenced_guard: FencedGuard,
+    simple_guard: SimpleGuard,
+    read: leasehold::ReadGuard,
+    write: leasehold::WriteGuard,
+    multi_guard: leasehold::MultiGuard,
+    permit: leasehold::Permit,
+    semaphore_permit: leasehold::SemaphorePermit,
+) {
+    macro_rules! grid {
+        ($($guard:ident),*) => {$(
+            let _: &str = $guard.key();
+            let _: bool = $guard.is_lost();
+            let _: std::time::Instant = $guard.lease_deadline();
+            $guard.detach();
+        )*};
+    }
+    grid!(guard, fenced_guard, simple_guard, read, write, permit);
+    let _: Vec<&str> = multi_guard.keys();
+    let _: bool = multi_guard.is_lost();
+    let _: std::time::Instant = multi_guard.lease_deadline();
+    multi_guard.detach();
+    let _: &str = semaphore_permit.key();
+    let _: bool = semaphore_permit.is_lost();
+    semaphore_permit.detach();
+}
+
+/// The blocking guards have the same names, `wait_lost(timeout)` for `lost()`.
+#[cfg(feature = "blocking")]
+// One argument per guard type.
+#[allow(clippy::too_many_arguments)]
+fn every_blocking_guard_has_the_grid(
+    guard: leasehold::blocking::LockGuard,
+    fenced_guard: leasehold::blocking::FencedGuard,
+    simple_guard: leasehold::blocking::SimpleGuard,
+    read: leasehold::blocking::ReadGuard,
+    write: leasehold::blocking::WriteGuard,
+    multi_guard: leasehold::blocking::MultiGuard,
+    permit: leasehold::blocking::Permit,
+    semaphore_permit: leasehold::blocking::SemaphorePermit,
+) {
+    let d = Duration::from_secs(1);
+    macro_rules! grid {
+        ($($guard:ident),*) => {$(
+            let _: &str = $guard.key();
+            let _: bool = $guard.is_lost();
+            let _: leasehold::Result<bool> = $guard.wait_lost(d);
+            let _: std::time::Instant = $guard.lease_deadline();
+            $guard.detach();
+        )*};
+    }
+    grid!(guard, fenced_guard, simple_guard, read, write, permit);
+    let _: Vec<&str> = multi_guard.keys();
+    let _: bool = multi_guard.is_lost();
+    let _: leasehold::Result<bool> = multi_guard.wait_lost(d);
+    let _: std::time::Instant = multi_guard.lease_deadline();
+    multi_guard.detach();
+    let _: &str = semaphore_permit.key();
+    let _: bool = semaphore_permit.is_lost();
+    let _: leasehold::Result<bool> = semaphore_permit.wait_lost(d);
+    semaphore_permit.detach();
+}
+
+/// The blocking acquire forms mirror the async ones (compile-time, never run).
+#[cfg(feature = "blocking")]
+fn every_blocking_kind_has_the_grid(client: &leasehold::blocking::Client) {
+    let d = Duration::from_secs(1);
+    let rw = client.read_write_lock("rw");
+    let _ = (rw.try_read_for(d), rw.try_write_for(d), rw.try_read_with(d, d), rw.try_write_with(d, d));
+    let pes = client.permit_expirable_semaphore("pes");
+    let _ = (
+        pes.acquire(),
+        pes.acquire_with_lease(d),
+        pes.try_acquire(),
+        pes.try_acquire_for(d),
+        pes.try_acquire_with(d, d),
+    );
+    let simple = client.simple_lock("simple");
+    let _ = (simple.lock_with_lease(d), simple.try_lock_with(d, d));
+    let semaphore = client.semaphore("semaphore");
+    let _ = (semaphore.acquire(1), semaphore.try_acquire(1), semaphore.try_acquire_for(1, d));
+    let _ = client.count_down_latch("latch").try_wait_for(d);
 }
 
 /// Every public future is `Send`: a compile-time check (never run).
@@ -98,9 +219,17 @@ async fn futures_are_send(
     send(&fenced.try_lock_with(d, d));
     send(&fair.lock());
     send(&fair.try_lock_with(d, d));
-    send(&simple.try_lock(d));
+    send(&simple.lock_with_lease(d));
     send(&simple.try_lock_with(d, d));
+    send(&fenced.lock_with_lease(d));
+    send(&fenced.try_lock());
+    send(&fenced.try_lock_for(d));
+    send(&fair.lock_with_lease(d));
+    send(&fair.try_lock());
+    send(&fair.try_lock_for(d));
     send(&guard.lost());
+    send(&fenced_guard.lost());
+    send(&simple_guard.lost());
     send(&fenced_guard.fenced_set("k", "v"));
     send(&guard.unlock());
     send(&fenced_guard.unlock());

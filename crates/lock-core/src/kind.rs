@@ -8,6 +8,9 @@
 //! silently meant fair). A new kind (a read or write hold, a semaphore permit) is a new
 //! variant, and the compiler lists every `match` that must learn it.
 //!
+//! What one acquire is asked ([`AcquireSpec`]: a kind, a single try or a waiting call,
+//! replica sync) and what it answers ([`AcquireReply`]) live here too, beside the kind.
+//!
 //! The store runs every call of every kind through one entry point (its `run_script`,
 //! behind [`LockStore::acquire`](crate::LockStore::acquire),
 //! [`LockStore::release`](crate::LockStore::release) and
@@ -16,12 +19,16 @@
 
 use fred::types::{Key, Value};
 
+use crate::call::{
+    acquire_from_reply, int_arg, non_negative, static_arg, unexpected, unlock_message, Acquire, CallSettings,
+    ScriptArgs,
+};
 use crate::error::Result;
 use crate::names::LockNames;
 use crate::owner::OwnerId;
+use crate::replicas::ReplicaSync;
 use crate::script::LuaScript;
 use crate::scripts;
-use crate::store::{acquire_from_reply, int_arg, non_negative, static_arg, unexpected, unlock_message, Acquire};
 
 /// One kind of reentrant lock on Redisson's `RLock` Hash: which scripts its calls run and
 /// how its waiters wait. Fixed for the life of a lock handle.
@@ -112,21 +119,32 @@ pub enum QueueKind {
     Shared,
 }
 
-/// The settings of a store that a script call of any kind may need.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct CallSettings {
-    /// `publish` or `spublish`.
-    pub(crate) publish: &'static str,
-    /// `release.lua`'s ARGV[5].
-    pub(crate) always_read_queue: bool,
-    /// `release.lua`'s ARGV[8].
-    pub(crate) redisson_waiters: bool,
+/// How to acquire: the lock's kind (which script, its KEYS and ARGV, how its reply is
+/// read), whether it is a waiting call, and whether replicas must acknowledge it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcquireSpec {
+    /// The lock's kind.
+    pub kind: LockKind,
+    /// A waiting call (not a single try): a server-queued kind queues up (or refreshes
+    /// its entry) when not acquired, a fair one too, and a fenced one flags the holder
+    /// so that its release wakes this waiter. A single try writes nothing when the lock
+    /// is held.
+    pub waiting: bool,
+    /// Follow the script with `WAIT`.
+    pub sync: Option<ReplicaSync>,
 }
 
-/// The KEYS and ARGV of one script call in fred's types (shared byte strings and
-/// integers): made anew for each send by the store's entry point, so nothing is copied
-/// for a retry that rarely happens.
-pub(crate) type ScriptArgs = (Vec<Key>, Vec<Value>);
+/// The answer to [`LockStore::acquire`](crate::LockStore::acquire).
+#[derive(Debug)]
+pub struct AcquireReply {
+    /// What the script answered.
+    pub acquire: Acquire,
+    /// The hold's fencing token (fenced acquires that acquired).
+    pub token: Option<u64>,
+    /// What `WAIT` answered (with [`AcquireSpec::sync`]): the number of replicas that
+    /// acknowledged, or the error `WAIT` itself failed with.
+    pub acknowledged: Option<Result<u32>>,
+}
 
 impl LockKind {
     /// The kind's name in spans and metric labels: `lock`, `fenced` or `fair`.

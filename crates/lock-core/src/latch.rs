@@ -13,10 +13,11 @@ use std::sync::Arc;
 use fred::prelude::KeysInterface;
 use fred::types::Key;
 
+use crate::call::{int_arg, static_arg};
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::{concat_shared, key_slot};
 use crate::scripts;
-use crate::store::{int_arg, static_arg, LockStore};
+use crate::store::LockStore;
 
 /// The prefix of a latch's channel: `redisson_countdownlatch__channel__{NAME}` (two
 /// underscores on each side of `channel`, then the name in braces).

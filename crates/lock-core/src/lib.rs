@@ -8,7 +8,9 @@
 //! - [`names`]: the lock key and the keys and channel derived from it, exactly as
 //!   Redisson names them, so Java and Rust services share one lock.
 //! - [`owner`]: owner ids (`CLIENT_UUID:N`).
-//! - [`scripts`]: the Lua scripts of `lua/`, each wrapped with its precomputed SHA1.
+//! - [`scripts`]: the Lua scripts (this crate's `lua/*.lua`, assembled from
+//!   `lua/templates/` and `lua/fragments/` by `bash scripts/sync-lua.sh`), each wrapped
+//!   with its precomputed SHA1.
 //! - [`store`]: typed async operations (acquire, release, renew, …) on a fred client.
 //! - [`lease`]: the shared, monotonic-clock view of one hold's lease and its lost signal.
 //! - [`gate`]: the write gate that holds lock writes back while a switch of primary is
@@ -17,8 +19,8 @@
 //! - [`pes`]: a permit-expirable semaphore's names, permit ids and its scripts' calls.
 //! - [`fence`]: fencing tokens on the resource side (`fenced_write.lua`).
 //! - [`kind`]: the lock kinds ([`LockKind`]): each one's scripts, KEYS and ARGV, reply
-//!   and how its waiters wait.
-//! - [`replicas`]: replica acknowledgement (`WAIT`) and what an acquire is asked.
+//!   and how its waiters wait; what an acquire is asked ([`AcquireSpec`]) and answers.
+//! - [`replicas`]: replica acknowledgement (`WAIT` pipelined behind an acquire).
 //! - [`args`]: validation of durations before anything is sent.
 //! - [`latch`]: Redisson's `RCountDownLatch`: its key, its literal channel, its calls.
 //! - [`error`]: the one error type, with a [`ErrorKind`] and `is_*` predicates.
@@ -27,6 +29,7 @@
 
 pub mod args;
 mod ask;
+mod call;
 pub mod error;
 pub mod fence;
 pub mod gate;
@@ -46,10 +49,10 @@ pub mod topology;
 
 pub use error::{Error, ErrorKind, Result};
 pub use gate::WriteGate;
-pub use kind::{LockKind, QueueKind, WaitChannel};
+pub use kind::{AcquireReply, AcquireSpec, LockKind, QueueKind, WaitChannel};
 pub use latch::LatchNames;
 pub use lease::LeaseState;
 pub use names::LockNames;
 pub use owner::{ClientId, OwnerId};
-pub use replicas::{AcquireReply, AcquireSpec, ReplicaSync};
+pub use replicas::ReplicaSync;
 pub use store::{Acquire, LockStore, Release};

@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use fred::types::{Key, Value};
 
+use crate::call::{int_arg, non_negative};
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::LockNames;
 use crate::owner::OwnerId;
 use crate::replicas::ReplicaSync;
 use crate::scripts;
-use crate::store::{int_arg, non_negative, LockStore};
+use crate::store::LockStore;
 
 /// One member of a [`LockStore::multi_acquire`] call.
 #[derive(Debug, Clone, Copy)]

@@ -180,7 +180,7 @@ impl LockStore {
     pub async fn pes_try_acquire(&self, names: &PesNames, id: &PermitId, lease_ms: i64) -> Result<PesAcquire> {
         let publish = self.call_settings().publish;
         let build =
-            || (names.keys(), vec![int(lease_ms), id_arg(id), crate::store::static_arg(publish), int(RECLAIM_CHUNK)]);
+            || (names.keys(), vec![int(lease_ms), id_arg(id), crate::call::static_arg(publish), int(RECLAIM_CHUNK)]);
         let (reply, _): (Vec<i64>, _) = self.run_script(names.key(), &scripts::PES_TRY_ACQUIRE, build, None).await?;
         match reply.as_slice() {
             [1, expiry] => Ok(PesAcquire::Taken(*expiry)),
@@ -198,7 +198,7 @@ impl LockStore {
     /// As [`LockStore::pes_try_acquire`].
     pub async fn pes_release(&self, names: &PesNames, id: &PermitId) -> Result<PesRelease> {
         let publish = self.call_settings().publish;
-        let build = || (names.keys(), vec![id_arg(id), crate::store::static_arg(publish), int(RECLAIM_CHUNK)]);
+        let build = || (names.keys(), vec![id_arg(id), crate::call::static_arg(publish), int(RECLAIM_CHUNK)]);
         let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::PES_RELEASE, build, None).await?;
         Ok(match reply {
             1 => PesRelease::Released,
@@ -219,7 +219,7 @@ impl LockStore {
     pub async fn pes_update_lease(&self, names: &PesNames, id: &PermitId, lease_ms: i64) -> Result<Option<i64>> {
         let publish = self.call_settings().publish;
         let build =
-            || (names.keys(), vec![id_arg(id), int(lease_ms), crate::store::static_arg(publish), int(RECLAIM_CHUNK)]);
+            || (names.keys(), vec![id_arg(id), int(lease_ms), crate::call::static_arg(publish), int(RECLAIM_CHUNK)]);
         let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::PES_UPDATE_LEASE, build, None).await?;
         Ok((reply != 0).then_some(reply))
     }
@@ -234,7 +234,7 @@ impl LockStore {
     /// As [`LockStore::pes_try_acquire`] (it may reclaim).
     pub async fn pes_permits(&self, names: &PesNames) -> Result<(i64, i64)> {
         let publish = self.call_settings().publish;
-        let build = || (names.keys(), vec![crate::store::static_arg(publish), int(RECLAIM_CHUNK)]);
+        let build = || (names.keys(), vec![crate::call::static_arg(publish), int(RECLAIM_CHUNK)]);
         let (reply, _): (Vec<i64>, _) = self.run_script(names.key(), &scripts::PES_PERMITS, build, None).await?;
         match reply.as_slice() {
             [available, acquired] => Ok((*available, *acquired)),
@@ -252,7 +252,7 @@ impl LockStore {
     /// As [`LockStore::pes_try_acquire`].
     pub async fn pes_set_permits(&self, names: &PesNames, total: i64) -> Result<i64> {
         let publish = self.call_settings().publish;
-        let build = || (names.keys(), vec![int(total), crate::store::static_arg(publish), int(RECLAIM_CHUNK)]);
+        let build = || (names.keys(), vec![int(total), crate::call::static_arg(publish), int(RECLAIM_CHUNK)]);
         let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::PES_SET_PERMITS, build, None).await?;
         Ok(reply)
     }

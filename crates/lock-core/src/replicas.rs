@@ -1,5 +1,6 @@
-//! Replica acknowledgement of acquires (`WAIT`), and what an acquire is asked
-//! ([`AcquireSpec`]) and answers ([`AcquireReply`]).
+//! Replica acknowledgement of acquires (`WAIT`): how many replicas must acknowledge
+//! ([`ReplicaSync`], asked for in [`AcquireSpec::sync`](crate::AcquireSpec::sync)) and
+//! the pipeline that sends `WAIT` right behind the acquire script.
 //!
 //! One Redis primary is the source of truth: if it fails over before a lock reached a
 //! replica, the promoted replica does not have the lock and hands it to a second owner.
@@ -15,11 +16,10 @@ use fred::prelude::{Client, ClientLike, FromValue, LuaInterface};
 use fred::types::{ClusterHash, CustomCommand, Value};
 
 use crate::args;
+use crate::call::ScriptArgs;
 use crate::error::{Error, ErrorKind, Result};
-use crate::kind::{LockKind, ScriptArgs};
 use crate::names::key_slot;
 use crate::script::LuaScript;
-use crate::store::Acquire;
 
 /// How many replicas must acknowledge each acquire, and how long the primary may wait for
 /// them.
@@ -71,33 +71,6 @@ impl ReplicaSync {
         )
         .with_key(key))
     }
-}
-
-/// How to acquire: the lock's kind (which script, its KEYS and ARGV, how its reply is
-/// read), whether it is a waiting call, and whether replicas must acknowledge it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AcquireSpec {
-    /// The lock's kind.
-    pub kind: LockKind,
-    /// A waiting call (not a single try): a server-queued kind queues up (or refreshes
-    /// its entry) when not acquired, a fair one too, and a fenced one flags the holder
-    /// so that its release wakes this waiter. A single try writes nothing when the lock
-    /// is held.
-    pub waiting: bool,
-    /// Follow the script with `WAIT`.
-    pub sync: Option<ReplicaSync>,
-}
-
-/// The answer to [`LockStore::acquire`](crate::LockStore::acquire).
-#[derive(Debug)]
-pub struct AcquireReply {
-    /// What the script answered.
-    pub acquire: Acquire,
-    /// The hold's fencing token (fenced acquires that acquired).
-    pub token: Option<u64>,
-    /// What `WAIT` answered (with [`AcquireSpec::sync`]): the number of replicas that
-    /// acknowledged, or the error `WAIT` itself failed with.
-    pub acknowledged: Option<Result<u32>>,
 }
 
 /// Runs `script` with the KEYS and ARGV `build` makes (anew for each send) and,

@@ -9,7 +9,7 @@ use fred::types::{Key, MultipleKeys, MultipleValues, Value};
 
 use crate::error::{refused_before_running, Error, ErrorKind, Result};
 
-/// One Lua script of `lua/`, ready to run.
+/// One Lua script of this crate's `lua/` (see [`crate::scripts`]), ready to run.
 #[derive(Debug)]
 pub struct LuaScript {
     name: &'static str,
@@ -28,7 +28,7 @@ impl LuaScript {
         LuaScript { name, source, script, sha1 }
     }
 
-    /// The script's file name in `lua/`, e.g. `acquire.lua`.
+    /// The script's file name in this crate's `lua/`, e.g. `acquire.lua`.
     pub fn name(&self) -> &'static str {
         self.name
     }

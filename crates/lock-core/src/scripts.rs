@@ -1,13 +1,13 @@
-//! The scripts of the top-level `lua/` folder, compiled into the crate.
+//! The Lua scripts, compiled into the crate: this crate's `lua/*.lua`, each wrapped
+//! with its precomputed SHA1.
 //!
 //! Each file's header states its KEYS, ARGV and replies; `docs/architecture/scripts.md` walks
-//! through them. Each script is assembled at build time (`build.rs`) from its template in
-//! this crate's `lua/templates/` and the shared steps in `lua/fragments/` (the
-//! `--#include` syntax is in `build.rs` and `docs/architecture/scripts.md`, "Fragments"),
-//! and included from `$OUT_DIR/lua/` with `include_str!`. The whole scripts are checked
-//! in too, in this crate's `lua/` and the workspace's top-level `lua/`, for readers;
-//! `tests/lua_copies.rs` fails when either differs from the assembly (see
-//! `docs/architecture/crates.md`, "Packaging").
+//! through them. The source is the templates in this crate's `lua/templates/` and the
+//! shared steps in `lua/fragments/` (the `--#include` syntax is in
+//! `docs/architecture/scripts.md`, "Fragments"); `lua/*.lua` is their one assembled,
+//! checked-in copy, included here with `include_str!` (no build script), and written by
+//! `bash scripts/sync-lua.sh` after a template or a fragment is edited.
+//! `tests/lua_copies.rs` fails when a copy differs from the assembly of its template.
 
 use std::sync::LazyLock;
 
@@ -15,7 +15,7 @@ use crate::script::LuaScript;
 
 macro_rules! lua {
     ($file:literal) => {
-        LazyLock::new(|| LuaScript::new($file, include_str!(concat!(env!("OUT_DIR"), "/lua/", $file))))
+        LazyLock::new(|| LuaScript::new($file, include_str!(concat!("../lua/", $file))))
     };
 }
 

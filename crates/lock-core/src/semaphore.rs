@@ -188,7 +188,7 @@ impl LockStore {
         let record = names.op_key(op);
         let build = || {
             let keys = vec![Key::from(&*names.key), Key::from(&*names.channel), Key::from(record.as_str())];
-            (keys, vec![int(permits), crate::store::static_arg(publish), millis(OP_DONE_TTL)])
+            (keys, vec![int(permits), crate::call::static_arg(publish), millis(OP_DONE_TTL)])
         };
         let (reply, _): (Vec<i64>, _) = self.run_script(names.key(), &scripts::SEM_RELEASE, build, None).await?;
         match reply[..] {
@@ -213,7 +213,7 @@ impl LockStore {
         let record = names.op_key(op);
         let build = || {
             let keys = vec![Key::from(&*names.key), Key::from(&*names.channel), Key::from(record.as_str())];
-            (keys, vec![crate::store::static_arg(publish), millis(OP_DONE_TTL)])
+            (keys, vec![crate::call::static_arg(publish), millis(OP_DONE_TTL)])
         };
         let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::SEM_CANCEL, build, None).await?;
         Ok(reply)
@@ -229,7 +229,7 @@ impl LockStore {
     /// As [`LockStore::semaphore_try_acquire`].
     pub async fn semaphore_try_set_permits(&self, names: &SemaphoreNames, permits: i64) -> Result<bool> {
         let publish = self.call_settings().publish;
-        let build = || (names.key_and_channel(), vec![int(permits), crate::store::static_arg(publish)]);
+        let build = || (names.key_and_channel(), vec![int(permits), crate::call::static_arg(publish)]);
         let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::SEM_TRY_SET_PERMITS, build, None).await?;
         Ok(reply == 1)
     }
@@ -244,7 +244,7 @@ impl LockStore {
     /// As [`LockStore::semaphore_try_acquire`].
     pub async fn semaphore_add_permits(&self, names: &SemaphoreNames, delta: i64) -> Result<i64> {
         let publish = self.call_settings().publish;
-        let build = || (names.key_and_channel(), vec![int(delta), crate::store::static_arg(publish)]);
+        let build = || (names.key_and_channel(), vec![int(delta), crate::call::static_arg(publish)]);
         let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::SEM_ADD_PERMITS, build, None).await?;
         Ok(reply)
     }

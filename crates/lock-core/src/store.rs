@@ -9,49 +9,19 @@ use std::time::Duration;
 use fred::prelude::{Client, FromValue, HashesInterface, KeysInterface};
 use fred::types::{Key, Value};
 
+use crate::call::{int_arg, non_negative, pttl_from_reply, release_from_reply, CallSettings, ScriptArgs};
 use crate::error::{Error, ErrorKind, Result};
 use crate::gate::WriteGate;
-use crate::kind::{CallSettings, LockKind, ScriptArgs};
-use crate::names::{LockNames, UNLOCK_MESSAGE};
+use crate::kind::{AcquireReply, AcquireSpec, LockKind};
+use crate::names::LockNames;
 use crate::owner::OwnerId;
-use crate::replicas::{run_then_wait, AcquireReply, AcquireSpec, ReplicaSync};
+use crate::replicas::{run_then_wait, ReplicaSync};
 use crate::script::LuaScript;
 use crate::scripts;
 
-/// The answer to an acquire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Acquire {
-    /// The owner holds the lock; `holds` is its hold count now (1 = fresh).
-    Acquired {
-        /// The owner's hold count after this acquire.
-        holds: u64,
-    },
-    /// Another owner holds the lock (or, for a waiting call, the lock is free but
-    /// another live waiter is ahead in the queue).
-    Held {
-        /// How long to wait before trying again unprompted: the key's remaining TTL
-        /// (`None` when the key has no expiry), or, when the lock is free but another
-        /// waiter is first, the life left in that waiter's queue entry.
-        pttl: Option<Duration>,
-        /// A waiting call's place in the lock's wait queue (0 = head); `None` for a
-        /// single try, which never queues.
-        position: Option<u64>,
-    },
-}
-
-/// The answer to a release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Release {
-    /// The last hold was given back: the owner is removed and the unlock message published.
-    Released,
-    /// Holds remain; the key's TTL is at least what they need.
-    StillHeld {
-        /// How many holds remain.
-        holds: u64,
-    },
-    /// The owner did not hold the lock; nothing was written or published.
-    NotOwner,
-}
+// Defined with the other reply parsing in `call.rs` (a leaf module the lock kinds use
+// too); their path here is kept.
+pub use crate::call::{Acquire, Release};
 
 /// The fred client plus the settings every lock operation needs.
 #[derive(Clone, Debug)]
@@ -563,53 +533,4 @@ impl LockStore {
         self.check_open(key)?;
         crate::script::bounded_retry(self.command_timeout, "Redis", key, call).await
     }
-}
-
-/// A whole number as a script argument: fred sends an integer as the bulk string of its
-/// decimal digits (what `to_string` would send) without allocating one.
-pub(crate) fn int_arg(n: u64) -> Value {
-    i64::try_from(n).map_or_else(|_| Value::from(n.to_string()), Value::Integer)
-}
-
-/// A static string (a command name) as a script argument: nothing is allocated.
-pub(crate) fn static_arg(text: &'static str) -> Value {
-    Value::Bytes(fred::bytes::Bytes::from_static(text.as_bytes()))
-}
-
-/// [`UNLOCK_MESSAGE`] as a script argument (static: nothing is allocated).
-pub(crate) fn unlock_message() -> Value {
-    Value::Bytes(fred::bytes::Bytes::from_static(UNLOCK_MESSAGE.as_bytes()))
-}
-
-/// Maps the first two entries of an acquire script's reply (`{1, holds}`, `{0, pttl}`).
-pub(crate) fn acquire_from_reply(script: &str, names: &LockNames, reply: &[i64]) -> Result<Acquire> {
-    match reply {
-        [1, holds, ..] => Ok(Acquire::Acquired { holds: non_negative(*holds) }),
-        [0, pttl] => Ok(Acquire::Held { pttl: pttl_from_reply(*pttl), position: None }),
-        [0, pttl, position] => {
-            Ok(Acquire::Held { pttl: pttl_from_reply(*pttl), position: Some(non_negative(*position)) })
-        }
-        other => Err(unexpected(script, names, other)),
-    }
-}
-
-pub(crate) fn non_negative(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
-}
-
-/// Redis answers -1 for "no expiry"; any other negative value is treated the same.
-fn pttl_from_reply(pttl: i64) -> Option<Duration> {
-    u64::try_from(pttl).ok().map(Duration::from_millis)
-}
-
-fn release_from_reply(reply: i64) -> Release {
-    match reply {
-        0 => Release::Released,
-        n if n > 0 => Release::StillHeld { holds: non_negative(n) },
-        _ => Release::NotOwner,
-    }
-}
-
-pub(crate) fn unexpected(script: &str, names: &LockNames, reply: &[i64]) -> Error {
-    Error::new(ErrorKind::Redis, format!("{script} gave an unexpected reply {reply:?}")).with_key(names.key())
 }

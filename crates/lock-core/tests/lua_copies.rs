@@ -1,14 +1,18 @@
-//! The scripts compiled into `lock-core` are assembled at build time (`build.rs`) from
-//! `lua/templates/` and the shared steps in `lua/fragments/`; the whole scripts are also
-//! checked in, in this crate's `lua/` (which its package carries) and in the workspace's
-//! top-level `lua/`, for readers. This test fails when a checked-in script differs from
-//! its assembly: run `bash scripts/sync-lua.sh` after editing a template or a fragment.
-//! In a packaged crate (no workspace around it) only the crate's own copy is compared.
+//! The Lua scripts are edited as templates (`lua/templates/`) and shared steps
+//! (`lua/fragments/`); their one assembled copy is checked in as this crate's
+//! `lua/*.lua`, which the package carries and `src/scripts.rs` compiles in with
+//! `include_str!` (there is no build script). This test fails when a checked-in script
+//! differs from the assembly of its template: run `bash scripts/sync-lua.sh` after
+//! editing a template or a fragment. It needs only the crate's own files, so it passes
+//! in the packaged crate too.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const FIX: &str = "run `bash scripts/sync-lua.sh`";
+#[path = "../tools/assemble.rs"]
+mod assemble;
+
+const FIX: &str = "edit lua/templates/ or lua/fragments/, then run `bash scripts/sync-lua.sh`";
 
 fn lua_files(dir: &Path) -> BTreeMap<String, String> {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
@@ -24,33 +28,36 @@ fn lua_files(dir: &Path) -> BTreeMap<String, String> {
     files
 }
 
-fn assert_same(dir: &str, checked_in: &BTreeMap<String, String>, assembled: &BTreeMap<String, String>) {
-    let names = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
-    assert_eq!(names(checked_in), names(assembled), "{dir} holds other scripts than the templates make: {FIX}");
-    for (name, text) in assembled {
-        assert!(checked_in.get(name) == Some(text), "{dir}/{name} differs from its assembly: {FIX}");
+#[test]
+fn checked_in_scripts_are_their_assembly() {
+    let lua = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
+    let assembled = assemble::assemble_all(&lua).unwrap_or_else(|e| panic!("assembling the scripts: {e}"));
+    for (name, text) in &assembled {
+        assert!(!text.contains("--#include") && !text.contains("\n--!"), "{name}: a directive was left in");
+    }
+    let checked_in = lua_files(&lua);
+    assert_eq!(
+        checked_in.keys().collect::<Vec<_>>(),
+        assembled.keys().collect::<Vec<_>>(),
+        "crates/lock-core/lua holds other scripts than its templates make: {FIX}"
+    );
+    for (name, text) in &assembled {
+        assert!(checked_in.get(name) == Some(text), "crates/lock-core/lua/{name} differs from its assembly: {FIX}");
     }
 }
 
 #[test]
-fn checked_in_scripts_are_their_assembly() {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let assembled: BTreeMap<String, String> =
+fn the_compiled_scripts_are_the_checked_in_ones() {
+    let lua = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
+    let checked_in = lua_files(&lua);
+    let compiled: BTreeMap<String, String> =
         lock_core::scripts::all().iter().map(|s| (s.name().to_owned(), s.source().to_owned())).collect();
-    let templates = lua_files(&crate_dir.join("lua/templates"));
     assert_eq!(
-        templates.keys().collect::<Vec<_>>(),
-        assembled.keys().collect::<Vec<_>>(),
-        "lock_core::scripts::all() must list every template of crates/lock-core/lua/templates"
+        compiled.keys().collect::<Vec<_>>(),
+        checked_in.keys().collect::<Vec<_>>(),
+        "lock_core::scripts::all() must list every script of crates/lock-core/lua"
     );
-    for (name, text) in &assembled {
-        assert!(!text.contains("--#include") && !text.contains("\n--!"), "{name}: a directive was left in");
+    for (name, text) in &compiled {
+        assert!(checked_in.get(name) == Some(text), "lock_core::scripts compiled another {name} than lua/{name}");
     }
-    assert_same("crates/lock-core/lua", &lua_files(&crate_dir.join("lua")), &assembled);
-    let workspace_lua = crate_dir.join("../../lua");
-    if !workspace_lua.join("acquire.lua").is_file() {
-        eprintln!("no workspace lua/ next to this crate (a packaged copy): nothing more to compare");
-        return;
-    }
-    assert_same("lua", &lua_files(&workspace_lua), &assembled);
 }

@@ -1,5 +1,10 @@
-//! Assembles the Lua scripts from `lua/templates/` and the shared steps in
-//! `lua/fragments/` into `$OUT_DIR/lua/`, which `src/scripts.rs` compiles in.
+//! Assembles the whole Lua scripts from `lua/templates/` and the shared steps in
+//! `lua/fragments/` (this crate's; the source, edited by hand). Not part of the library:
+//! `examples/sync_lua.rs` (run by `bash scripts/sync-lua.sh`) writes its output to the
+//! checked-in copies `lua/*.lua`, which `src/scripts.rs` compiles in, and
+//! `tests/lua_copies.rs` fails when a copy differs from it. Both pull this file in with
+//! `#[path = "../tools/assemble.rs"] mod assemble;`, so there is one assembler and no
+//! build script runs in a downstream build.
 //!
 //! The include syntax (documented for contributors in `docs/architecture/scripts.md`,
 //! "Fragments"):
@@ -14,45 +19,43 @@
 //! - A fragment line starting with `--!` (after its indentation) documents the fragment
 //!   for its readers and is left out of every script.
 //!
-//! Everything else is copied byte for byte. The whole scripts are checked in as
-//! `lua/*.lua` (this crate's and the workspace's), and `tests/lua_copies.rs` fails when
-//! they differ from what this assembles (`bash scripts/sync-lua.sh` writes them).
+//! Everything else is copied byte for byte.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// How deep fragments may include fragments (a cycle fails the build).
+/// How deep fragments may include fragments (deeper is taken for a cycle).
 const MAX_DEPTH: usize = 8;
 
-fn main() {
-    let lua = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR")).join("lua");
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("lua");
-    println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=lua/templates");
-    println!("cargo:rerun-if-changed=lua/fragments");
-    fs::create_dir_all(&out).unwrap_or_else(|e| panic!("create {}: {e}", out.display()));
+/// Every script, file name (`acquire.lua`) -> whole text, assembled from the templates
+/// of `lua` (this crate's `lua/` folder) and their fragments.
+///
+/// # Errors
+/// A file that cannot be read, an include without a path or with a parameter that is
+/// not `name=value`, fragments nested deeper than [`MAX_DEPTH`].
+pub(crate) fn assemble_all(lua: &Path) -> Result<BTreeMap<String, String>, String> {
     let templates = lua.join("templates");
-    let mut names: Vec<PathBuf> = fs::read_dir(&templates)
-        .unwrap_or_else(|e| panic!("read {}: {e}", templates.display()))
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "lua"))
-        .collect();
-    names.sort();
-    for template in names {
-        let text = read(&template);
-        let script = assemble(&lua, &template, &text, &BTreeMap::new(), "", 0);
-        let name = template.file_name().expect("a file name");
-        let target = out.join(name);
-        // Written only when changed, so that an unchanged script does not rebuild the crate.
-        if fs::read_to_string(&target).ok().as_deref() != Some(script.as_str()) {
-            fs::write(&target, script).unwrap_or_else(|e| panic!("write {}: {e}", target.display()));
+    let entries = fs::read_dir(&templates).map_err(|e| format!("read {}: {e}", templates.display()))?;
+    let mut scripts = BTreeMap::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("read {}: {e}", templates.display()))?.path();
+        if path.extension().is_none_or(|ext| ext != "lua") {
+            continue;
         }
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .ok_or_else(|| format!("{}: not a UTF-8 file name", path.display()))?
+            .to_owned();
+        let text = read(&path)?;
+        scripts.insert(name, assemble(lua, &path, &text, &BTreeMap::new(), "", 0)?);
     }
+    Ok(scripts)
 }
 
-fn read(path: &Path) -> String {
-    fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+fn read(path: &Path) -> Result<String, String> {
+    fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))
 }
 
 /// `text` with every include replaced; `params` fill the `{{name}}`s of a fragment,
@@ -64,8 +67,10 @@ fn assemble(
     params: &BTreeMap<String, String>,
     indent: &str,
     depth: usize,
-) -> String {
-    assert!(depth <= MAX_DEPTH, "{}: fragments nested deeper than {MAX_DEPTH} (a cycle?)", from.display());
+) -> Result<String, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("{}: fragments nested deeper than {MAX_DEPTH} (a cycle?)", from.display()));
+    }
     let fragment = depth > 0;
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
@@ -76,18 +81,18 @@ fn assemble(
         }
         if let Some(directive) = body.strip_prefix("--#include ") {
             let mut words = directive.split_whitespace();
-            let path = words.next().unwrap_or_else(|| panic!("{}: `--#include` without a path", from.display()));
+            let path = words.next().ok_or_else(|| format!("{}: `--#include` without a path", from.display()))?;
             let mut inner = BTreeMap::new();
             for word in words {
                 let (name, value) = word
                     .split_once('=')
-                    .unwrap_or_else(|| panic!("{}: include parameter `{word}` is not name=value", from.display()));
+                    .ok_or_else(|| format!("{}: include parameter `{word}` is not name=value", from.display()))?;
                 inner.insert(name.to_owned(), value.to_owned());
             }
-            let included = lua.join(path);
-            let text = read(&included);
+            let included: PathBuf = lua.join(path);
+            let text = read(&included)?;
             let inner_indent = format!("{indent}{own_indent}");
-            out.push_str(&assemble(lua, &included, &text, &inner, &inner_indent, depth + 1));
+            out.push_str(&assemble(lua, &included, &text, &inner, &inner_indent, depth + 1)?);
             continue;
         }
         let Some(line) = (if fragment { substitute(line, params) } else { Some(line.to_owned()) }) else {
@@ -98,7 +103,7 @@ fn assemble(
         }
         out.push_str(&line);
     }
-    out
+    Ok(out)
 }
 
 /// `line` with each `{{name}}` (a name of letters, digits and `_`) replaced by its

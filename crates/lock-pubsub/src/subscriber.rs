@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, watch, Notify};
 use tokio::time::Instant;
 
 use crate::channel::{ChannelWaiters, Departure, QueueMessage};
-use crate::waiter::Waiter;
+use crate::waiter::{Departures, Waiter};
 
 /// How long a channel stays subscribed after its last waiter left.
 pub const LINGER: Duration = Duration::from_secs(1);
@@ -424,9 +424,8 @@ impl Subscriber {
     }
 }
 
-impl Shared {
-    /// Called by a departing waiter.
-    pub(crate) fn leave(&self, waiters: &Arc<ChannelWaiters>, lock: &str, id: u64, held_until: Option<Instant>) {
+impl Departures for Shared {
+    fn leave(&self, waiters: &Arc<ChannelWaiters>, lock: &str, id: u64, held_until: Option<Instant>) {
         let mut registry = self.registry.lock();
         if let Departure::Empty = waiters.leave(lock, id, held_until) {
             // Only if the entry is still this one (a new entry may have replaced it).
@@ -439,7 +438,9 @@ impl Shared {
             }
         }
     }
+}
 
+impl Shared {
     /// Removes the entries of channels idle for [`LINGER`] (marking them dirty, so the
     /// reconcile unsubscribes them); returns when the next idle one is due.
     fn expire_idle(&self) -> Option<Instant> {

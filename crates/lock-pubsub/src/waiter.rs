@@ -6,7 +6,14 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::channel::ChannelWaiters;
-use crate::subscriber::Shared;
+
+/// Where a departing waiter goes: the subscriber's shared state, which takes it out of
+/// its line and lets an emptied channel linger, then unsubscribes it. A trait, so that
+/// this file need not name the subscriber (which makes waiters): no import loop.
+pub(crate) trait Departures: std::fmt::Debug + Send + Sync {
+    /// Called once by a departing waiter, from its `Drop`: synchronous and non-blocking.
+    fn leave(&self, waiters: &Arc<ChannelWaiters>, lock: &str, id: u64, held_until: Option<Instant>);
+}
 
 /// A place in line for one lock, on that lock's release channel. Dropping it leaves the
 /// line (handing the turn on when needed) and, for the last waiter on the channel (over
@@ -14,7 +21,7 @@ use crate::subscriber::Shared;
 #[derive(Debug)]
 #[must_use = "a waiter leaves the line as soon as it is dropped"]
 pub struct Waiter {
-    shared: Arc<Shared>,
+    shared: Arc<dyn Departures>,
     waiters: Arc<ChannelWaiters>,
     /// The lock key: which of the channel's queues this waiter is in.
     lock: Arc<str>,
@@ -26,7 +33,7 @@ pub struct Waiter {
 
 impl Waiter {
     pub(crate) fn new(
-        shared: Arc<Shared>,
+        shared: Arc<dyn Departures>,
         waiters: Arc<ChannelWaiters>,
         lock: Arc<str>,
         id: u64,

@@ -12,9 +12,28 @@
 //!   shared by the test processes) or privately, and dies with the test process.
 //! - [`Monitor`]: a `MONITOR` tap that records every command the server runs.
 //! - [`raw_command`]: one command over a plain TCP connection, for tests that must not go
-//!   through the client under test.
+//!   through the client under test; [`raw`], [`pttl`], [`hgetall`] and
+//!   [`pubsub_channels`] ask a [`RedisServer`] through it.
+//! - [`client`](fn@client) and [`client_with`]: a leasehold `Client` with short timeouts for tests.
+//! - [`Topology`] with [`both_topologies!`]: one test body on a standalone Redis, on
+//!   Valkey and on a cluster; [`ServerKind`] with [`both_servers!`]: one standalone body
+//!   on Redis and on Valkey.
+//! - [`HolderProcess`], [`spawn_contenders`]: holders and contenders in child processes.
+//! - The Redisson script transcriptions (`redisson_*`) and a raw pub/sub [`Listener`] for
+//!   the interop suites; [`expiring`] and [`semaphore_load`], scenarios several suites
+//!   share.
+//!
+//! The one helper crate of the workspace: the integration tests (`tests/`), the CLI's
+//! tests, the benches and the demo use it. It depends on `leasehold` (for the client
+//! helpers); nothing below `leasehold` (lock-core, lock-watchdog, lock-pubsub) uses it, so
+//! there is no cycle and no second copy of leasehold's types.
 
+mod children;
+mod client;
 mod cluster;
+pub mod expiring;
+mod failover;
+mod listener;
 mod monitor;
 mod proxy;
 mod raw;
@@ -24,9 +43,19 @@ pub mod redisson_pes;
 pub mod redisson_rwlock;
 pub mod redisson_semaphore;
 mod replica;
+pub mod semaphore_load;
 mod sentinel;
 mod server;
+mod server_kind;
 mod shared;
+mod topology;
+
+pub use children::{contenders_intervals, spawn_contenders, HolderProcess};
+pub use client::{client, client_with, command_timeout_for, hgetall, pttl, pubsub_channels, raw};
+pub use failover::assert_unreplicated_holders_told_and_no_waiter_stuck;
+pub use listener::Listener;
+pub use server_kind::{ServerKind, VALKEY_SERVER_VAR};
+pub use topology::{Place, Topology};
 
 pub use cluster::{RedisCluster, SlotMigration};
 pub use sentinel::{SentinelSet, SERVICE as SENTINEL_SERVICE};

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
-use leasehold_test_support::RedisServer;
+use crate::RedisServer;
 
 /// A plain subscriber on one channel of a standalone server.
 pub struct Listener {

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use leasehold_test_support::{RedisServer, ServerOptions};
+use crate::{RedisServer, ServerOptions};
 
 /// The variable that names the Valkey binary.
 pub const VALKEY_SERVER_VAR: &str = "LEASEHOLD_VALKEY_SERVER";

@@ -6,9 +6,10 @@ use std::time::Duration;
 use fred::prelude::{Config, ReconnectPolicy};
 use lock_core::Result;
 
-use super::runtime::{refuse_in_async_context, Runner, Stop};
+use super::runtime::{refuse_in_async_context, Runner};
+use super::shared::BlockingShared;
 use super::{FairLock, FencedLock, Lock, PermitExpirableSemaphore, ReadWriteLock, Semaphore, SimpleLock};
-use crate::config::{ClientConfig, ShardedSubscriptionMode};
+use crate::client::config::{ClientConfig, ShardedSubscriptionMode};
 
 /// The blocking form of [`crate::Client`]: the same connections, watchdog and
 /// subscriber, run by a tokio runtime on a thread of its own (`leasehold-blocking`) that
@@ -49,24 +50,7 @@ use crate::config::{ClientConfig, ShardedSubscriptionMode};
 /// ```
 #[derive(Clone)]
 pub struct Client {
-    shared: Arc<Shared>,
-}
-
-/// What every clone of a blocking client shares.
-struct Shared {
-    client: crate::Client,
-    runner: Arc<Runner>,
-    /// Sent, with the async client, by the last clone's drop.
-    stop: Option<Stop>,
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            // Never blocks: the runtime thread shuts the client down and ends.
-            let _ = stop.send(self.client.clone());
-        }
-    }
+    shared: Arc<BlockingShared>,
 }
 
 impl std::fmt::Debug for Client {
@@ -90,44 +74,40 @@ impl Client {
         ClientBuilder::default()
     }
 
-    pub(crate) fn runner(&self) -> &Arc<Runner> {
-        &self.shared.runner
-    }
-
     /// A handle on the reentrant lock `name` (as [`crate::Client::lock`]).
     pub fn lock(&self, name: impl AsRef<str>) -> Lock {
-        Lock::new(self, self.shared.client.lock(name))
+        Lock::new(&self.shared, self.shared.client.lock(name))
     }
 
     /// A handle on the fenced lock `name` (as [`crate::Client::fenced_lock`]).
     pub fn fenced_lock(&self, name: impl AsRef<str>) -> FencedLock {
-        FencedLock::new(self, self.shared.client.fenced_lock(name))
+        FencedLock::new(&self.shared, self.shared.client.fenced_lock(name))
     }
 
     /// A handle on the fair lock `name` (as [`crate::Client::fair_lock`]).
     pub fn fair_lock(&self, name: impl AsRef<str>) -> FairLock {
-        FairLock::new(self, self.shared.client.fair_lock(name))
+        FairLock::new(&self.shared, self.shared.client.fair_lock(name))
     }
 
     /// A handle on the read/write lock `name` (as [`crate::Client::read_write_lock`]).
     pub fn read_write_lock(&self, name: impl AsRef<str>) -> ReadWriteLock {
-        ReadWriteLock::new(self, self.shared.client.read_write_lock(name))
+        ReadWriteLock::new(&self.shared, self.shared.client.read_write_lock(name))
     }
 
     /// A handle on the semaphore `name` (as [`crate::Client::semaphore`]).
     pub fn semaphore(&self, name: impl AsRef<str>) -> Semaphore {
-        Semaphore::new(self, self.shared.client.semaphore(name))
+        Semaphore::new(&self.shared, self.shared.client.semaphore(name))
     }
 
     /// A handle on the permit-expirable semaphore `name` (as
     /// [`crate::Client::permit_expirable_semaphore`]).
     pub fn permit_expirable_semaphore(&self, name: impl AsRef<str>) -> PermitExpirableSemaphore {
-        PermitExpirableSemaphore::new(self, self.shared.client.permit_expirable_semaphore(name))
+        PermitExpirableSemaphore::new(&self.shared, self.shared.client.permit_expirable_semaphore(name))
     }
 
     /// A handle on the minimal lock `name` (as [`crate::Client::simple_lock`]).
     pub fn simple_lock(&self, name: impl AsRef<str>) -> SimpleLock {
-        SimpleLock::new(self, self.shared.client.simple_lock(name))
+        SimpleLock::new(&self.shared, self.shared.client.simple_lock(name))
     }
 
     /// This client's UUID: the first part of every owner id it makes.
@@ -178,7 +158,7 @@ impl Client {
 impl Client {
     /// A handle on the count-down latch `name` (as [`crate::Client::count_down_latch`]).
     pub fn count_down_latch(&self, name: impl AsRef<str>) -> super::CountDownLatch {
-        super::CountDownLatch::new(self, self.shared.client.count_down_latch(name))
+        super::CountDownLatch::new(&self.shared, self.shared.client.count_down_latch(name))
     }
 
     /// A [`MultiLock`](super::MultiLock) over the reentrant locks `names` of this client
@@ -189,7 +169,7 @@ impl Client {
         I: IntoIterator,
         I::Item: AsRef<str>,
     {
-        super::MultiLock::from_async(self, self.shared.client.multi_lock(names))
+        super::MultiLock::from_async(&self.shared, self.shared.client.multi_lock(names))
     }
 }
 
@@ -266,32 +246,25 @@ impl ClientBuilder {
         let builder = self.inner;
         // On failure `stop` is dropped unsent, which ends the runtime thread.
         let client = runner.run(async move { builder.connect().await })?;
-        Ok(Client { shared: Arc::new(Shared { client, runner, stop: Some(stop) }) })
+        Ok(Client { shared: Arc::new(BlockingShared { client, runner, stop: Some(stop) }) })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    /// Every setter of the async builder (but the deprecated ones) has its forwarding
+    /// Every setter of the async builder has its forwarding
     /// setter here: a setter added to `config.rs` and not here fails this test.
     #[test]
     fn every_async_setter_is_forwarded() {
-        let config = include_str!("../config.rs");
+        let config = include_str!("../client/config.rs");
         let builder = config.split("impl ClientBuilder {").nth(1).expect("the async builder's impl");
-        let mut deprecated = false;
         let mut missing = Vec::new();
         for line in builder.lines().map(str::trim) {
-            if line.starts_with("#[deprecated") {
-                deprecated = true;
-            }
             let Some(rest) = line.strip_prefix("pub fn ").or_else(|| line.strip_prefix("pub async fn ")) else {
                 continue;
             };
             let name = rest.split(['(', '<']).next().unwrap_or_default();
-            if !std::mem::take(&mut deprecated)
-                && name != "connect"
-                && !include_str!("client.rs").contains(&format!("fn {name}("))
-            {
+            if name != "connect" && !include_str!("client.rs").contains(&format!("fn {name}(")) {
                 missing.push(name.to_owned());
             }
         }

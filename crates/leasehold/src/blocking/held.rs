@@ -10,13 +10,13 @@ use std::time::Duration;
 use lock_core::{ErrorKind, Result};
 
 use super::runtime::{refuse_in_async_context, Runner};
-use super::Client;
+use super::shared::BlockingShared;
 
 /// A blocking lock handle: the async handle (shared with the tasks its calls spawn) and
 /// a clone of the client, which keeps the runtime thread running while the handle lives.
 pub(crate) struct Handle<L> {
     inner: Arc<L>,
-    client: Client,
+    client: Arc<BlockingShared>,
 }
 
 impl<L: std::fmt::Debug> std::fmt::Debug for Handle<L> {
@@ -34,7 +34,7 @@ impl<L> Clone for Handle<L> {
 }
 
 impl<L: Send + Sync + 'static> Handle<L> {
-    pub(crate) fn new(client: &Client, inner: L) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, inner: L) -> Self {
         Handle { inner: Arc::new(inner), client: client.clone() }
     }
 
@@ -50,13 +50,13 @@ impl<L: Send + Sync + 'static> Handle<L> {
     }
 
     /// The client this handle's calls run on.
-    pub(crate) fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Arc<BlockingShared> {
         &self.client
     }
 
     /// The runtime thread (for the guards a call returns).
     pub(crate) fn runner(&self) -> &Arc<Runner> {
-        self.client.runner()
+        &self.client.runner
     }
 
     /// Runs `call` (given the async handle) on the runtime thread and waits for it.
@@ -68,7 +68,7 @@ impl<L: Send + Sync + 'static> Handle<L> {
         Fut: Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
-        self.client.runner().run(call(self.inner.clone()))
+        self.client.runner.run(call(self.inner.clone()))
     }
 }
 
@@ -78,7 +78,7 @@ pub(crate) trait AsyncGuard: Send + Sized + 'static {
     fn release(self) -> impl Future<Output = Result<()>> + Send + 'static;
 }
 
-/// An async guard with a lease that can be lost.
+/// An async guard that can be lost (its lease ran out, or the shutdown ended it).
 pub(crate) trait LeasedGuard: AsyncGuard {
     /// The guard's `is_lost`.
     fn is_lost(&self) -> bool;
@@ -88,7 +88,7 @@ pub(crate) trait LeasedGuard: AsyncGuard {
 
 /// A blocking guard: the async guard (taken by `unlock`, `detach` or `drop`) and the
 /// runtime thread. It does not keep the thread running: after the last
-/// [`Client`] was dropped, its calls fail with [`ErrorKind::Shutdown`] (the client's
+/// [`Client`](crate::blocking::Client) was dropped, its calls fail with [`ErrorKind::Shutdown`] (the client's
 /// drop released its hold).
 pub(crate) struct Guarded<G: AsyncGuard> {
     guard: Option<G>,
@@ -249,9 +249,29 @@ impl AsyncGuard for crate::SemaphorePermit {
     }
 }
 
+impl LeasedGuard for crate::SemaphorePermit {
+    fn is_lost(&self) -> bool {
+        crate::SemaphorePermit::is_lost(self)
+    }
+
+    fn lost_owned(&self) -> impl Future<Output = ()> + Send + 'static {
+        crate::SemaphorePermit::lost_owned(self)
+    }
+}
+
 impl AsyncGuard for crate::SimpleGuard {
     fn release(self) -> impl Future<Output = Result<()>> + Send + 'static {
         self.unlock()
+    }
+}
+
+impl LeasedGuard for crate::SimpleGuard {
+    fn is_lost(&self) -> bool {
+        crate::SimpleGuard::is_lost(self)
+    }
+
+    fn lost_owned(&self) -> impl Future<Output = ()> + Send + 'static {
+        crate::SimpleGuard::lost_owned(self)
     }
 }
 

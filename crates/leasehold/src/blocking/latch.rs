@@ -1,12 +1,14 @@
 //! The blocking [`CountDownLatch`]: [`crate::CountDownLatch`], each call run on the
 //! client's runtime thread.
 
+use std::sync::Arc;
+
 use std::time::Duration;
 
 use lock_core::Result;
 
 use super::held::Handle;
-use super::Client;
+use super::shared::BlockingShared;
 
 /// The blocking form of [`crate::CountDownLatch`]: threads (of any process, Java ones on
 /// Redisson included) wait until a count, set once, has been counted down to zero, in
@@ -14,7 +16,7 @@ use super::Client;
 /// the calling thread until it is answered.
 ///
 /// A latch handle is not an owner: clone it, or make another with
-/// [`Client::count_down_latch`]; every handle on a name is the same latch. A handle
+/// [`Client::count_down_latch`](crate::blocking::Client::count_down_latch); every handle on a name is the same latch. A handle
 /// keeps its client's runtime thread running.
 ///
 /// # Examples
@@ -25,7 +27,7 @@ use super::Client;
 /// // ... each of 4 worker threads, when it is ready:
 /// ready.count_down()?;
 /// // ... and whoever needs all 4:
-/// if ready.wait_timeout(std::time::Duration::from_secs(30))? {
+/// if ready.try_wait_for(std::time::Duration::from_secs(30))? {
 ///     // all 4 are ready
 /// }
 /// # Ok(()) }
@@ -36,7 +38,7 @@ pub struct CountDownLatch {
 }
 
 impl CountDownLatch {
-    pub(crate) fn new(client: &Client, latch: crate::CountDownLatch) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, latch: crate::CountDownLatch) -> Self {
         CountDownLatch { handle: Handle::new(client, latch) }
     }
 
@@ -66,7 +68,7 @@ impl CountDownLatch {
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument), nothing sent);
     /// [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext) on a thread that runs
     /// async tasks (nothing sent); [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown)
-    /// after [`Client::shutdown`].
+    /// after [`Client::shutdown`](crate::blocking::Client::shutdown).
     pub fn try_set_count(&self, count: u64) -> Result<bool> {
         self.handle.call(move |latch| async move { latch.try_set_count(count).await })
     }
@@ -99,7 +101,7 @@ impl CountDownLatch {
 
     /// As [`crate::CountDownLatch::wait`]: blocks as long as it takes for the latch to
     /// open (the count is zero or the key is gone). It cannot be interrupted: bound it
-    /// with [`CountDownLatch::wait_timeout`].
+    /// with [`CountDownLatch::try_wait_for`].
     ///
     /// # Errors
     /// As [`crate::CountDownLatch::wait`] and [`CountDownLatch::try_set_count`].
@@ -107,12 +109,12 @@ impl CountDownLatch {
         self.handle.call(|latch| async move { latch.wait().await })
     }
 
-    /// As [`crate::CountDownLatch::wait_timeout`]: blocks at most `wait` for the latch to
+    /// As [`crate::CountDownLatch::try_wait_for`]: blocks at most `wait` for the latch to
     /// open: `true` when it did, `false` when the time ran out.
     ///
     /// # Errors
-    /// As [`crate::CountDownLatch::wait_timeout`] and [`CountDownLatch::try_set_count`].
-    pub fn wait_timeout(&self, wait: Duration) -> Result<bool> {
-        self.handle.call(move |latch| async move { latch.wait_timeout(wait).await })
+    /// As [`crate::CountDownLatch::try_wait_for`] and [`CountDownLatch::try_set_count`].
+    pub fn try_wait_for(&self, wait: Duration) -> Result<bool> {
+        self.handle.call(move |latch| async move { latch.try_wait_for(wait).await })
     }
 }

@@ -50,25 +50,24 @@
 //! `docs/blocking.md` in the repository has the design, and how to wrap a new lock kind.
 
 mod client;
-mod fair;
-mod fenced;
 mod held;
 mod latch;
 mod lock;
 mod multi;
 mod permit_semaphore;
-mod read_write;
 mod runtime;
+mod rwlock;
 mod semaphore;
+mod shared;
 mod simple;
 
 pub use client::{Client, ClientBuilder};
-pub use fair::FairLock;
-pub use fenced::{FencedGuard, FencedLock};
 pub use latch::CountDownLatch;
+pub use lock::fair::FairLock;
+pub use lock::fenced::{FencedGuard, FencedLock};
 pub use lock::{Lock, LockGuard};
 pub use multi::{MultiGuard, MultiLock};
 pub use permit_semaphore::{Permit, PermitExpirableSemaphore};
-pub use read_write::{ReadGuard, ReadWriteLock, WriteGuard};
+pub use rwlock::{ReadGuard, ReadWriteLock, WriteGuard};
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use simple::{SimpleGuard, SimpleLock};

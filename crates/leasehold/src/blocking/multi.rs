@@ -8,17 +8,18 @@ use lock_core::{Error, Result};
 
 use super::held::{Guarded, Handle};
 use super::runtime::{refuse_in_async_context, Runner};
-use super::{Client, Lock};
+use super::shared::BlockingShared;
+use super::Lock;
 
 /// The blocking form of [`crate::MultiLock`]: several reentrant locks, possibly of
-/// several blocking [`Client`]s, held all or none; the same methods and errors, each
+/// several blocking [`Client`](crate::blocking::Client)s, held all or none; the same methods and errors, each
 /// call blocking the calling thread until it is answered.
 ///
 /// As the async one, it takes its members in one canonical order whatever order they
 /// were given in, so threads naming overlapping sets in any order never deadlock; a
 /// wait that fails or times out gives back every lock it took.
 ///
-/// Made by [`Client::multi_lock`] from names, or by [`MultiLock::new`] from blocking
+/// Made by [`Client::multi_lock`](crate::blocking::Client::multi_lock) from names, or by [`MultiLock::new`] from blocking
 /// [`Lock`] handles (each member keeps its handle's owner). Its calls run on the runtime
 /// thread of the first member's client; it keeps every member's client running.
 /// Making it sends nothing; bad input is an
@@ -41,7 +42,7 @@ pub struct MultiLock {
     handle: Option<Handle<crate::MultiLock>>,
     /// The members' other clients, kept so that their runtime threads keep serving
     /// their connections and renewals while the multi-lock lives.
-    _keep_running: Vec<Client>,
+    _keep_running: Vec<Arc<BlockingShared>>,
 }
 
 impl MultiLock {
@@ -49,13 +50,13 @@ impl MultiLock {
     /// in any order; each member keeps its handle's owner). Sends nothing; the input is
     /// checked by the first operation (as [`crate::MultiLock::new`]).
     pub fn new(locks: impl IntoIterator<Item = Lock>) -> MultiLock {
-        let mut first: Option<Client> = None;
-        let mut others: Vec<Client> = Vec::new();
+        let mut first: Option<Arc<BlockingShared>> = None;
+        let mut others: Vec<Arc<BlockingShared>> = Vec::new();
         let mut members = Vec::new();
         for lock in locks {
             let (member, client) = lock.into_async();
             members.push(member);
-            let same = |known: &Client| Arc::ptr_eq(known.runner(), client.runner());
+            let same = |known: &Arc<BlockingShared>| Arc::ptr_eq(&known.runner, &client.runner);
             match &first {
                 None => first = Some(client),
                 Some(known) if same(known) => {}
@@ -67,7 +68,7 @@ impl MultiLock {
         MultiLock { handle, _keep_running: others }
     }
 
-    pub(crate) fn from_async(client: &Client, multi: crate::MultiLock) -> Self {
+    pub(crate) fn from_async(client: &Arc<BlockingShared>, multi: crate::MultiLock) -> Self {
         MultiLock { handle: Some(Handle::new(client, multi)), _keep_running: Vec::new() }
     }
 
@@ -109,7 +110,7 @@ impl MultiLock {
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument), nothing sent);
     /// [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext) on a thread that runs
     /// async tasks (nothing sent); [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown)
-    /// after [`Client::shutdown`].
+    /// after [`Client::shutdown`](crate::blocking::Client::shutdown).
     pub fn lock(&self) -> Result<MultiGuard> {
         self.call(|multi| async move { multi.lock().await }).map(|guard| self.guard(guard))
     }
@@ -174,7 +175,7 @@ impl std::fmt::Debug for MultiGuard {
 impl MultiGuard {
     /// The members' Redis keys, in the canonical order they were taken.
     pub fn keys(&self) -> Vec<&str> {
-        self.held.get().guards().iter().map(crate::LockGuard::key).collect()
+        self.held.get().keys()
     }
 
     /// `true` when any member is known lost (as [`crate::MultiGuard::is_lost`]). Sends
@@ -197,8 +198,20 @@ impl MultiGuard {
 
     /// The earliest member's local lease deadline (as
     /// [`crate::MultiGuard::lease_deadline`]).
-    pub fn lease_deadline(&self) -> Option<Instant> {
+    pub fn lease_deadline(&self) -> Instant {
         self.held.get().lease_deadline()
+    }
+
+    /// Whether the watchdog is renewing every member now (as
+    /// [`crate::MultiGuard::is_renewed`]).
+    pub fn is_renewed(&self) -> bool {
+        self.held.get().is_renewed()
+    }
+
+    /// Lets go of every member without releasing it (as [`crate::MultiGuard::detach`]):
+    /// renewal stops, nothing is sent, and each key expires with its lease.
+    pub fn detach(self) {
+        self.held.detach(crate::MultiGuard::detach);
     }
 
     /// Gives back every member, last taken first, and waits for the answers, as

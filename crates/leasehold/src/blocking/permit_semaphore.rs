@@ -9,7 +9,7 @@ use lock_core::Result;
 
 use super::held::{Guarded, Handle};
 use super::runtime::Runner;
-use super::Client;
+use super::shared::BlockingShared;
 
 /// The blocking form of [`crate::PermitExpirableSemaphore`] (Redisson's
 /// `RPermitExpirableSemaphore` layout): the same methods and errors, each call blocking
@@ -35,7 +35,7 @@ pub struct PermitExpirableSemaphore {
 }
 
 impl PermitExpirableSemaphore {
-    pub(crate) fn new(client: &Client, semaphore: crate::PermitExpirableSemaphore) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, semaphore: crate::PermitExpirableSemaphore) -> Self {
         PermitExpirableSemaphore { handle: Handle::new(client, semaphore) }
     }
 
@@ -81,6 +81,16 @@ impl PermitExpirableSemaphore {
     /// As [`crate::PermitExpirableSemaphore::try_acquire`].
     pub fn try_acquire(&self) -> Result<Option<Permit>> {
         Ok(self.handle.call(|s| async move { s.try_acquire().await })?.map(|permit| self.permit(permit)))
+    }
+
+    /// As [`crate::PermitExpirableSemaphore::try_acquire_for`]: waits at most `wait`, for
+    /// a permit renewed while held.
+    ///
+    /// # Errors
+    /// As [`crate::PermitExpirableSemaphore::try_acquire_for`].
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<Permit>> {
+        let acquired = self.handle.call(move |s| async move { s.try_acquire_for(wait).await })?;
+        Ok(acquired.map(|permit| self.permit(permit)))
     }
 
     /// As [`crate::PermitExpirableSemaphore::try_acquire_with`]: waits at most `wait`.
@@ -182,10 +192,20 @@ impl Permit {
         self.held.get().key()
     }
 
-    /// What is left of the lease (as [`crate::Permit::lease_remaining`]): `None` for a
-    /// permit the watchdog renews.
-    pub fn lease_remaining(&self) -> Option<Duration> {
-        self.held.get().lease_remaining()
+    /// The local lease deadline (as [`crate::Permit::lease_deadline`]).
+    pub fn lease_deadline(&self) -> std::time::Instant {
+        self.held.get().lease_deadline()
+    }
+
+    /// Whether the watchdog renews this permit now (as [`crate::Permit::is_renewed`]).
+    pub fn is_renewed(&self) -> bool {
+        self.held.get().is_renewed()
+    }
+
+    /// Lets go of the permit without releasing it (as [`crate::Permit::detach`]):
+    /// renewal stops, nothing is sent, and it stays listed until its lease runs out.
+    pub fn detach(self) {
+        self.held.detach(crate::Permit::detach);
     }
 
     /// `true` once the permit is known lost (as [`crate::Permit::is_lost`]). Sends

@@ -8,7 +8,7 @@ use lock_core::Result;
 
 use super::held::{leased_guard_methods, Guarded, Handle};
 use super::runtime::Runner;
-use super::Client;
+use super::shared::BlockingShared;
 
 /// The blocking form of [`crate::ReadWriteLock`]: many readers or one writer, in
 /// Redisson's `RReadWriteLock` layout; the same methods and errors (an upgrade is
@@ -31,7 +31,7 @@ pub struct ReadWriteLock {
 }
 
 impl ReadWriteLock {
-    pub(crate) fn new(client: &Client, lock: crate::ReadWriteLock) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, lock: crate::ReadWriteLock) -> Self {
         ReadWriteLock { handle: Handle::new(client, lock) }
     }
 
@@ -107,6 +107,24 @@ impl ReadWriteLock {
     /// As [`crate::ReadWriteLock::try_write`] and [`Lock::lock`](super::Lock::lock).
     pub fn try_write(&self) -> Result<Option<WriteGuard>> {
         Ok(self.handle.call(|lock| async move { lock.try_write().await })?.map(|guard| self.write_guard(guard)))
+    }
+
+    /// As [`crate::ReadWriteLock::try_read_for`]: waits at most `wait`, renewed while held.
+    ///
+    /// # Errors
+    /// As [`crate::ReadWriteLock::try_read_for`] and [`Lock::lock`](super::Lock::lock).
+    pub fn try_read_for(&self, wait: Duration) -> Result<Option<ReadGuard>> {
+        let acquired = self.handle.call(move |lock| async move { lock.try_read_for(wait).await })?;
+        Ok(acquired.map(|guard| self.read_guard(guard)))
+    }
+
+    /// As [`crate::ReadWriteLock::try_write_for`]: waits at most `wait`, renewed while held.
+    ///
+    /// # Errors
+    /// As [`crate::ReadWriteLock::try_write_for`] and [`Lock::lock`](super::Lock::lock).
+    pub fn try_write_for(&self, wait: Duration) -> Result<Option<WriteGuard>> {
+        let acquired = self.handle.call(move |lock| async move { lock.try_write_for(wait).await })?;
+        Ok(acquired.map(|guard| self.write_guard(guard)))
     }
 
     /// As [`crate::ReadWriteLock::try_read_with`].

@@ -8,7 +8,7 @@ use lock_core::Result;
 
 use super::held::{Guarded, Handle};
 use super::runtime::Runner;
-use super::Client;
+use super::shared::BlockingShared;
 
 /// The blocking form of [`crate::Semaphore`] (Redisson's `RSemaphore` layout): the same
 /// methods and errors, each call blocking the calling thread until it is answered. A
@@ -34,7 +34,7 @@ pub struct Semaphore {
 }
 
 impl Semaphore {
-    pub(crate) fn new(client: &Client, semaphore: crate::Semaphore) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, semaphore: crate::Semaphore) -> Self {
         Semaphore { handle: Handle::new(client, semaphore) }
     }
 
@@ -149,6 +149,23 @@ impl SemaphorePermit {
         self.held.get().key()
     }
 
+    /// `true` once the client's shutdown gave the permits back (as
+    /// [`crate::SemaphorePermit::is_lost`]). Sends nothing and never blocks.
+    pub fn is_lost(&self) -> bool {
+        self.held.get().is_lost()
+    }
+
+    /// Blocks until the permits are lost (the client was shut down) or `timeout`
+    /// passes: `true` when they are (the blocking form of
+    /// [`crate::SemaphorePermit::lost`]).
+    ///
+    /// # Errors
+    /// [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext) on a thread that
+    /// runs async tasks.
+    pub fn wait_lost(&self, timeout: Duration) -> Result<bool> {
+        self.held.wait_lost(timeout)
+    }
+
     /// Gives the permits back and waits for the server's answer.
     ///
     /// # Errors
@@ -161,8 +178,8 @@ impl SemaphorePermit {
         self.held.unlock()
     }
 
-    /// Keeps the permits taken (as [`crate::SemaphorePermit::forget`]): nothing is sent.
-    pub fn forget(self) {
-        self.held.detach(crate::SemaphorePermit::forget);
+    /// Keeps the permits taken (as [`crate::SemaphorePermit::detach`]): nothing is sent.
+    pub fn detach(self) {
+        self.held.detach(crate::SemaphorePermit::detach);
     }
 }

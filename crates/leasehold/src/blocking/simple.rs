@@ -8,7 +8,7 @@ use lock_core::Result;
 
 use super::held::{Guarded, Handle};
 use super::runtime::Runner;
-use super::Client;
+use super::shared::BlockingShared;
 
 /// The blocking form of [`crate::SimpleLock`]: `SET NX PX` and compare-and-delete; not
 /// reentrant, not renewed, no wake-ups, no lost signal. The same methods and errors,
@@ -19,7 +19,7 @@ pub struct SimpleLock {
 }
 
 impl SimpleLock {
-    pub(crate) fn new(client: &Client, lock: crate::SimpleLock) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, lock: crate::SimpleLock) -> Self {
         SimpleLock { handle: Handle::new(client, lock) }
     }
 
@@ -37,12 +37,14 @@ impl SimpleLock {
         SimpleGuard::new(guard, self.handle.runner().clone())
     }
 
-    /// As [`crate::SimpleLock::try_lock`]: one `SET key owner NX PX lease`.
+    /// As [`crate::SimpleLock::lock_with_lease`]: waits as long as it takes, then holds
+    /// the lock for `lease`.
     ///
     /// # Errors
-    /// As [`crate::SimpleLock::try_lock`] and [`Lock::lock`](super::Lock::lock).
-    pub fn try_lock(&self, lease: Duration) -> Result<Option<SimpleGuard>> {
-        Ok(self.handle.call(move |lock| async move { lock.try_lock(lease).await })?.map(|guard| self.guard(guard)))
+    /// As [`crate::SimpleLock::lock_with_lease`] and [`Lock::lock`](super::Lock::lock).
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<SimpleGuard> {
+        let guard = self.handle.call(move |lock| async move { lock.lock_with_lease(lease).await })?;
+        Ok(self.guard(guard))
     }
 
     /// As [`crate::SimpleLock::try_lock_with`]: tries until acquired or `wait` passed.
@@ -75,9 +77,42 @@ impl SimpleGuard {
         SimpleGuard { held: Guarded::new(guard, runner) }
     }
 
-    /// Whether the lease deadline has passed (as [`crate::SimpleGuard::is_expired`]).
-    pub fn is_expired(&self) -> bool {
-        self.held.get().is_expired()
+    /// The lock's Redis key.
+    pub fn key(&self) -> &str {
+        self.held.get().key()
+    }
+
+    /// The owner value this guard's lock holds (as [`crate::SimpleGuard::owner`]).
+    pub fn owner(&self) -> &str {
+        self.held.get().owner()
+    }
+
+    /// `true` once the lease deadline has passed (as [`crate::SimpleGuard::is_lost`]).
+    /// Sends nothing and never blocks.
+    pub fn is_lost(&self) -> bool {
+        self.held.get().is_lost()
+    }
+
+    /// Blocks until the lease deadline passes or `timeout` does: `true` when it passed
+    /// (the blocking form of [`crate::SimpleGuard::lost`]).
+    ///
+    /// # Errors
+    /// [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext) on a thread that
+    /// runs async tasks.
+    pub fn wait_lost(&self, timeout: Duration) -> Result<bool> {
+        self.held.wait_lost(timeout)
+    }
+
+    /// The local lease deadline (as [`crate::SimpleGuard::lease_deadline`]).
+    pub fn lease_deadline(&self) -> std::time::Instant {
+        self.held.get().lease_deadline()
+    }
+
+    /// Lets go of the guard without releasing the lock (as
+    /// [`crate::SimpleGuard::detach`]): nothing is sent, and the key expires with its
+    /// lease.
+    pub fn detach(self) {
+        self.held.detach(crate::SimpleGuard::detach);
     }
 
     /// Deletes the key if it still holds this owner, and waits for the answer.

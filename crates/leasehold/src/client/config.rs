@@ -5,42 +5,6 @@ use std::time::Duration;
 use fred::prelude::{Config, ReconnectPolicy};
 use lock_core::{args, Error, Result};
 
-use crate::client::Client;
-
-/// Default watchdog timeout: the lease of watchdog-mode locks (Redisson's 30 s).
-pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default bound on each Redis call.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default time within which an unlock whose outcome is unknown may be retried.
-pub const DEFAULT_REPLAY_WINDOW: Duration = Duration::from_secs(10);
-/// Default number of keys per renewal script call.
-pub const DEFAULT_RENEW_BATCH: usize = 100;
-/// Default time an acquire waits for replica acknowledgements when
-/// [`ClientBuilder::sync_replicas`] asks for some (Redisson's `slavesSyncTimeout`).
-pub const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(1);
-/// Default TTL of a fenced lock's token counter `redisson_lock_token:{NAME}`, set again
-/// whenever a token is issued: 7 days. The TTL only bounds memory (one small key per name
-/// fenced in the last 7 days, not one per name ever used: Redisson's counters never
-/// expire, its issue 6510). Tokens stay monotonic when a counter expires, because a
-/// missing counter restarts from the server's clock; while it exists it also covers a
-/// server clock stepped back, and 7 days is far longer than any clock correction.
-pub const DEFAULT_FENCE_TOKEN_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// Default keep-alive of a waiter's queue entry (a [`FairLock`](crate::FairLock)'s, and
-/// a waiting [`Lock`](crate::Lock)'s): 10 s. A live waiter refreshes its entry at least
-/// every third of it; a waiter that died (a killed process, a lost connection) stops
-/// blocking the queue once its entry is that old. It must exceed 1.5 × the command
-/// timeout, so that a refresh sent a third of the keep-alive after the last one lands in
-/// time even when it takes the whole command timeout: 10 s is the round value that fits
-/// the default 5 s command timeout (5 s would not). Redisson's `RFairLock` keeps a
-/// queued entry 5 minutes.
-pub const DEFAULT_QUEUE_KEEPALIVE: Duration = Duration::from_secs(10);
-
-/// The old name of [`DEFAULT_QUEUE_KEEPALIVE`]: the keep-alive governs every lock's wait
-/// queue, not only the fair lock's.
-#[deprecated(since = "0.2.0", note = "renamed `DEFAULT_QUEUE_KEEPALIVE`; removed in the next release")]
-pub const DEFAULT_FAIR_LOCK_KEEPALIVE: Duration = DEFAULT_QUEUE_KEEPALIVE;
-
 /// Whether waiters use sharded pub/sub in a cluster (Redisson's
 /// `shardedSubscriptionMode`; `docs/cluster.md` §5). On a standalone or
 /// Sentinel-managed server waiters always use classic pub/sub.
@@ -59,7 +23,7 @@ pub enum ShardedSubscriptionMode {
     Off,
 }
 
-/// How a [`Client`] behaves. Built with [`Client::builder`].
+/// How a [`Client`](crate::Client) behaves. Built with [`Client::builder`](crate::Client::builder).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClientConfig {
@@ -96,22 +60,17 @@ pub struct ClientConfig {
     /// shorter than `command_timeout` (checked only when `sync_replicas > 0`). Default: 1 s.
     pub sync_timeout: Duration,
     /// TTL of a fenced lock's token counter, set again whenever a token is issued (see
-    /// [`DEFAULT_FENCE_TOKEN_TTL`] for why tokens stay monotonic when it expires). 1 ms to
+    /// [`ClientConfig::DEFAULT_FENCE_TOKEN_TTL`] for why tokens stay monotonic when it expires). 1 ms to
     /// 1 year. Default: 7 days.
     pub fence_token_ttl: Duration,
     /// How long a queued waiter's entry lives without a refresh (live waiters refresh it
     /// every third of this): a [`FairLock`](crate::FairLock)'s, and a waiting
     /// [`Lock`](crate::Lock)'s (whose hand-over to a waiter that died is also cut to
     /// what is left of it). More than 1.5 × the command
-    /// timeout, at most 1 year. Default (`None`): 10 s ([`DEFAULT_QUEUE_KEEPALIVE`]),
+    /// timeout, at most 1 year. Default (`None`): 10 s ([`ClientConfig::DEFAULT_QUEUE_KEEPALIVE`]),
     /// or twice the command timeout when that is longer
     /// ([`ClientConfig::queue_keepalive`]).
     pub queue_keepalive: Option<Duration>,
-    /// The old name of [`ClientConfig::queue_keepalive`], still read for one release:
-    /// the keep-alive in effect is `queue_keepalive` if set, else this. Setting both to
-    /// different values is refused by [`ClientConfig::validate`].
-    #[deprecated(since = "0.2.0", note = "renamed `queue_keepalive`; removed in the next release")]
-    pub fair_lock_keepalive: Option<Duration>,
     /// Whether waiters use sharded pub/sub in a cluster. Default:
     /// [`ShardedSubscriptionMode::Auto`].
     pub sharded_subscription_mode: ShardedSubscriptionMode,
@@ -133,20 +92,17 @@ pub struct ClientConfig {
 }
 
 impl Default for ClientConfig {
-    // The deprecated field must still be initialised.
-    #[allow(deprecated)]
     fn default() -> Self {
         ClientConfig {
             key_prefix: None,
-            watchdog_timeout: DEFAULT_WATCHDOG_TIMEOUT,
-            command_timeout: DEFAULT_COMMAND_TIMEOUT,
-            replay_window: DEFAULT_REPLAY_WINDOW,
-            renew_batch_size: DEFAULT_RENEW_BATCH,
+            watchdog_timeout: ClientConfig::DEFAULT_WATCHDOG_TIMEOUT,
+            command_timeout: ClientConfig::DEFAULT_COMMAND_TIMEOUT,
+            replay_window: ClientConfig::DEFAULT_REPLAY_WINDOW,
+            renew_batch_size: ClientConfig::DEFAULT_RENEW_BATCH,
             sync_replicas: 0,
-            sync_timeout: DEFAULT_SYNC_TIMEOUT,
-            fence_token_ttl: DEFAULT_FENCE_TOKEN_TTL,
+            sync_timeout: ClientConfig::DEFAULT_SYNC_TIMEOUT,
+            fence_token_ttl: ClientConfig::DEFAULT_FENCE_TOKEN_TTL,
             queue_keepalive: None,
-            fair_lock_keepalive: None,
             sharded_subscription_mode: ShardedSubscriptionMode::Auto,
             redisson_waiters: true,
             metric_label: None,
@@ -156,6 +112,35 @@ impl Default for ClientConfig {
 }
 
 impl ClientConfig {
+    /// Default watchdog timeout: the lease of watchdog-mode locks (Redisson's 30 s).
+    pub const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default bound on each Redis call.
+    pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+    /// Default time within which an unlock whose outcome is unknown may be retried.
+    pub const DEFAULT_REPLAY_WINDOW: Duration = Duration::from_secs(10);
+    /// Default number of keys per renewal script call.
+    pub const DEFAULT_RENEW_BATCH: usize = 100;
+    /// Default time an acquire waits for replica acknowledgements when
+    /// [`ClientBuilder::sync_replicas`] asks for some (Redisson's `slavesSyncTimeout`).
+    pub const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(1);
+    /// Default TTL of a fenced lock's token counter `redisson_lock_token:{NAME}`, set again
+    /// whenever a token is issued: 7 days. The TTL only bounds memory (one small key per name
+    /// fenced in the last 7 days, not one per name ever used: Redisson's counters never
+    /// expire, its issue 6510). Tokens stay monotonic when a counter expires, because a
+    /// missing counter restarts from the server's clock; while it exists it also covers a
+    /// server clock stepped back, and 7 days is far longer than any clock correction.
+    pub const DEFAULT_FENCE_TOKEN_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+    /// Default keep-alive of a waiter's queue entry (a [`FairLock`](crate::FairLock)'s, and
+    /// a waiting [`Lock`](crate::Lock)'s): 10 s. A live waiter refreshes its entry at least
+    /// every third of it; a waiter that died (a killed process, a lost connection) stops
+    /// blocking the queue once its entry is that old. It must exceed 1.5 × the command
+    /// timeout, so that a refresh sent a third of the keep-alive after the last one lands in
+    /// time even when it takes the whole command timeout: 10 s is the round value that fits
+    /// the default 5 s command timeout (5 s would not). Redisson's `RFairLock` keeps a
+    /// queued entry 5 minutes.
+    pub const DEFAULT_QUEUE_KEEPALIVE: Duration = Duration::from_secs(10);
+
     /// Checks every setting; called by the builder before anything connects.
     ///
     /// # Errors
@@ -171,8 +156,7 @@ impl ClientConfig {
     /// 1 ms and shorter than the command timeout (the acquire script and its `WAIT` are
     /// bounded together by the command timeout); the fence token TTL is 1 ms to 1 year;
     /// the queue keep-alive is more than 1.5 × the command timeout, so a waiter's
-    /// refresh lands before its queue entry expires (and `queue_keepalive` and the
-    /// deprecated `fair_lock_keepalive` are not set to two different values).
+    /// refresh lands before its queue entry expires.
     ///
     /// The rules apply to the settings in effect ([`ClientConfig::resolved`]): a
     /// default command timeout that a shortened watchdog timeout leaves no room for is
@@ -191,7 +175,7 @@ impl ClientConfig {
     /// As [`ClientConfig::validate`].
     pub fn resolved(mut self) -> Result<Self> {
         if !self.explicit_command_timeout
-            && self.command_timeout == DEFAULT_COMMAND_TIMEOUT
+            && self.command_timeout == ClientConfig::DEFAULT_COMMAND_TIMEOUT
             && self.command_timeout >= self.watchdog_timeout / 3
         {
             self.command_timeout = (self.watchdog_timeout / 6).max(Duration::from_millis(1));
@@ -234,14 +218,6 @@ impl ClientConfig {
             }
         }
         args::lease_millis(self.fence_token_ttl, "fence token TTL")?;
-        #[allow(deprecated)] // The old name is still read for one release.
-        if let (Some(new), Some(old)) = (self.queue_keepalive, self.fair_lock_keepalive) {
-            if new != old {
-                return Err(Error::invalid_argument(format!(
-                    "queue keep-alive ({new:?}) and its deprecated name fair_lock_keepalive ({old:?}) disagree: set one"
-                )));
-            }
-        }
         let keepalive = self.queue_keepalive();
         args::lease_millis(keepalive, "queue keep-alive")?;
         // A refresh goes out a third of the keep-alive after the last one and may take
@@ -256,21 +232,11 @@ impl ClientConfig {
         Ok(())
     }
 
-    /// The queue keep-alive in effect: `queue_keepalive`, else the deprecated
-    /// `fair_lock_keepalive`, else 10 s ([`DEFAULT_QUEUE_KEEPALIVE`]) or twice the
-    /// command timeout, whichever is longer.
+    /// The queue keep-alive in effect: `queue_keepalive`, else 10 s
+    /// ([`ClientConfig::DEFAULT_QUEUE_KEEPALIVE`]) or twice the command timeout, whichever is longer.
     pub fn queue_keepalive(&self) -> Duration {
-        #[allow(deprecated)] // The old name is still read for one release.
-        let old = self.fair_lock_keepalive;
         self.queue_keepalive
-            .or(old)
-            .unwrap_or_else(|| DEFAULT_QUEUE_KEEPALIVE.max(self.command_timeout.saturating_mul(2)))
-    }
-
-    /// The old name of [`ClientConfig::queue_keepalive`].
-    #[deprecated(since = "0.2.0", note = "renamed `queue_keepalive()`; removed in the next release")]
-    pub fn fair_lock_keepalive(&self) -> Duration {
-        self.queue_keepalive()
+            .unwrap_or_else(|| ClientConfig::DEFAULT_QUEUE_KEEPALIVE.max(self.command_timeout.saturating_mul(2)))
     }
 
     /// The replica acknowledgement every acquire asks for, `None` when `sync_replicas`
@@ -283,7 +249,7 @@ impl ClientConfig {
     }
 }
 
-/// Builds a [`Client`]: where Redis is, and how locks behave.
+/// Builds a [`Client`](crate::Client): where Redis is, and how locks behave.
 ///
 /// ```no_run
 /// # async fn demo() -> leasehold::Result<()> {
@@ -423,7 +389,7 @@ impl ClientBuilder {
     }
 
     /// TTL of fenced locks' token counters, set again whenever a token is issued.
-    /// Default: 7 days ([`DEFAULT_FENCE_TOKEN_TTL`]).
+    /// Default: 7 days ([`ClientConfig::DEFAULT_FENCE_TOKEN_TTL`]).
     pub fn fence_token_ttl(mut self, ttl: Duration) -> Self {
         self.config.fence_token_ttl = ttl;
         self
@@ -433,16 +399,10 @@ impl ClientBuilder {
     /// [`Lock`](crate::Lock)) lives without a refresh: a waiter that died stops blocking
     /// the queue after this. Live waiters
     /// refresh every third of it. More than 1.5 × the command timeout (checked by
-    /// [`ClientBuilder::connect`]). Default: 10 s ([`DEFAULT_QUEUE_KEEPALIVE`]).
+    /// [`ClientBuilder::connect`]). Default: 10 s ([`ClientConfig::DEFAULT_QUEUE_KEEPALIVE`]).
     pub fn queue_keepalive(mut self, keepalive: Duration) -> Self {
         self.config.queue_keepalive = Some(keepalive);
         self
-    }
-
-    /// The old name of [`ClientBuilder::queue_keepalive`] (it sets the same setting).
-    #[deprecated(since = "0.2.0", note = "renamed `queue_keepalive`; removed in the next release")]
-    pub fn fair_lock_keepalive(self, keepalive: Duration) -> Self {
-        self.queue_keepalive(keepalive)
     }
 
     /// Whether waiters use sharded pub/sub (`SSUBSCRIBE`, and the scripts `SPUBLISH`)
@@ -462,21 +422,13 @@ impl ClientBuilder {
         self
     }
 
-    /// Validates the settings, connects both connections (commands and pub/sub) and
-    /// starts the watchdog and subscriber tasks on the current runtime.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad URL or
-    /// setting (nothing is sent); [`ErrorKind::Connection`](crate::ErrorKind::Connection)
-    /// or [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when Redis cannot be reached
-    /// within the command timeout.
-    ///
-    /// # Cancel safety
-    /// Dropping the future drops the half-made connections.
-    pub async fn connect(self) -> Result<Client> {
+    /// Validates the settings and resolves the connection settings, sending nothing:
+    /// the first half of [`ClientBuilder::connect`] (which lives beside the facade in
+    /// `client/mod.rs`, so that this file does not import the client it configures).
+    pub(crate) fn into_parts(self) -> Result<(Config, ReconnectPolicy, ClientConfig)> {
         let config = self.config.resolved()?;
         if let (None, Some(url)) = (&self.fred_config, &self.url) {
-            crate::tls::require_tls_support(url, crate::tls::TLS_COMPILED)?;
+            crate::client::tls::require_tls_support(url, crate::client::tls::TLS_COMPILED)?;
         }
         let fred_config = match (self.fred_config, self.url) {
             (Some(config), _) => config,
@@ -488,7 +440,7 @@ impl ClientBuilder {
             (None, None) => Config::default(),
         };
         let policy = self.reconnect.unwrap_or_else(default_reconnect_policy);
-        Client::connect_with(fred_config, policy, config).await
+        Ok((fred_config, policy, config))
     }
 }
 
@@ -545,28 +497,7 @@ mod tests {
         }
         // The default follows a long command timeout, so it never fails on its own.
         assert_eq!(config(30_000, 9_999, 10_000).queue_keepalive(), Duration::from_millis(19_998));
-        assert_eq!(ClientConfig::default().queue_keepalive(), DEFAULT_QUEUE_KEEPALIVE);
-    }
-
-    /// The old names still work for one release: the deprecated field is read when the
-    /// new one is unset, the deprecated builder setter sets the new field, and two
-    /// different values are refused rather than one silently winning.
-    #[test]
-    #[allow(deprecated)]
-    fn the_deprecated_keepalive_names_still_work() {
-        let old = ClientConfig { fair_lock_keepalive: Some(Duration::from_secs(20)), ..ClientConfig::default() };
-        assert!(old.validate().is_ok());
-        assert_eq!(old.queue_keepalive(), Duration::from_secs(20));
-        assert_eq!(old.fair_lock_keepalive(), Duration::from_secs(20));
-        let mut both = old;
-        both.queue_keepalive = Some(Duration::from_secs(20));
-        assert!(both.validate().is_ok(), "the same value under both names");
-        both.queue_keepalive = Some(Duration::from_secs(30));
-        let err = both.validate().expect_err("two values");
-        assert!(err.is_invalid_argument() && err.to_string().contains("disagree"), "{err}");
-        let builder = ClientBuilder::default().fair_lock_keepalive(Duration::from_secs(40));
-        assert_eq!(builder.config.queue_keepalive, Some(Duration::from_secs(40)));
-        assert_eq!(DEFAULT_FAIR_LOCK_KEEPALIVE, DEFAULT_QUEUE_KEEPALIVE);
+        assert_eq!(ClientConfig::default().queue_keepalive(), ClientConfig::DEFAULT_QUEUE_KEEPALIVE);
     }
 
     /// A shortened watchdog timeout with the command timeout left at its default derives
@@ -584,10 +515,13 @@ mod tests {
             assert!(resolved.command_timeout < resolved.watchdog_timeout / 3);
         }
         // Room for the default: it stays.
-        assert_eq!(watchdog(15_001).resolved().expect("fits").command_timeout, DEFAULT_COMMAND_TIMEOUT);
-        assert_eq!(ClientConfig::default().resolved().expect("default").command_timeout, DEFAULT_COMMAND_TIMEOUT);
+        assert_eq!(watchdog(15_001).resolved().expect("fits").command_timeout, ClientConfig::DEFAULT_COMMAND_TIMEOUT);
+        assert_eq!(
+            ClientConfig::default().resolved().expect("default").command_timeout,
+            ClientConfig::DEFAULT_COMMAND_TIMEOUT
+        );
         // Explicit through the builder, even at the default value: refused.
-        for command in [DEFAULT_COMMAND_TIMEOUT, Duration::from_secs(2)] {
+        for command in [ClientConfig::DEFAULT_COMMAND_TIMEOUT, Duration::from_secs(2)] {
             let builder = ClientBuilder::default().watchdog_timeout(Duration::from_secs(3)).command_timeout(command);
             let err = builder.config.resolved().expect_err("explicit");
             assert!(err.is_invalid_argument() && err.to_string().contains("renewal period"), "{err}");

@@ -9,8 +9,9 @@
 //! (`LockShared`: [`Lock`](crate::Lock), [`FencedLock`](crate::FencedLock),
 //! [`FairLock`](crate::FairLock), both sides of a
 //! [`ReadWriteLock`](crate::ReadWriteLock), each member of a
-//! [`MultiLock`](crate::MultiLock)), a [`SimpleLock`](crate::SimpleLock)'s hold, and one
-//! [`Permit`](crate::Permit).
+//! [`MultiLock`](crate::MultiLock)), a [`SimpleLock`](crate::SimpleLock)'s hold, one
+//! [`Permit`](crate::Permit), and the permits of one
+//! [`SemaphorePermit`](crate::SemaphorePermit).
 //!
 //! To add a kind: put what its release needs (key, owner or id, the client) behind an
 //! `Arc`, implement [`LiveHold`] for it, keep the `Arc` in the guard, `insert` a

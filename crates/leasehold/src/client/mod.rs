@@ -1,19 +1,36 @@
-//! The client: connections, the watchdog and the subscriber, shared by every lock.
+//! [`Client`]: the facade that makes every kind of lock, semaphore and latch on one
+//! Redis (or Valkey), and owns what they share: one command connection, one subscriber
+//! connection, one renewal scheduler. Make one per process and clone it freely.
+//!
+//! Files: this one (the facade, its constructors, [`Client::shutdown`]); `shared.rs`
+//! ([`ClientShared`], what every kind imports: kinds never import this facade, which
+//! imports every kind); `config.rs` (the settings and the builder); `live.rs` (the holds
+//! alive, released at shutdown, named by a trait object, not by kind); `stats.rs`
+//! (snapshots); `sentinel.rs` and `tls.rs` (how it connects).
+
+pub(crate) mod config;
+pub(crate) mod live;
+pub(crate) mod sentinel;
+pub(crate) mod shared;
+pub(crate) mod stats;
+mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use fred::clients::SubscriberClient;
 use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, EventInterface, ReconnectPolicy};
-use lock_core::{ClientId, Error, ErrorKind, LockStore, ReplicaSync, Result};
-use lock_pubsub::{PubsubMode, Subscriber, SubscriberStats};
-use lock_watchdog::{Watchdog, WatchdogConfig, WatchdogStats};
+use lock_core::{ClientId, Error, ErrorKind, LockStore, Result};
+use lock_pubsub::{PubsubMode, Subscriber};
+use lock_watchdog::{Watchdog, WatchdogConfig};
 
-use crate::config::{default_reconnect_policy, ClientBuilder, ClientConfig, ShardedSubscriptionMode};
-use crate::fair::FairLock;
-use crate::fenced::FencedLock;
+use crate::client::config::{default_reconnect_policy, ClientBuilder, ClientConfig, ShardedSubscriptionMode};
+use crate::lock::fair::FairLock;
+use crate::lock::fenced::FencedLock;
 use crate::lock::Lock;
 use crate::simple::SimpleLock;
+
+use shared::ClientShared;
 
 /// A connection to Redis for locks: one command connection, one subscriber
 /// connection, one renewal scheduler. Make one per process (or per Redis) and share it;
@@ -34,34 +51,6 @@ pub struct Client {
     pub(crate) inner: Arc<ClientShared>,
 }
 
-/// What every clone of a client, and every lock and guard made from it, shares.
-pub(crate) struct ClientShared {
-    pub(crate) id: ClientId,
-    pub(crate) store: LockStore,
-    pub(crate) subscriber: Subscriber,
-    pub(crate) watchdog: Watchdog,
-    pub(crate) config: ClientConfig,
-    /// The watchdog lease in whole milliseconds (validated at build time).
-    pub(crate) watchdog_lease_ms: u64,
-    /// The `WAIT` behind every acquire, when `sync_replicas > 0`.
-    pub(crate) sync: Option<ReplicaSync>,
-    /// The fencing counters' TTL in whole milliseconds (validated at build time).
-    pub(crate) fence_token_ttl_ms: u64,
-    /// The queue keep-alive (validated at build time).
-    pub(crate) fair_keepalive: Duration,
-    /// `true` when leasehold made the fred client and so may close it.
-    owns_connection: bool,
-    /// The counters behind [`Client::stats`] and the metrics, shared with the watchdog.
-    pub(crate) telemetry: Arc<crate::telemetry::Telemetry>,
-    /// Every guard alive of this client's handles ([`Client::shutdown`] releases them).
-    pub(crate) live: crate::live::LiveGuards,
-    /// `true` once a [`Client::shutdown`] started; the sender tells later calls it ended.
-    shutdown: parking_lot::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
-    /// Through Sentinel: the watch that reconnects at a switch of primary.
-    _sentinel: Option<crate::sentinel::SentinelWatch>,
-    runtime: tokio::runtime::Handle,
-}
-
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let inner = &self.inner;
@@ -72,20 +61,6 @@ impl std::fmt::Debug for Client {
             .field("command_timeout", &inner.config.command_timeout)
             .field("renewed_holds", &inner.watchdog.stats().registered)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for ClientShared {
-    fn drop(&mut self) {
-        // After `shutdown` (the store is closed then) the connection was quit already:
-        // a second QUIT only makes fred warn.
-        if self.owns_connection && !self.store.is_closed() {
-            let client = self.store.client().clone();
-            // Never block in Drop: QUIT in the background; a dead runtime drops the task.
-            drop(self.runtime.spawn(async move {
-                let _ = client.quit().await;
-            }));
-        }
     }
 }
 
@@ -156,7 +131,8 @@ impl Client {
             }
         }
         let mode = pubsub_mode(&client, &config).await;
-        let sentinel = crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
+        let sentinel =
+            crate::client::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
         let client = Self::assemble(client, subscriber, config, false, mode, sentinel);
         client.inner.store.load_scripts().await?;
         Ok(client)
@@ -190,7 +166,8 @@ impl Client {
             return Err(error);
         }
         let mode = pubsub_mode(&client, &config).await;
-        let sentinel = crate::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
+        let sentinel =
+            crate::client::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
         let client = Self::assemble(client, subscriber, config, true, mode, sentinel);
         client.inner.store.load_scripts().await?;
         Ok(client)
@@ -202,7 +179,7 @@ impl Client {
         config: ClientConfig,
         owns: bool,
         mode: PubsubMode,
-        sentinel: Option<crate::sentinel::SentinelWatch>,
+        sentinel: Option<crate::client::sentinel::SentinelWatch>,
     ) -> Client {
         let group_by_slot = client.is_clustered();
         let sharded = mode == PubsubMode::Sharded;
@@ -247,7 +224,7 @@ impl Client {
         // before any connection was made.
         let sync = config.replica_sync().ok().flatten();
         let fence_token_ttl_ms = lock_core::args::lease_millis(config.fence_token_ttl, "fence token TTL")
-            .unwrap_or(crate::config::DEFAULT_FENCE_TOKEN_TTL.as_secs() * 1000);
+            .unwrap_or(crate::ClientConfig::DEFAULT_FENCE_TOKEN_TTL.as_secs() * 1000);
         let fair_keepalive = config.queue_keepalive();
         Client {
             inner: Arc::new(ClientShared {
@@ -262,7 +239,7 @@ impl Client {
                 fair_keepalive,
                 owns_connection: owns,
                 telemetry,
-                live: crate::live::LiveGuards::default(),
+                live: crate::client::live::LiveGuards::default(),
                 shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,
                 runtime: tokio::runtime::Handle::current(),
@@ -344,7 +321,7 @@ impl Client {
     /// A [`MultiLock`](crate::MultiLock) over the reentrant locks `names` of this client
     /// (one new owner per name, as [`Client::lock`] makes), in any order: they are taken
     /// in one canonical order, all or none. Cheap: nothing is sent; bad input (no name,
-    /// a name twice, more than [`MULTI_LOCK_MAX_MEMBERS`](crate::MULTI_LOCK_MAX_MEMBERS),
+    /// a name twice, more than [`MultiLock::MAX_MEMBERS`](crate::MultiLock::MAX_MEMBERS),
     /// an empty name) is reported by the first operation, before anything is sent.
     ///
     /// # Examples
@@ -426,14 +403,6 @@ impl Client {
         stats
     }
 
-    /// Diagnostic: a snapshot of the waiting side: subscribe and unsubscribe calls, release
-    /// messages, and how often every waiter was woken because messages may have been
-    /// lost. Deprecated: the same snapshot is `client.stats().subscriber`.
-    #[deprecated(since = "0.2.0", note = "use `Client::stats().subscriber`; removed in the next release")]
-    pub fn subscriber_stats(&self) -> SubscriberStats {
-        self.inner.subscriber.stats()
-    }
-
     /// How this client's waiters subscribe: [`PubsubMode::Sharded`] (`SSUBSCRIBE`, and
     /// the scripts `SPUBLISH`) in a cluster whose servers have sharded pub/sub (Redis
     /// 7.0 or later), else [`PubsubMode::Classic`].
@@ -456,13 +425,6 @@ impl Client {
             Ok(names) => self.inner.subscriber.lock_waiters(names.channel(), names.key()),
             Err(_) => 0,
         }
-    }
-
-    /// Diagnostic: a snapshot of the watchdog: holds renewed now, rounds, calls, failures, holds
-    /// found lost. Deprecated: the same snapshot is `client.stats().watchdog`.
-    #[deprecated(since = "0.2.0", note = "use `Client::stats().watchdog`; removed in the next release")]
-    pub fn watchdog_stats(&self) -> WatchdogStats {
-        self.inner.watchdog.stats()
     }
 
     /// A graceful exit, for every clone of this client at once:
@@ -538,32 +500,21 @@ impl Client {
     }
 }
 
-impl ClientShared {
-    /// The steps of [`Client::shutdown`], in order.
-    async fn shut_down(&self) -> Result<()> {
-        let timeout = self.config.command_timeout;
-        let released = self.live.release_all(timeout).await;
-        self.store.close();
-        self.watchdog.stop();
-        self.subscriber.stop();
-        if let Some(watch) = &self._sentinel {
-            watch.stop();
-        }
-        // Each connection is quit once: the command connection here (and not again by
-        // `Drop`, which sees the store closed), the subscriber's by its task as it ends
-        // (`Subscriber::stop`), which this waits for. fred warns at a second QUIT.
-        let command = self.owns_connection.then(|| self.store.client().clone());
-        let subscriber = &self.subscriber;
-        let quits = async move {
-            if let Some(command) = command {
-                let _ = command.quit().await;
-            }
-            subscriber.ended().await;
-        };
-        if tokio::time::timeout(timeout, quits).await.is_err() {
-            tracing::debug!("shutdown: QUIT did not answer within {timeout:?}");
-        }
-        released
+impl ClientBuilder {
+    /// Validates the settings, connects both connections (commands and pub/sub) and
+    /// starts the watchdog and subscriber tasks on the current runtime.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad URL or
+    /// setting (nothing is sent); [`ErrorKind::Connection`](crate::ErrorKind::Connection)
+    /// or [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when Redis cannot be reached
+    /// within the command timeout.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the half-made connections.
+    pub async fn connect(self) -> Result<Client> {
+        let (fred_config, policy, config) = self.into_parts()?;
+        Client::connect_with(fred_config, policy, config).await
     }
 }
 

@@ -7,10 +7,6 @@
 /// [`SimpleLock`](crate::SimpleLock)), shared by all its clones. Each field is read on
 /// its own (relaxed atomics), so a snapshot taken while locks are busy need not add up
 /// exactly. `docs/observability.md` has the same list with the metrics.
-///
-/// It replaces the part snapshots `Client::watchdog_stats()` and
-/// `Client::subscriber_stats()` (deprecated): their values are [`ClientStats::watchdog`]
-/// and [`ClientStats::subscriber`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClientStats {

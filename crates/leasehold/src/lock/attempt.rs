@@ -1,16 +1,19 @@
-//! A lock's acquire path: [`Lock`]'s attempt, as the wait engine (`wait.rs`) sees it.
+//! A lock's acquire path: one attempt on the server ([`LockShared::attempt`]), the
+//! record of a hold it took, and the wait around attempts ([`acquire`]), as the wait
+//! engine (`wait/`) sees it. Every lock kind (plain, fair, fenced, read, write, a
+//! multi-lock's members) acquires through here.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{args, LockNames, Result, WaitChannel};
+use lock_core::{args, Acquire, AcquireReply, AcquireSpec, LockNames, Result, WaitChannel};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::guard::LockGuard;
-use crate::hold::LeaseMode;
-use crate::lock::{spawn_set_holds, Lock, LockShared};
+use crate::lock::guard::LockGuard;
+use crate::lock::hold::LeaseMode;
+use crate::lock::shared::{spawn_set_holds, LockShared};
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitEnv, WaitPlan};
 
 /// One acquire call of a lock: what each attempt sends (the lease, its mode) and how the
@@ -120,59 +123,157 @@ impl Attempt for LockAttempt<'_> {
     }
 }
 
-impl Lock {
-    /// The shared acquire path. `wait`: `None` = unbounded, `Some(ZERO)` = one attempt.
-    pub(crate) async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
-        let start = Instant::now();
-        let shared = &self.shared;
-        // Every check happens before anything is sent.
-        let names = shared.names()?;
-        let lease = match mode {
-            LeaseMode::Watchdog => shared.client.config.watchdog_timeout,
-            LeaseMode::Fixed(lease) => lease,
-        };
-        let lease_ms = args::lease_millis(lease, "lease")?;
-        let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
-        let waits = wait != Some(Duration::ZERO);
-        let kind = shared.telemetry_kind();
-        let client = &shared.client;
-        let env = WaitEnv {
-            line: &client.subscriber,
-            telemetry: &client.telemetry,
-            subscribe_timeout: client.config.command_timeout,
-            redisson_waiters: client.config.redisson_waiters,
-        };
-        let attempt = LockAttempt::new(shared, names, lease, lease_ms, mode);
-        let mut run = crate::wait::AcquireRun::default();
-        let result = if tracing::enabled!(tracing::Level::DEBUG) {
-            // The lock name is a field, never part of the span's name (bounded names).
-            let span = tracing::debug_span!(
-                "leasehold.acquire",
-                lock = %names.key(),
-                kind = kind.as_str(),
-                mode = if waits { "wait" } else { "try" },
-                lease_ms,
-                watchdog = mode == LeaseMode::Watchdog,
-                wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
-                db.system.name = "redis",
-                attempts = tracing::field::Empty,
-                outcome = tracing::field::Empty,
-                token = tracing::field::Empty,
-            );
-            let acquire = crate::wait::wait_for(&attempt, &env, deadline, &mut run);
-            let result = acquire.instrument(span.clone()).await;
-            span.record("attempts", run.attempts);
-            span.record("outcome", crate::telemetry::Outcome::of(&result, waits).as_str());
-            if let Some(token) = result.as_ref().ok().and_then(|g| g.as_ref()).and_then(LockGuard::token) {
-                span.record("token", token);
-            }
-            result
-        } else {
-            // No span to fill: skip building it on the hot path.
-            crate::wait::wait_for(&attempt, &env, deadline, &mut run).await
-        };
-        let outcome = crate::telemetry::Outcome::of(&result, waits);
-        client.telemetry.acquire_done(names.key(), kind, waits, outcome, start.elapsed());
+/// The shared acquire path of every lock kind. `wait`: `None` = unbounded, `Some(ZERO)`
+/// = one attempt.
+pub(crate) async fn acquire(
+    shared: &Arc<LockShared>,
+    wait: Option<Duration>,
+    mode: LeaseMode,
+) -> Result<Option<LockGuard>> {
+    let start = Instant::now();
+    // Every check happens before anything is sent.
+    let names = shared.names()?;
+    let lease = match mode {
+        LeaseMode::Watchdog => shared.client.config.watchdog_timeout,
+        LeaseMode::Fixed(lease) => lease,
+    };
+    let lease_ms = args::lease_millis(lease, "lease")?;
+    let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
+    let waits = wait != Some(Duration::ZERO);
+    let kind = shared.telemetry_kind();
+    let client = &shared.client;
+    let env = WaitEnv {
+        line: &client.subscriber,
+        telemetry: &client.telemetry,
+        subscribe_timeout: client.config.command_timeout,
+        redisson_waiters: client.config.redisson_waiters,
+    };
+    let attempt = LockAttempt::new(shared, names, lease, lease_ms, mode);
+    let mut run = crate::wait::AcquireRun::default();
+    let result = if tracing::enabled!(tracing::Level::DEBUG) {
+        // The lock name is a field, never part of the span's name (bounded names).
+        let span = tracing::debug_span!(
+            "leasehold.acquire",
+            lock = %names.key(),
+            kind = kind.as_str(),
+            mode = if waits { "wait" } else { "try" },
+            lease_ms,
+            watchdog = mode == LeaseMode::Watchdog,
+            wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+            db.system.name = "redis",
+            attempts = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            token = tracing::field::Empty,
+        );
+        let acquire = crate::wait::wait_for(&attempt, &env, deadline, &mut run);
+        let result = acquire.instrument(span.clone()).await;
+        span.record("attempts", run.attempts);
+        span.record("outcome", crate::telemetry::Outcome::of(&result, waits).as_str());
+        if let Some(token) = result.as_ref().ok().and_then(|g| g.as_ref()).and_then(LockGuard::token) {
+            span.record("token", token);
+        }
         result
+    } else {
+        // No span to fill: skip building it on the hot path.
+        crate::wait::wait_for(&attempt, &env, deadline, &mut run).await
+    };
+    let outcome = crate::telemetry::Outcome::of(&result, waits);
+    client.telemetry.acquire_done(names.key(), kind, waits, outcome, start.elapsed());
+    result
+}
+
+/// The acquire side of a lock owner: one attempt, and the record of what it took.
+impl LockShared {
+    /// Records an acquire the server answered with `holds`, sent at `sent_at` in turn
+    /// `seq` (the caller still holds it): the hold joined or started, its watchdog
+    /// entry (watchdog mode) and its tracking after reconnects, and the new guard. Also
+    /// used by a multi-lock's one-script acquire, for each member it took.
+    pub(crate) fn record_acquired(
+        self: &Arc<Self>,
+        names: &LockNames,
+        seq: u64,
+        holds: u64,
+        sent_at: Instant,
+        lease: Duration,
+        mode: LeaseMode,
+    ) -> LockGuard {
+        let watchdog = &self.client.watchdog;
+        let kind = self.telemetry_kind().as_str();
+        let hold = self.holds.acquired(seq, holds, sent_at, lease, mode, |lease_state| {
+            watchdog.register_spec(
+                names.key_arc().clone(),
+                self.owner.clone(),
+                lease_state,
+                kind,
+                self.renew_spec(names),
+            )
+        });
+        // Every hold, fixed lease included, is checked after each reconnect, with the
+        // owner recorded here (never one computed later).
+        hold.track(|lease_state| watchdog.track_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind));
+        LockGuard::new(self.clone(), hold, mode)
+    }
+
+    /// One acquire attempt: `Ok(Ok(guard))`, or `Ok(Err(..))` when held by another (or,
+    /// for a waiting call, when another waiter is ahead). With `enqueue`, a plain lock's
+    /// owner queues up in the lock's wait queue, or refreshes its entry.
+    ///
+    /// Cancel safety: a drop-guard gives back, in the background, any hold the attempt
+    /// may have taken if the future is dropped while the script is in flight, or if the
+    /// outcome is ambiguous (timeout, connection lost after sending).
+    pub(crate) async fn attempt(
+        self: &Arc<Self>,
+        names: &LockNames,
+        lease: Duration,
+        lease_ms: u64,
+        mode: LeaseMode,
+        enqueue: bool,
+    ) -> Result<std::result::Result<LockGuard, NotAcquired>> {
+        let turn = self.holds.turn().await;
+        // Under the turn, the accounted holds are exactly what the server should count.
+        let target = self.holds.accounted() + 1;
+        let mut pending = PendingAcquire { lock: self, names, armed: true };
+        let sent_at = Instant::now();
+        let spec = AcquireSpec { kind: self.kind, waiting: enqueue, sync: self.client.sync };
+        let reply = self.client.store.acquire(names, &self.owner, lease_ms, target, spec).await;
+        match reply {
+            Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
+                if let Err(error) = crate::lock::replicas::check(self.client.sync, acknowledged, names) {
+                    // Not replicated: give the hold back in this turn, before returning.
+                    // If that fails, `pending` stays armed and retries in the background.
+                    pending.armed = !crate::lock::replicas::undo_now(self, names).await;
+                    return Err(error);
+                }
+                pending.armed = false;
+                let guard = self.record_acquired(names, turn.seq, holds, sent_at, lease, mode);
+                drop(turn);
+                Ok(Ok(guard.with_token(token)))
+            }
+            Ok(AcquireReply { acquire: Acquire::Held { pttl, position }, .. }) => {
+                pending.armed = false;
+                Ok(Err(NotAcquired { pttl, position }))
+            }
+            Err(error) => {
+                // Definite errors (WRONGTYPE, bad reply) and errors raised before sending
+                // wrote nothing: no undo needed.
+                pending.armed = error.is_ambiguous();
+                Err(error)
+            }
+        }
+    }
+}
+
+/// Gives back a hold whose acquire's outcome the caller will never see.
+struct PendingAcquire<'a> {
+    lock: &'a Arc<LockShared>,
+    names: &'a LockNames,
+    armed: bool,
+}
+
+impl Drop for PendingAcquire<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            spawn_set_holds(self.lock.clone(), self.names.clone(), "abandoned acquire undone");
+        }
     }
 }

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use lock_core::Result;
 
-use crate::client::ClientShared;
-use crate::guard::LockGuard;
+use crate::client::shared::ClientShared;
+use crate::lock::guard::LockGuard;
 use crate::lock::Lock;
 
 /// A reentrant lock granted **strictly in the order its waiters queued**, across every
@@ -70,7 +70,7 @@ impl std::fmt::Debug for FairLock {
 
 impl FairLock {
     pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
-        let keepalive_ms = crate::lock::keepalive_ms(&client);
+        let keepalive_ms = crate::lock::shared::keepalive_ms(&client);
         FairLock { lock: Lock::with_kind(client, key, lock_core::LockKind::Fair { keepalive_ms }) }
     }
 

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use lock_core::{Error, ErrorKind, Result};
 
-use crate::client::ClientShared;
-use crate::fence::FencedWrite;
-use crate::guard::LockGuard;
-use crate::hold::LeaseMode;
+use crate::client::shared::ClientShared;
+use crate::lock::guard::LockGuard;
+use crate::lock::hold::LeaseMode;
 use crate::lock::Lock;
+use lock_core::fence::FencedWrite;
 
 /// A reentrant lock whose every fresh hold gets a **fencing token**: a number larger than
 /// every token issued before for the same name, by any client or process.
@@ -73,7 +73,7 @@ impl std::fmt::Debug for FencedLock {
 impl FencedLock {
     pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
         let counter_ttl_ms = client.fence_token_ttl_ms;
-        let queue_keepalive_ms = crate::lock::keepalive_ms(&client);
+        let queue_keepalive_ms = crate::lock::shared::keepalive_ms(&client);
         FencedLock {
             lock: Lock::with_kind(client, key, lock_core::LockKind::Fenced { counter_ttl_ms, queue_keepalive_ms }),
         }

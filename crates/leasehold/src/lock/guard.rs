@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use lock_core::{Error, ErrorKind, LockNames, Release, Result};
 
-use crate::hold::{Hold, LeaseMode};
-use crate::lock::LockShared;
-use crate::retry::ReplaySafeRetry;
+use crate::lock::hold::{Hold, LeaseMode};
+use crate::lock::retry::ReplaySafeRetry;
+use crate::lock::shared::LockShared;
 use crate::telemetry::HoldEnd;
 
 /// One hold of a [`Lock`](crate::Lock). Release it with [`LockGuard::unlock`], which
@@ -31,6 +31,16 @@ use crate::telemetry::HoldEnd;
 /// renewal); a fixed-lease hold expires with its lease, as after `detach`. Either way
 /// the forgotten guard still counts as a hold of its owner, so a later acquire through
 /// the same handle re-enters instead of taking the lock fresh.
+///
+/// A guard that is not kept releases the lock at once, so the compiler warns about it
+/// (here made an error):
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # async fn demo(lock: leasehold::Lock) -> leasehold::Result<()> {
+/// lock.lock().await?; // acquired and released at once: refused
+/// # Ok(()) }
+/// ```
 #[must_use = "dropping the guard releases the lock (in the background)"]
 #[clippy::has_significant_drop]
 pub struct LockGuard {
@@ -68,7 +78,7 @@ impl std::fmt::Debug for LockGuard {
 impl LockGuard {
     pub(crate) fn new(lock: Arc<LockShared>, hold: Arc<Hold>, mode: LeaseMode) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        let weak: std::sync::Weak<dyn crate::live::LiveHold> = Arc::downgrade(&lock) as _;
+        let weak: std::sync::Weak<dyn crate::client::live::LiveHold> = Arc::downgrade(&lock) as _;
         let live = lock.client.live.insert(weak);
         lock.client.telemetry.guard_opened();
         let since = tokio::time::Instant::now();
@@ -93,7 +103,7 @@ impl LockGuard {
     }
 
     /// The client the guard's lock belongs to.
-    pub(crate) fn client(&self) -> &crate::client::ClientShared {
+    pub(crate) fn client(&self) -> &crate::client::shared::ClientShared {
         &self.lock.client
     }
 
@@ -353,8 +363,8 @@ impl LockGuard {
         async move { hold.lease.lost().await }
     }
 
-    /// The async client of this guard's lock (for the blocking fenced write).
-    pub(crate) fn client_handle(&self) -> crate::Client {
-        crate::Client { inner: self.lock.client.clone() }
+    /// The client state of this guard's lock (for the blocking fenced write).
+    pub(crate) fn client_shared(&self) -> Arc<crate::client::shared::ClientShared> {
+        self.lock.client.clone()
     }
 }

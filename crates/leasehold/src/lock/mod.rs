@@ -1,17 +1,35 @@
-//! The reentrant lock handle and its acquire paths.
+//! [`Lock`]: the reentrant lock, Redisson's `RLock` (a Hash per lock, field `UUID:N` =
+//! owner, value = hold count), renewed by the watchdog while held, waiters woken by a
+//! release message; and its variants on the same engine, [`FairLock`](crate::FairLock)
+//! (granted in queue order across processes) and [`FencedLock`](crate::FencedLock)
+//! (every hold carries a fencing token).
+//!
+//! Files: this one (the handle and its queries); `shared.rs` (what the handle and its
+//! guards share, and the calls that set the owner's count); `attempt.rs` (one attempt
+//! and the wait around attempts); `guard.rs` ([`LockGuard`]); `hold.rs` (the owner's
+//! local record of its holds); `retry.rs` (when a release is sent again); `replicas.rs`
+//! (`WAIT` after an acquire); `fair.rs` and `fenced.rs` (the variants). The read/write
+//! lock and the multi-lock acquire through this engine too (`rwlock/`, `multi/`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) mod attempt;
+pub(crate) mod fair;
+pub(crate) mod fenced;
+pub(crate) mod guard;
+pub(crate) mod hold;
+pub(crate) mod replicas;
+pub(crate) mod retry;
+pub(crate) mod shared;
+
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Acquire, AcquireReply, AcquireSpec, Error, LockKind, LockNames, OwnerId, Result};
-use tokio::time::Instant;
+use lock_core::{Error, LockKind, LockNames, OwnerId, Result};
 
-use crate::client::ClientShared;
-use crate::guard::LockGuard;
-use crate::hold::{LeaseMode, OwnerHolds};
-use crate::retry::ReplaySafeRetry;
-use crate::wait::NotAcquired;
+use crate::client::shared::ClientShared;
+use crate::lock::guard::LockGuard;
+use crate::lock::hold::{LeaseMode, OwnerHolds};
+use crate::lock::shared::{keepalive_ms, LockShared};
 
 /// A handle on one reentrant lock, and the owner that holds it.
 ///
@@ -34,29 +52,6 @@ pub struct Lock {
     pub(crate) shared: Arc<LockShared>,
 }
 
-/// What a lock handle and its guards share: the client, the names, the owner and its
-/// holds.
-pub(crate) struct LockShared {
-    pub(crate) client: Arc<ClientShared>,
-    /// `Err` text when the name was invalid; reported by every operation.
-    pub(crate) names: std::result::Result<LockNames, String>,
-    pub(crate) owner: OwnerId,
-    pub(crate) holds: OwnerHolds,
-    /// The lock's kind: which scripts its acquires, releases, undos, wait clean-ups and
-    /// force-releases run, whether its holds carry tokens, and how its waiters wait
-    /// ([`LockKind::Reentrant`] for a [`Lock`], [`LockKind::Fenced`] for a
-    /// [`FencedLock`](crate::FencedLock), [`LockKind::Fair`] for a
-    /// [`FairLock`](crate::FairLock)). Every branch point asks it.
-    pub(crate) kind: LockKind,
-    /// The owner's waits that hold a place in a server queue (plain and fair locks), not
-    /// yet ended: counted from before a wait's first call to the start of its clean-up.
-    /// A clean-up (of a wait that ended, was cancelled, or of an acquire whose outcome is
-    /// unknown) that finds, under the owner's turn, another such wait still live sends
-    /// nothing: that wait's next call sets the owner's absolute hold count anyway, and
-    /// its own end cleans up; removing the queue entry would take that wait's place.
-    pub(crate) queued_waits: AtomicUsize,
-}
-
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
@@ -68,6 +63,12 @@ impl std::fmt::Debug for Lock {
 }
 
 impl Lock {
+    /// The shared acquire path ([`attempt::acquire`]). `wait`: `None` = unbounded,
+    /// `Some(ZERO)` = one attempt.
+    pub(crate) async fn acquire(&self, wait: Option<Duration>, mode: LeaseMode) -> Result<Option<LockGuard>> {
+        attempt::acquire(&self.shared, wait, mode).await
+    }
+
     pub(crate) fn new(client: Arc<ClientShared>, key: &str) -> Self {
         let queue_keepalive_ms = keepalive_ms(&client);
         Self::with_kind(client, key, LockKind::Reentrant { queue_keepalive_ms })
@@ -267,156 +268,6 @@ impl Lock {
     }
 }
 
-impl LockShared {
-    /// The lock kind, for spans and metrics.
-    pub(crate) fn telemetry_kind(&self) -> crate::telemetry::Kind {
-        crate::telemetry::Kind::of(&self.kind)
-    }
-
-    /// How the watchdog renews this kind's holds: a read hold's own timeout keys with
-    /// the Hash, every other kind's owner field's key.
-    fn renew_spec(&self, names: &LockNames) -> lock_watchdog::RenewSpec {
-        match self.kind {
-            LockKind::Read => lock_watchdog::RenewSpec::ReadHold {
-                timeout_prefix: Arc::from(names.rw_timeout_prefix(self.owner.as_str())),
-            },
-            _ => lock_watchdog::RenewSpec::Field,
-        }
-    }
-
-    /// Whether a wait of this owner that holds a place in the server's queue is live
-    /// (see [`LockShared::queued_waits`]). Read under the owner's turn.
-    pub(crate) fn has_live_queued_wait(&self) -> bool {
-        self.queued_waits.load(Ordering::Acquire) > 0
-    }
-
-    /// The life of a queue entry without a refresh (fair and server-queued waits).
-    pub(crate) fn queue_keepalive(&self) -> Duration {
-        self.client.fair_keepalive
-    }
-
-    /// The lock's Redis key (empty when the name was: the only invalid name).
-    pub(crate) fn key(&self) -> &str {
-        self.names.as_ref().map_or("", LockNames::key)
-    }
-
-    pub(crate) fn names(&self) -> Result<&LockNames> {
-        self.names.as_ref().map_err(|message| Error::invalid_argument(message.clone()))
-    }
-
-    /// Sets the owner's hold count on the server to `target`, with the kind's release
-    /// (`release.lua`, or `fair_release.lua` for a fair lock, which also removes the
-    /// owner's queue entry and tells the queue head). With `leave_queue`, a plain lock's
-    /// release also removes the owner's entry from the lock's wait queue (the kinds
-    /// without one ignore it). Every release, undo and wait clean-up goes
-    /// through here; the caller holds the owner's turn.
-    pub(crate) async fn set_holds(
-        &self,
-        names: &LockNames,
-        target: u64,
-        need_ms: u64,
-        leave_queue: bool,
-    ) -> Result<lock_core::Release> {
-        self.client.store.release(&self.kind, names, &self.owner, target, need_ms, leave_queue).await
-    }
-
-    /// Sets the owner's count back to what it accounts for (no TTL raised) and, when the
-    /// server answers that the owner holds nothing, ends its local hold: the undo of an
-    /// acquire whose outcome nobody will use, and the clean-up of a fair wait. The caller
-    /// holds the owner's turn.
-    pub(crate) async fn reset_holds(&self, names: &LockNames) -> Result<lock_core::Release> {
-        let result = self.set_holds(names, self.holds.accounted(), 0, true).await?;
-        if result == lock_core::Release::Released {
-            self.holds.server_holds_nothing(None);
-        }
-        Ok(result)
-    }
-
-    /// Records an acquire the server answered with `holds`, sent at `sent_at` in turn
-    /// `seq` (the caller still holds it): the hold joined or started, its watchdog
-    /// entry (watchdog mode) and its tracking after reconnects, and the new guard. Also
-    /// used by a multi-lock's one-script acquire, for each member it took.
-    pub(crate) fn record_acquired(
-        self: &Arc<Self>,
-        names: &LockNames,
-        seq: u64,
-        holds: u64,
-        sent_at: Instant,
-        lease: Duration,
-        mode: LeaseMode,
-    ) -> LockGuard {
-        let watchdog = &self.client.watchdog;
-        let kind = self.telemetry_kind().as_str();
-        let hold = self.holds.acquired(seq, holds, sent_at, lease, mode, |lease_state| {
-            watchdog.register_spec(
-                names.key_arc().clone(),
-                self.owner.clone(),
-                lease_state,
-                kind,
-                self.renew_spec(names),
-            )
-        });
-        // Every hold, fixed lease included, is checked after each reconnect, with the
-        // owner recorded here (never one computed later).
-        hold.track(|lease_state| watchdog.track_tagged(names.key_arc().clone(), self.owner.clone(), lease_state, kind));
-        LockGuard::new(self.clone(), hold, mode)
-    }
-
-    /// One acquire attempt: `Ok(Ok(guard))`, or `Ok(Err(..))` when held by another (or,
-    /// for a waiting call, when another waiter is ahead). With `enqueue`, a plain lock's
-    /// owner queues up in the lock's wait queue, or refreshes its entry.
-    ///
-    /// Cancel safety: a drop-guard gives back, in the background, any hold the attempt
-    /// may have taken if the future is dropped while the script is in flight, or if the
-    /// outcome is ambiguous (timeout, connection lost after sending).
-    pub(crate) async fn attempt(
-        self: &Arc<Self>,
-        names: &LockNames,
-        lease: Duration,
-        lease_ms: u64,
-        mode: LeaseMode,
-        enqueue: bool,
-    ) -> Result<std::result::Result<LockGuard, NotAcquired>> {
-        let turn = self.holds.turn().await;
-        // Under the turn, the accounted holds are exactly what the server should count.
-        let target = self.holds.accounted() + 1;
-        let mut pending = PendingAcquire { lock: self, names, armed: true };
-        let sent_at = Instant::now();
-        let spec = AcquireSpec { kind: self.kind, waiting: enqueue, sync: self.client.sync };
-        let reply = self.client.store.acquire(names, &self.owner, lease_ms, target, spec).await;
-        match reply {
-            Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
-                if let Err(error) = crate::replicas::check(self.client.sync, acknowledged, names) {
-                    // Not replicated: give the hold back in this turn, before returning.
-                    // If that fails, `pending` stays armed and retries in the background.
-                    pending.armed = !crate::replicas::undo_now(self, names).await;
-                    return Err(error);
-                }
-                pending.armed = false;
-                let guard = self.record_acquired(names, turn.seq, holds, sent_at, lease, mode);
-                drop(turn);
-                Ok(Ok(guard.with_token(token)))
-            }
-            Ok(AcquireReply { acquire: Acquire::Held { pttl, position }, .. }) => {
-                pending.armed = false;
-                Ok(Err(NotAcquired { pttl, position }))
-            }
-            Err(error) => {
-                // Definite errors (WRONGTYPE, bad reply) and errors raised before sending
-                // wrote nothing: no undo needed.
-                pending.armed = error.is_ambiguous();
-                Err(error)
-            }
-        }
-    }
-}
-
-/// The queue keep-alive of `client`'s locks in whole milliseconds (validated at build
-/// time: 1 ms to a year).
-pub(crate) fn keepalive_ms(client: &ClientShared) -> u64 {
-    u64::try_from(client.fair_keepalive.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
 /// The read-only queries of a lock variant that wraps a [`Lock`] in a field `lock`
 /// (`FencedLock`, `FairLock`): each answers exactly as [`Lock`]'s does.
 macro_rules! forward_queries {
@@ -467,82 +318,3 @@ macro_rules! forward_queries {
     };
 }
 pub(crate) use forward_queries;
-
-/// Gives back a hold whose acquire's outcome the caller will never see.
-struct PendingAcquire<'a> {
-    lock: &'a Arc<LockShared>,
-    names: &'a LockNames,
-    armed: bool,
-}
-
-impl Drop for PendingAcquire<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            spawn_set_holds(self.lock.clone(), self.names.clone(), "abandoned acquire undone");
-        }
-    }
-}
-
-/// Sets the owner's count on the server back to what its live guards account for, in the
-/// background on the current runtime (nothing is sent if there is none): the undo of an
-/// abandoned acquire, and the clean-up of a cancelled fair wait (whose queue entry
-/// `fair_release.lua` removes at the same time).
-///
-/// It takes the owner's next turn, so it runs after the acquire it undoes (same
-/// connection, sent later). The count it sends gives back the abandoned hold if it was
-/// taken and changes nothing if not; a retry sets the same count again, and retries are
-/// bounded by the replay window.
-pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'static str) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-    drop(runtime.spawn(async move {
-        let mut retry = ReplaySafeRetry::new();
-        loop {
-            let turn = lock.holds.turn().await;
-            if lock.has_live_queued_wait() {
-                // A live wait of this owner sets its absolute count with its next call
-                // and cleans up at its own end; leaving the queue now would take its
-                // place (a wait restarted at once after a cancelled one, or a refresh
-                // whose reply was lost while the wait goes on).
-                tracing::debug!(lock = %names.key(), "{done}: left to the owner's live wait");
-                return;
-            }
-            retry.sending();
-            match lock.reset_holds(&names).await {
-                Ok(result) => {
-                    tracing::debug!(lock = %names.key(), ?result, "{done}");
-                    return;
-                }
-                Err(error) => {
-                    drop(turn);
-                    let Some(backoff) = retry.after(&error, &lock.client.config) else {
-                        tracing::warn!(lock = %names.key(), %error, "could not set the owner's holds back; its lease (and queue entry) will expire");
-                        return;
-                    };
-                    tokio::time::sleep(backoff).await;
-                }
-            }
-        }
-    }));
-}
-
-/// A lock owner's holds, for [`Client::shutdown`](crate::Client::shutdown).
-impl crate::live::LiveHold for LockShared {
-    /// Sets the owner's hold count to 0, in its turn, if it holds the lock as far as it
-    /// knows. A retry is never needed for safety: a release that did not land leaves the
-    /// lock to expire with its lease (the watchdog is stopped next).
-    fn release(&self) -> crate::live::BoxFuture<'_, Result<()>> {
-        Box::pin(async move {
-            let _turn = self.holds.turn().await;
-            if !self.holds.has_current() {
-                return Ok(());
-            }
-            let names = self.names()?;
-            self.set_holds(names, 0, 0, false).await.map(drop)
-        })
-    }
-
-    /// Every hold of the owner ends: its guards report lost, renewal and tracking stop.
-    fn end_locally(&self) {
-        self.holds.server_holds_nothing(None);
-    }
-}

@@ -12,7 +12,7 @@
 
 use lock_core::{Error, LockNames, ReplicaSync, Result};
 
-use crate::lock::LockShared;
+use crate::lock::shared::LockShared;
 
 /// `Ok` unless replica sync is on and `WAIT` answered fewer than the replicas asked for
 /// (then [`ErrorKind::ReplicaSync`](crate::ErrorKind::ReplicaSync)), or failed (then its

@@ -5,7 +5,7 @@ use std::time::Duration;
 use lock_core::Error;
 use tokio::time::Instant;
 
-use crate::config::ClientConfig;
+use crate::client::config::ClientConfig;
 
 /// How many times a release is sent in all when its outcome is unknown (timeout,
 /// connection lost) or it was never sent.

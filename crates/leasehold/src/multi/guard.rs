@@ -6,13 +6,26 @@ use std::task::Poll;
 
 use lock_core::Result;
 
-use crate::guard::LockGuard;
+use crate::lock::guard::LockGuard;
 
 /// Every member of a [`MultiLock`](crate::MultiLock) held: one [`LockGuard`] per member,
 /// in canonical order.
 ///
 /// Dropping it releases every member in the background (as dropping each
-/// [`LockGuard`] does) and stops their renewal at once; `Drop` never blocks.
+/// [`LockGuard`] does) and stops their renewal at once; `Drop` never blocks. So a guard
+/// that is not kept releases at once, which the compiler warns about:
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # async fn demo(multi: leasehold::MultiLock) -> leasehold::Result<()> {
+/// multi.lock().await?; // taken and given back at once: refused
+/// # Ok(()) }
+/// ```
+///
+/// It has [`keys`](MultiGuard::keys) where a single lock's guard has `key`: it holds
+/// several.
+#[must_use = "dropping the guard releases every member (in the background)"]
+#[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct MultiGuard {
     guards: Vec<LockGuard>,
@@ -26,6 +39,11 @@ impl MultiGuard {
     /// The members' guards, in the canonical order they were taken.
     pub fn guards(&self) -> &[LockGuard] {
         &self.guards
+    }
+
+    /// The members' Redis keys, in the canonical order they were taken.
+    pub fn keys(&self) -> Vec<&str> {
+        self.guards.iter().map(LockGuard::key).collect()
     }
 
     /// `true` when any member is known lost (see [`LockGuard::is_lost`]).
@@ -56,8 +74,23 @@ impl MultiGuard {
     }
 
     /// The earliest member's local lease deadline (see [`LockGuard::lease_deadline`]).
-    pub fn lease_deadline(&self) -> Option<std::time::Instant> {
-        self.guards.iter().map(LockGuard::lease_deadline).min()
+    pub fn lease_deadline(&self) -> std::time::Instant {
+        // A multi-lock has at least one member (an empty one is refused before anything
+        // is sent), so `min` has a value; `now` only keeps this total.
+        self.guards.iter().map(LockGuard::lease_deadline).min().unwrap_or_else(std::time::Instant::now)
+    }
+
+    /// Whether the watchdog is renewing every member now (see [`LockGuard::is_renewed`]).
+    pub fn is_renewed(&self) -> bool {
+        self.guards.iter().all(LockGuard::is_renewed)
+    }
+
+    /// Lets go of every member without releasing it (as [`LockGuard::detach`] each):
+    /// renewal stops at once, nothing is sent, and each key expires with its lease.
+    pub fn detach(self) {
+        for guard in self.guards {
+            guard.detach();
+        }
     }
 
     /// Gives back every member, last taken first. Every member is released even when

@@ -5,9 +5,12 @@
 //! same locks in opposite orders take them in the same order and can never hold one each
 //! while waiting for the other's. Consecutive members of one client (and, in a cluster,
 //! one hash slot) form a *group*, taken by one script in one round trip
-//! (`multi_take.rs`). A blocked group waits on the one lock that blocked it, through
+//! (`take.rs`). A blocked group waits on the one lock that blocked it, through
 //! that lock's own wait (pub/sub and its server queue), holding only locks ordered
 //! before it. See `docs/architecture/multi-lock.md`.
+
+pub(crate) mod guard;
+mod take;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -16,17 +19,11 @@ use std::time::Duration;
 use lock_core::{args, names::key_slot, Error, LockKind, Result};
 use tokio::time::Instant;
 
-use crate::client::ClientShared;
-use crate::guard::LockGuard;
-use crate::hold::LeaseMode;
+use crate::client::shared::ClientShared;
+use crate::lock::guard::LockGuard;
+use crate::lock::hold::LeaseMode;
 use crate::lock::Lock;
-use crate::multi_guard::{release_all, MultiGuard};
-
-/// The most members one [`MultiLock`] may have: more is
-/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) from its first
-/// operation. It bounds the script of a one-slot group (its KEYS and ARGV) and the
-/// locks one caller can keep others waiting for.
-pub const MULTI_LOCK_MAX_MEMBERS: usize = 64;
+use crate::multi::guard::{release_all, MultiGuard};
 
 /// Several reentrant locks, possibly of several [`Client`](crate::Client)s, held all or
 /// none.
@@ -34,7 +31,7 @@ pub const MULTI_LOCK_MAX_MEMBERS: usize = 64;
 /// Made by [`MultiLock::new`] from owned [`Lock`] handles, or by
 /// [`Client::multi_lock`](crate::Client::multi_lock) from names. Making it sends
 /// nothing; bad input (no member, the same lock twice, more than
-/// [`MULTI_LOCK_MAX_MEMBERS`], an invalid name) is an
+/// [`MultiLock::MAX_MEMBERS`], an invalid name) is an
 /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) from its first
 /// operation, before anything is sent.
 ///
@@ -73,6 +70,12 @@ impl std::fmt::Debug for MultiLock {
 }
 
 impl MultiLock {
+    /// The most members one multi-lock may have: more is
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) from its first
+    /// operation. It bounds the script of a one-slot group (its KEYS and ARGV) and the
+    /// locks one caller can keep others waiting for.
+    pub const MAX_MEMBERS: usize = 64;
+
     /// A multi-lock over `locks` (one or several clients' [`Lock`] handles, in any
     /// order). Sends nothing; the input is checked by the first operation.
     pub fn new(locks: impl IntoIterator<Item = Lock>) -> MultiLock {
@@ -254,7 +257,7 @@ impl MultiLock {
                 [only] => *only,
                 _ => {
                     let locks: Vec<&Lock> = pending.iter().map(|&i| &self.members[i]).collect();
-                    let reply = match crate::multi_take::take_together(&locks, mode).await {
+                    let reply = match crate::multi::take::take_together(&locks, mode).await {
                         Err(error) if error.is_transient() && !bound.single_try => {
                             // As a lock's wait does: back off (jittered, 50 ms doubling
                             // to 1 s) and try again while the bound lasts.
@@ -360,8 +363,8 @@ fn plan(order: &[(OrderKey, Lock)]) -> std::result::Result<Vec<Range<usize>>, St
     if order.is_empty() {
         return Err("a multi-lock needs at least one lock".into());
     }
-    if order.len() > MULTI_LOCK_MAX_MEMBERS {
-        return Err(format!("a multi-lock takes at most {MULTI_LOCK_MAX_MEMBERS} locks, not {}", order.len()));
+    if order.len() > MultiLock::MAX_MEMBERS {
+        return Err(format!("a multi-lock takes at most {} locks, not {}", MultiLock::MAX_MEMBERS, order.len()));
     }
     for (_, lock) in order {
         lock.shared.names().map_err(|e| e.to_string())?;
@@ -392,4 +395,117 @@ fn plan(order: &[(OrderKey, Lock)]) -> std::result::Result<Vec<Range<usize>>, St
         }
     }
     Ok(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The canonical order ([`OrderKey`]'s, which [`MultiLock::new`] sorts by): the same
+    //! for every input order, server then slot then key, and one lock named twice always
+    //! side by side, which `plan`'s duplicate check relies on.
+
+    use super::*;
+
+    fn key(server: &str, name: &str, client: u128) -> OrderKey {
+        OrderKey {
+            server: server.to_owned(),
+            slot: key_slot(name.as_bytes()),
+            key: name.to_owned(),
+            client: uuid::Uuid::from_u128(client),
+        }
+    }
+
+    /// `keys` sorted as `MultiLock::new` sorts its members.
+    fn sorted(keys: &[OrderKey]) -> Vec<OrderKey> {
+        let mut order: Vec<(OrderKey, ())> = keys.iter().cloned().map(|k| (k, ())).collect();
+        order.sort_by(|a, b| a.0.cmp(&b.0));
+        order.into_iter().map(|(k, ())| k).collect()
+    }
+
+    /// Every permutation of `items` (Heap's algorithm).
+    fn permutations<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
+        fn heap<T: Clone>(k: usize, items: &mut Vec<T>, out: &mut Vec<Vec<T>>) {
+            if k <= 1 {
+                out.push(items.clone());
+                return;
+            }
+            for i in 0..k {
+                heap(k - 1, items, out);
+                let j = if k.is_multiple_of(2) { i } else { 0 };
+                items.swap(j, k - 1);
+            }
+        }
+        let mut out = Vec::new();
+        heap(items.len(), &mut items.to_vec(), &mut out);
+        out
+    }
+
+    /// Whatever order the caller names the members in (all 720 orders of six), they are
+    /// taken in one order: by server, then slot, then key, then client.
+    #[test]
+    fn the_order_is_the_same_whatever_the_input_order() {
+        let (a, b) = ("10.0.0.1:6379", "10.0.0.2:6379");
+        let members = [
+            key(b, "{t}a", 1),
+            key(a, "{t}b", 1),
+            key(a, "{t}a", 1),
+            key(a, "zzz", 2),
+            key(b, "aaa", 1),
+            key(a, "{t}a", 2),
+        ];
+        let expected = sorted(&members);
+        for input in permutations(&members) {
+            assert_eq!(sorted(&input), expected, "input {input:?}");
+        }
+        assert!(expected.windows(2).all(|pair| {
+            let (x, y) = (&pair[0], &pair[1]);
+            (&x.server, x.slot, &x.key, x.client) <= (&y.server, y.slot, &y.key, y.client)
+        }));
+        assert!(expected[..4].iter().all(|k| k.server == a) && expected[4..].iter().all(|k| k.server == b));
+    }
+
+    /// Within one server the slot comes before the name: two names sort by their hash
+    /// slots, not alphabetically (so one slot's members are side by side, one group).
+    #[test]
+    fn the_slot_comes_before_the_name() {
+        let server = "10.0.0.1:6379";
+        let (x, y) = ("{x}z", "{y}a");
+        let (sx, sy) = (key_slot(x.as_bytes()), key_slot(y.as_bytes()));
+        assert_ne!(sx, sy, "the test needs two slots");
+        let order: Vec<String> = sorted(&[key(server, y, 1), key(server, x, 1)]).into_iter().map(|k| k.key).collect();
+        let expected = if sx < sy { [x, y] } else { [y, x] };
+        assert_eq!(order, expected, "slots {sx} and {sy}");
+        // Same slot: by name.
+        let order: Vec<String> =
+            sorted(&[key(server, "{t}b", 1), key(server, "{t}a", 1)]).into_iter().map(|k| k.key).collect();
+        assert_eq!(order, ["{t}a", "{t}b"]);
+    }
+
+    /// One lock named twice (the same key on the same server, through one client or two)
+    /// sorts side by side whatever lies between the two in the input, so the duplicate
+    /// check on neighbours finds it.
+    #[test]
+    fn a_lock_named_twice_sorts_side_by_side() {
+        let server = "10.0.0.1:6379";
+        for (first, second) in [(1, 1), (1, 2), (2, 1)] {
+            let members = [
+                key(server, "{t}a", first),
+                key(server, "{t}0", 1),
+                key(server, "{t}b", 1),
+                key(server, "{t}a", second),
+            ];
+            for input in permutations(&members) {
+                let order = sorted(&input);
+                let at: Vec<usize> =
+                    order.iter().enumerate().filter(|(_, k)| k.key == "{t}a").map(|(i, _)| i).collect();
+                assert_eq!(at.len(), 2);
+                assert_eq!(at[1], at[0] + 1, "side by side: {order:?}");
+            }
+        }
+        // The same name on two servers is two locks: the server orders them.
+        let order = sorted(&[key("10.0.0.2:6379", "{t}a", 1), key(server, "{t}b", 1), key(server, "{t}a", 1)]);
+        assert_eq!(
+            order.iter().map(|k| (k.server.as_str(), k.key.as_str())).collect::<Vec<_>>(),
+            [(server, "{t}a"), (server, "{t}b"), ("10.0.0.2:6379", "{t}a")]
+        );
+    }
 }

@@ -7,9 +7,10 @@ use lock_core::multi::{MultiAcquire, MultiMember};
 use lock_core::{args, LockNames, Result};
 use tokio::time::Instant;
 
-use crate::guard::LockGuard;
-use crate::hold::LeaseMode;
-use crate::lock::{spawn_set_holds, Lock, LockShared};
+use crate::lock::guard::LockGuard;
+use crate::lock::hold::LeaseMode;
+use crate::lock::shared::{spawn_set_holds, LockShared};
+use crate::lock::Lock;
 
 /// Takes every lock of `locks` (one client, one slot, canonical order, at least two)
 /// in one script: `Ok(Ok(guards))` in `locks`' order, or `Ok(Err(i))` when `locks[i]`
@@ -50,12 +51,12 @@ pub(crate) async fn take_together(
     let reply = client.store.multi_acquire(&members, lease_ms, client.sync).await;
     match reply {
         Ok((MultiAcquire::Acquired { holds }, acknowledged)) => {
-            if let Err(error) = crate::replicas::check(client.sync, acknowledged, names[0]) {
+            if let Err(error) = crate::lock::replicas::check(client.sync, acknowledged, names[0]) {
                 // Not replicated: give every hold back in these turns, before returning.
                 // Any that fails stays for the background undo.
                 let mut all_undone = true;
                 for (shared, names) in shareds.iter().zip(&names) {
-                    all_undone &= crate::replicas::undo_now(shared, names).await;
+                    all_undone &= crate::lock::replicas::undo_now(shared, names).await;
                 }
                 pending.armed = !all_undone;
                 return Err(error);

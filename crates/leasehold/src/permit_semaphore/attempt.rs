@@ -1,4 +1,4 @@
-//! A permit-expirable semaphore's acquire, as the wait engine (`wait.rs`) sees it: one
+//! A permit-expirable semaphore's acquire, as the wait engine (`wait/`) sees it: one
 //! attempt is one `pes_try_acquire.lua`; a waiter waits in its client's line on
 //! `redisson_sc:{NAME}` (the plain semaphore's line and messages), and also until the
 //! earliest lease ends, which the script answers (Redisson publishes nothing then).
@@ -10,9 +10,9 @@ use lock_core::pes::{PermitId, PesAcquire};
 use lock_core::{Error, ErrorKind, QueueKind, Result, WaitChannel};
 use tokio::time::Instant;
 
-use crate::permit::Permit;
-use crate::permit_semaphore::PesShared;
-use crate::semaphore_wait::RECHECK;
+use crate::permit_semaphore::permit::Permit;
+use crate::permit_semaphore::shared::PesShared;
+use crate::semaphore::attempt::RECHECK;
 use crate::telemetry::Kind;
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 

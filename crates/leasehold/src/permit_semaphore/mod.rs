@@ -1,16 +1,25 @@
-//! The permit-expirable semaphore handle: Redisson's `RPermitExpirableSemaphore`, permits
-//! with ids and leases.
+//! [`PermitExpirableSemaphore`]: Redisson's `RPermitExpirableSemaphore`, permits with
+//! ids and leases: a holder that dies gives its permit back when the lease runs out, and
+//! a [`Permit`] may be renewed by the watchdog like a lock.
+//!
+//! Files: this one (the handle); `shared.rs` (what the handle and its permits share);
+//! `permit.rs` ([`Permit`]); `attempt.rs` (an acquire, as the wait engine sees it).
+
+mod attempt;
+pub(crate) mod permit;
+pub(crate) mod shared;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::pes::{PermitId, PesNames};
+use lock_core::pes::PermitId;
 use lock_core::{args, Error, Result};
 use tokio::time::Instant;
 
-use crate::client::ClientShared;
-use crate::permit::Permit;
-use crate::pes_wait::PermitAttempt;
+use crate::client::shared::ClientShared;
+use crate::permit_semaphore::attempt::PermitAttempt;
+use crate::permit_semaphore::permit::Permit;
+use crate::permit_semaphore::shared::PesShared;
 use crate::telemetry::{Kind, Outcome};
 use crate::wait::WaitEnv;
 
@@ -32,7 +41,8 @@ use crate::wait::WaitEnv;
 /// - a waiter is woken at the earliest lease end as well as by messages, and re-checks
 ///   every second in case a message was lost.
 ///
-/// [`acquire`](Self::acquire) and [`try_acquire`](Self::try_acquire) take a permit
+/// [`acquire`](Self::acquire), [`try_acquire`](Self::try_acquire) and
+/// [`try_acquire_for`](Self::try_acquire_for) take a permit
 /// **renewed by the client's watchdog** while held (lease = the watchdog timeout,
 /// renewed every third of it): a live holder's permit never expires, and a crashed
 /// holder's comes back within one watchdog timeout. Redisson's `acquire()` permit never
@@ -57,20 +67,6 @@ pub struct PermitExpirableSemaphore {
     shared: Arc<PesShared>,
 }
 
-/// What every handle and permit of one semaphore share.
-pub(crate) struct PesShared {
-    pub(crate) client: Arc<ClientShared>,
-    pub(crate) key: String,
-    /// `None` for an empty name, refused by every call before anything is sent.
-    names: Option<PesNames>,
-}
-
-impl PesShared {
-    pub(crate) fn names(&self) -> Result<&PesNames> {
-        self.names.as_ref().ok_or_else(|| Error::invalid_argument("a semaphore name must not be empty"))
-    }
-}
-
 impl std::fmt::Debug for PermitExpirableSemaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PermitExpirableSemaphore").field("key", &crate::debug::Bounded(&self.shared.key)).finish()
@@ -85,8 +81,7 @@ fn lease_ms(lease: Duration) -> Result<i64> {
 
 impl PermitExpirableSemaphore {
     pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
-        let names = PesNames::new(&key).ok();
-        PermitExpirableSemaphore { shared: Arc::new(PesShared { client, key, names }) }
+        PermitExpirableSemaphore { shared: Arc::new(PesShared::new(client, key)) }
     }
 
     /// The semaphore's Redis key (the name with the client's key prefix, if any).
@@ -143,6 +138,21 @@ impl PermitExpirableSemaphore {
     /// As [`Self::acquire`].
     pub async fn try_acquire(&self) -> Result<Option<Permit>> {
         self.take(None, Some(Duration::ZERO)).await
+    }
+
+    /// Waits up to `wait` to take a permit renewed by the watchdog while held (as
+    /// [`Self::acquire`]): `None` when the wait ran out (a zero wait is one attempt, as
+    /// [`Self::try_acquire`]). Redisson's `tryAcquire(waitTime)` takes a permit that never
+    /// expires instead. The bound holds as in [`Self::try_acquire_with`].
+    ///
+    /// # Errors
+    /// As [`Self::acquire`]; a wait that overflows the clock is
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+    ///
+    /// # Cancel safety
+    /// As [`Self::acquire`].
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<Permit>> {
+        self.take(None, Some(wait)).await
     }
 
     /// Waits up to `wait` to take a permit with the lease `lease` (Redisson's

@@ -8,7 +8,7 @@ use lock_core::{Error, ErrorKind, LeaseState, Result};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::permit_semaphore::PesShared;
+use crate::permit_semaphore::shared::PesShared;
 
 /// One permit of a [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore),
 /// listed in Redis under its [`id`](Permit::id) until it is released or its lease runs
@@ -20,8 +20,9 @@ use crate::permit_semaphore::PesShared;
 ///
 /// [`Permit::lost`] and [`Permit::is_lost`] tell when the lease ran out on the local
 /// monotonic clock (measured from when the acquire was sent, so never after the
-/// server's own expiry). A permit of [`acquire`](crate::PermitExpirableSemaphore::acquire)
-/// or [`try_acquire`](crate::PermitExpirableSemaphore::try_acquire) is renewed by the
+/// server's own expiry). A permit of [`acquire`](crate::PermitExpirableSemaphore::acquire),
+/// [`try_acquire`](crate::PermitExpirableSemaphore::try_acquire) or
+/// [`try_acquire_for`](crate::PermitExpirableSemaphore::try_acquire_for) is renewed by the
 /// client's watchdog while held, and is lost only when a renewal finds it gone or
 /// renewals fail until its lease runs out. The local view knows only the lease this permit was
 /// acquired with: a later
@@ -60,9 +61,9 @@ impl PermitHold {
     }
 }
 
-impl crate::live::LiveHold for PermitHold {
+impl crate::client::live::LiveHold for PermitHold {
     /// Releases the permit by its id (once; a permit already gone answers `Ok`).
-    fn release(&self) -> crate::live::BoxFuture<'_, Result<()>> {
+    fn release(&self) -> crate::client::live::BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             self.stop_renewal();
             let names = self.shared.names()?;
@@ -82,7 +83,8 @@ impl std::fmt::Debug for Permit {
         f.debug_struct("Permit")
             .field("key", &crate::debug::Bounded(&self.hold.shared.key))
             .field("id", &self.hex)
-            .field("lease_remaining", &self.lease_remaining())
+            .field("lease_deadline", &self.hold.lease.expires_at())
+            .field("renewed", &self.renewed)
             .finish()
     }
 }
@@ -105,7 +107,7 @@ impl Permit {
             )
         });
         let hold = Arc::new(PermitHold { shared, id, lease, renewal: Mutex::new(renewal) });
-        let weak: std::sync::Weak<dyn crate::live::LiveHold> = Arc::downgrade(&hold) as _;
+        let weak: std::sync::Weak<dyn crate::client::live::LiveHold> = Arc::downgrade(&hold) as _;
         let live = hold.shared.client.live.insert(weak);
         Permit { hold, hex, renewed, runtime, live, done: false }
     }
@@ -126,10 +128,34 @@ impl Permit {
         self.hold.lease.expires_at()
     }
 
-    /// What is left of the lease on the local clock: `None` for a permit the watchdog
-    /// renews (it has no end while held), `Some(ZERO)` once it ran out.
-    pub fn lease_remaining(&self) -> Option<Duration> {
-        (!self.renewed).then(|| self.hold.lease.expires_at().saturating_duration_since(Instant::now()))
+    /// The local lease deadline on the monotonic clock, measured from when the acquire
+    /// was sent, so the server's lease end is never earlier. Watchdog renewals of a
+    /// renewed permit move it forward; a later
+    /// [`update_lease`](crate::PermitExpirableSemaphore::update_lease) does not.
+    pub fn lease_deadline(&self) -> std::time::Instant {
+        self.hold.lease.expires_at().into_std()
+    }
+
+    /// Whether the watchdog renews this permit while held (it was taken without a
+    /// lease: [`acquire`](crate::PermitExpirableSemaphore::acquire),
+    /// [`try_acquire`](crate::PermitExpirableSemaphore::try_acquire),
+    /// [`try_acquire_for`](crate::PermitExpirableSemaphore::try_acquire_for)), until it
+    /// is released, detached or lost.
+    pub fn is_renewed(&self) -> bool {
+        self.renewed && self.hold.renewal.lock().is_some() && !self.is_lost()
+    }
+
+    /// Lets go of the permit without releasing it: its renewal stops at once, nothing
+    /// is sent (now, on drop or at [`Client::shutdown`](crate::Client::shutdown)), and
+    /// the permit stays listed until its lease runs out, or until someone releases it
+    /// by its [`id`](Permit::id) with
+    /// [`try_release`](crate::PermitExpirableSemaphore::try_release).
+    pub fn detach(mut self) {
+        // `Drop` stops the renewal too; stopped first here, so nothing renews it after
+        // this call whatever `Drop` does.
+        self.hold.stop_renewal();
+        self.done = true;
+        self.hold.shared.client.live.remove(self.live);
     }
 
     /// `true` once the lease ran out (on the local clock), a renewal found the permit

@@ -2,7 +2,7 @@
 
 use lock_core::Result;
 
-use crate::guard::LockGuard;
+use crate::lock::guard::LockGuard;
 
 macro_rules! rw_guard {
     ($(#[$doc:meta])* $name:ident, $side:literal) => {

@@ -1,13 +1,18 @@
-//! The read/write lock handle: Redisson's `RReadWriteLock`, its readers and its writer
-//! one owner.
+//! [`ReadWriteLock`]: Redisson's `RReadWriteLock`, many readers or one writer, reentrant
+//! on each side, with a write hold able to take read holds (a downgrade). The read and
+//! write sides are two lock owners on the lock engine (`lock/`), with the read side's
+//! own timeout keys; this file is the handle, `guard.rs` the typed guards
+//! ([`ReadGuard`](crate::ReadGuard), [`WriteGuard`](crate::WriteGuard)).
+
+pub(crate) mod guard;
 
 use std::time::Duration;
 
 use lock_core::{args, Error, ErrorKind, LockKind, Result};
 
-use crate::hold::LeaseMode;
+use crate::lock::hold::LeaseMode;
 use crate::lock::Lock;
-use crate::rw_guard::{ReadGuard, WriteGuard};
+use crate::rwlock::guard::{ReadGuard, WriteGuard};
 
 /// A handle on one read/write lock, and the owner that holds it: many readers share it,
 /// a writer excludes every reader and every other writer.
@@ -72,11 +77,11 @@ impl std::fmt::Debug for ReadWriteLock {
 }
 
 impl ReadWriteLock {
-    pub(crate) fn new(client: std::sync::Arc<crate::client::ClientShared>, key: &str) -> Self {
+    pub(crate) fn new(client: std::sync::Arc<crate::client::shared::ClientShared>, key: &str) -> Self {
         let owner = client.id.next_owner();
         let writer_owner = owner.writer();
         let reader = Lock::with_owner(client.clone(), key, LockKind::Read, owner);
-        let queue_keepalive_ms = crate::lock::keepalive_ms(&client);
+        let queue_keepalive_ms = crate::lock::shared::keepalive_ms(&client);
         let writer = Lock::with_owner(client, key, LockKind::Write { queue_keepalive_ms }, writer_owner);
         ReadWriteLock { reader, writer }
     }
@@ -174,6 +179,35 @@ impl ReadWriteLock {
         Ok(self.writer.acquire(Some(Duration::ZERO), LeaseMode::Watchdog).await?.map(WriteGuard::new))
     }
 
+    /// Waits at most `wait` for a read, watchdog mode (renewed while held). `None` when
+    /// the wait ran out; a zero `wait` is one attempt, as [`ReadWriteLock::try_read`].
+    /// The bound holds whatever the server does (frozen, unreachable) and whatever the
+    /// command timeout (see [`Lock::try_lock_for`](crate::Lock::try_lock_for)).
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::read`]; when the last attempt before the deadline failed with
+    /// a transient error, that error. A wait that overflows the clock is
+    /// [`ErrorKind::InvalidArgument`].
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`].
+    pub async fn try_read_for(&self, wait: Duration) -> Result<Option<ReadGuard>> {
+        Ok(self.reader.acquire(Some(wait), LeaseMode::Watchdog).await?.map(ReadGuard::new))
+    }
+
+    /// Waits at most `wait` for the write, watchdog mode (renewed while held). `None`
+    /// when the wait ran out. The bound holds as in [`ReadWriteLock::try_write_with`],
+    /// the upgrade check included.
+    ///
+    /// # Errors
+    /// As [`ReadWriteLock::write`] and [`ReadWriteLock::try_read_for`].
+    ///
+    /// # Cancel safety
+    /// As [`ReadWriteLock::read`].
+    pub async fn try_write_for(&self, wait: Duration) -> Result<Option<WriteGuard>> {
+        self.bounded_write(wait, LeaseMode::Watchdog).await
+    }
+
     /// Waits at most `wait` for a read, then holds it for `lease` (never renewed).
     /// `None` when the wait ran out. The bound holds whatever the server does (frozen,
     /// unreachable) and whatever the command timeout (see
@@ -200,6 +234,12 @@ impl ReadWriteLock {
     /// # Cancel safety
     /// As [`ReadWriteLock::read`].
     pub async fn try_write_with(&self, wait: Duration, lease: Duration) -> Result<Option<WriteGuard>> {
+        self.bounded_write(wait, LeaseMode::Fixed(lease)).await
+    }
+
+    /// The bounded write of [`ReadWriteLock::try_write_for`] and
+    /// [`ReadWriteLock::try_write_with`].
+    async fn bounded_write(&self, wait: Duration, mode: LeaseMode) -> Result<Option<WriteGuard>> {
         // The upgrade check asks the server when this handle holds reads: within the
         // bound too (a frozen server must not hold the caller past it), and the wait
         // gets what is left.
@@ -214,7 +254,7 @@ impl ReadWriteLock {
             self.refuse_upgrade().await?;
         }
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        Ok(self.writer.acquire(Some(left), LeaseMode::Fixed(lease)).await?.map(WriteGuard::new))
+        Ok(self.writer.acquire(Some(left), mode).await?.map(WriteGuard::new))
     }
 
     /// Whether anyone holds a read now (Redisson's `isLocked` of the read lock: read

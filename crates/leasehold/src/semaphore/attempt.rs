@@ -1,4 +1,4 @@
-//! A semaphore's acquire, as the wait engine (`wait.rs`) sees it: one attempt is one
+//! A semaphore's acquire, as the wait engine (`wait/`) sees it: one attempt is one
 //! `sem_try_acquire.lua`, a waiter waits in its client's line on `redisson_sc:{NAME}`
 //! for a count that covers it, and re-checks on a timer in case a message was lost.
 //!
@@ -15,7 +15,7 @@ use lock_core::semaphore::{SemaphoreNames, SemaphoreOp};
 use lock_core::{LockStore, QueueKind, Result, WaitChannel};
 use tokio::time::Instant;
 
-use crate::semaphore_ops::cancel_in_background;
+use crate::semaphore::ops::cancel_in_background;
 use crate::telemetry::Kind;
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 

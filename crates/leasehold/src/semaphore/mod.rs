@@ -1,15 +1,27 @@
-//! The semaphore handle: Redisson's `RSemaphore`, permits without owners.
+//! [`Semaphore`]: Redisson's `RSemaphore`, a fleet-wide count of permits without owners
+//! or leases. Each acquire hands out a [`SemaphorePermit`] that gives its permits back
+//! once, on release or drop, whatever is retried, lost or cancelled.
+//!
+//! Files: this one (the handle); `shared.rs` (what the handle and its permits share,
+//! the give-back); `permit.rs` ([`SemaphorePermit`]); `attempt.rs` (an acquire, as the
+//! wait engine sees it); `ops.rs` (releases and undos with operation ids).
+
+pub(crate) mod attempt;
+pub(crate) mod ops;
+pub(crate) mod permit;
+pub(crate) mod shared;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::semaphore::{SemaphoreNames, SemaphoreOp};
+use lock_core::semaphore::SemaphoreNames;
 use lock_core::{args, Error, Result};
 use tokio::time::Instant;
 
-use crate::client::ClientShared;
-use crate::semaphore_permit::SemaphorePermit;
-use crate::semaphore_wait::PermitsAttempt;
+use crate::client::shared::ClientShared;
+use crate::semaphore::attempt::PermitsAttempt;
+use crate::semaphore::permit::SemaphorePermit;
+use crate::semaphore::shared::SemaphoreShared;
 use crate::telemetry::{Kind, Outcome};
 use crate::wait::WaitEnv;
 
@@ -22,6 +34,12 @@ use crate::wait::WaitEnv;
 /// Permits have no owner and no lease, as in Redisson: any handle may release, and a
 /// holder that crashes never gives its permits back. Use
 /// [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore) where that matters.
+///
+/// Of the acquire forms every kind shares, a semaphore has
+/// [`acquire(n)`](Semaphore::acquire), [`try_acquire(n)`](Semaphore::try_acquire) and
+/// [`try_acquire_for(n, wait)`](Semaphore::try_acquire_for). Nothing is renewed, and
+/// there is no `acquire_with_lease` or `try_acquire_with`: its permits have no lease to
+/// set.
 ///
 /// **A semaphore that was never set** (no key) has 0 permits, as in Redisson: an
 /// [`acquire`](Semaphore::acquire) waits until someone sets or releases permits (a
@@ -56,13 +74,6 @@ pub struct Semaphore {
     shared: Arc<SemaphoreShared>,
 }
 
-struct SemaphoreShared {
-    client: Arc<ClientShared>,
-    key: String,
-    /// `None` for an empty name, refused by every call before anything is sent.
-    names: Option<SemaphoreNames>,
-}
-
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Semaphore").field("key", &crate::debug::Bounded(&self.shared.key)).finish()
@@ -79,8 +90,7 @@ fn positive(permits: u32, what: &str) -> Result<i64> {
 
 impl Semaphore {
     pub(crate) fn new(client: Arc<ClientShared>, key: String) -> Self {
-        let names = SemaphoreNames::new(&key).ok();
-        Semaphore { shared: Arc::new(SemaphoreShared { client, key, names }) }
+        Semaphore { shared: Arc::new(SemaphoreShared::new(client, key)) }
     }
 
     /// The semaphore's Redis key (the name with the client's key prefix, if any).
@@ -101,10 +111,6 @@ impl Semaphore {
             .map_or(0, |names| self.shared.client.subscriber.lock_waiters(names.channel(), names.key()))
     }
 
-    fn names(&self) -> Result<&SemaphoreNames> {
-        self.shared.names.as_ref().ok_or_else(|| Error::invalid_argument("a semaphore name must not be empty"))
-    }
-
     /// Sets the count to `permits` if the semaphore was never set (no key), and
     /// publishes it (when above 0) so that waiters, Java's included, try. Redisson's
     /// `trySetPermits`: `true` when it was set, `false` when the key exists (untouched).
@@ -118,7 +124,7 @@ impl Semaphore {
     /// # Cancel safety
     /// Dropping the future does not take the call back: once sent it runs.
     pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
-        let names = self.names()?;
+        let names = self.shared.names()?;
         self.shared.client.store.semaphore_try_set_permits(names, i64::from(permits)).await
     }
 
@@ -133,7 +139,7 @@ impl Semaphore {
     /// # Cancel safety
     /// As [`Semaphore::try_set_permits`].
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
-        let names = self.names()?;
+        let names = self.shared.names()?;
         self.shared.client.store.semaphore_add_permits(names, delta).await.map(drop)
     }
 
@@ -147,7 +153,7 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn available_permits(&self) -> Result<i64> {
-        let names = self.names()?;
+        let names = self.shared.names()?;
         self.shared.client.store.semaphore_count(names).await
     }
 
@@ -161,7 +167,7 @@ impl Semaphore {
     /// # Cancel safety
     /// As [`Semaphore::try_set_permits`].
     pub async fn drain_permits(&self) -> Result<i64> {
-        let names = self.names()?;
+        let names = self.shared.names()?;
         self.shared.client.store.semaphore_drain(names).await
     }
 
@@ -220,7 +226,7 @@ impl Semaphore {
     /// wakes at most that many waiters of each client. Any handle may release, whether
     /// or not it acquired (Redisson's `release`: no owner, no upper bound): this is for
     /// permits taken elsewhere (a Java peer, another process, a
-    /// [`SemaphorePermit::forget`]); permits taken here are given back by their
+    /// [`SemaphorePermit::detach`]); permits taken here are given back by their
     /// [`SemaphorePermit`].
     ///
     /// Exactly once: the call has an operation id of its own, and timeouts, connection
@@ -236,31 +242,10 @@ impl Semaphore {
     /// Dropping the future stops the retries: a send in flight may still land (once).
     pub async fn release(&self, permits: u32) -> Result<()> {
         let permits = positive(permits, "release")?;
-        let names = self.names()?;
+        let names = self.shared.names()?;
         // One operation id for the call and its retries: a replay gives nothing back twice.
         let (client, op) = (&self.shared.client, lock_core::semaphore::SemaphoreOp::random());
-        crate::semaphore_ops::release(&client.store, client.config.replay_window, names, permits, op).await.map(drop)
-    }
-
-    /// Gives back the permits the acquire `op` took (a [`SemaphorePermit`]'s release or
-    /// drop), exactly once, retried as [`Semaphore::release`] is.
-    pub(crate) async fn give_back(&self, op: SemaphoreOp, permits: u32) -> Result<()> {
-        let (names, client) = (self.names()?, &self.shared.client);
-        crate::semaphore_ops::release(&client.store, client.config.replay_window, names, i64::from(permits), op)
-            .await
-            .map(drop)
-    }
-
-    /// One attempt of [`Semaphore::give_back`], for `Client::shutdown` (which bounds
-    /// the wait and retries nothing).
-    pub(crate) async fn give_back_once(&self, op: SemaphoreOp, permits: u32) -> Result<()> {
-        let names = self.names()?;
-        self.shared.client.store.semaphore_release(names, i64::from(permits), op).await.map(drop)
-    }
-
-    /// The client's live holds, where a [`SemaphorePermit`] enters.
-    pub(crate) fn live(&self) -> &crate::live::LiveGuards {
-        &self.shared.client.live
+        crate::semaphore::ops::release(&client.store, client.config.replay_window, names, permits, op).await.map(drop)
     }
 
     /// How long a wait for permits waits before it checks, once, whether the
@@ -283,7 +268,7 @@ impl Semaphore {
     async fn take(&self, permits: u32, wait: Option<Duration>) -> Result<Option<SemaphorePermit>> {
         let start = Instant::now();
         positive(permits, "acquire")?;
-        let names = self.names()?;
+        let names = self.shared.names()?;
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
         let client = &self.shared.client;
         let env = WaitEnv {
@@ -321,7 +306,7 @@ impl Semaphore {
         // The permits are the guard's now: it gives them back with the acquire's id.
         Ok(result?.map(|taken| {
             let (op, permits) = taken.keep();
-            SemaphorePermit::new(self.clone(), op, permits)
+            SemaphorePermit::new(self.shared.clone(), op, permits)
         }))
     }
 }

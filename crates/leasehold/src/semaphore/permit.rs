@@ -6,8 +6,8 @@ use std::sync::Arc;
 use lock_core::semaphore::SemaphoreOp;
 use lock_core::{Error, ErrorKind, Result};
 
-use crate::live::{BoxFuture, LiveHold};
-use crate::semaphore::Semaphore;
+use crate::client::live::{BoxFuture, LiveHold};
+use crate::semaphore::shared::SemaphoreShared;
 
 /// The permits one acquire of a [`Semaphore`](crate::Semaphore) took: tokio's
 /// `SemaphorePermit`, across processes. Give them back with
@@ -17,7 +17,7 @@ use crate::semaphore::Semaphore;
 /// runtime that acquired them (so a request handler cancelled between its acquire and
 /// its release, a client hanging up on axum, leaks nothing); if that runtime is gone,
 /// nothing can be sent and the permits stay taken. `Drop` never blocks and never panics.
-/// [`SemaphorePermit::forget`] keeps them taken on purpose (to be given back later with
+/// [`SemaphorePermit::detach`] keeps them taken on purpose (to be given back later with
 /// [`Semaphore::release`](crate::Semaphore::release), by this process or another).
 ///
 /// The give-back carries the acquire's operation id, so however often it is retried or
@@ -29,8 +29,11 @@ use crate::semaphore::Semaphore;
 /// process that dies holding them never gives them back. Use
 /// [`PermitExpirableSemaphore`](crate::PermitExpirableSemaphore) where that matters.
 /// [`Client::shutdown`](crate::Client::shutdown) gives back the permits of every
-/// permit guard still alive (not the forgotten ones), and those guards report
+/// permit guard still alive (not the detached ones), and those guards report
 /// [`is_lost`](SemaphorePermit::is_lost) from then on.
+///
+/// The permits have no lease, so the guard has no `lease_deadline` (nothing ends them
+/// but a release or the shutdown).
 #[must_use = "dropping the permit gives its permits back (in the background)"]
 #[clippy::has_significant_drop]
 pub struct SemaphorePermit {
@@ -38,18 +41,36 @@ pub struct SemaphorePermit {
     /// Its entry in the client's live holds (for `Client::shutdown`).
     live: u64,
     runtime: Option<tokio::runtime::Handle>,
-    /// Set once the permits were given back (or forgotten); `Drop` then sends nothing.
+    /// Set once the permits were given back (or detached); `Drop` then sends nothing.
     done: bool,
 }
 
 /// What the client's live registry shares with a [`SemaphorePermit`].
 struct PermitsHeld {
-    semaphore: Semaphore,
+    semaphore: Arc<SemaphoreShared>,
     /// The acquire's operation id: the give-back's id too.
     op: SemaphoreOp,
     permits: u32,
     /// Set by `Client::shutdown` (which gave the permits back, or tried to).
     ended: AtomicBool,
+    /// Woken when `ended` is set, for [`SemaphorePermit::lost`].
+    ended_signal: tokio::sync::Notify,
+}
+
+impl PermitsHeld {
+    /// Resolves once `ended` is set.
+    async fn ended(&self) {
+        loop {
+            let notified = self.ended_signal.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a `notify_waiters` after it is not missed.
+            notified.as_mut().enable();
+            if self.ended.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl LiveHold for PermitsHeld {
@@ -64,6 +85,7 @@ impl LiveHold for PermitsHeld {
 
     fn end_locally(&self) {
         self.ended.store(true, Ordering::Release);
+        self.ended_signal.notify_waiters();
     }
 }
 
@@ -79,9 +101,15 @@ impl std::fmt::Debug for SemaphorePermit {
 
 impl SemaphorePermit {
     /// The guard of `permits` permits just taken through `semaphore` by the acquire `op`.
-    pub(crate) fn new(semaphore: Semaphore, op: SemaphoreOp, permits: u32) -> Self {
+    pub(crate) fn new(semaphore: Arc<SemaphoreShared>, op: SemaphoreOp, permits: u32) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        let held = Arc::new(PermitsHeld { semaphore, op, permits, ended: AtomicBool::new(false) });
+        let held = Arc::new(PermitsHeld {
+            semaphore,
+            op,
+            permits,
+            ended: AtomicBool::new(false),
+            ended_signal: tokio::sync::Notify::new(),
+        });
         let weak: std::sync::Weak<dyn LiveHold> = Arc::downgrade(&held) as _;
         let live = held.semaphore.live().insert(weak);
         SemaphorePermit { held, live, runtime, done: false }
@@ -101,6 +129,15 @@ impl SemaphorePermit {
     /// (a semaphore's permits have no lease: nothing else ends them).
     pub fn is_lost(&self) -> bool {
         self.held.ended.load(Ordering::Acquire)
+    }
+
+    /// Resolves once [`Client::shutdown`](crate::Client::shutdown) gave the permits back
+    /// (see [`SemaphorePermit::is_lost`]); never otherwise.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        self.held.ended().await;
     }
 
     /// Gives the permits back and publishes the new count, which wakes at most that
@@ -132,9 +169,10 @@ impl SemaphorePermit {
         result
     }
 
-    /// Keeps the permits taken: nothing is sent, now, on drop or at shutdown. They stay
-    /// taken until someone calls [`Semaphore::release`](crate::Semaphore::release).
-    pub fn forget(mut self) {
+    /// Lets go of the guard and keeps the permits taken: nothing is sent, now, on drop
+    /// or at shutdown. They stay taken until someone calls
+    /// [`Semaphore::release`](crate::Semaphore::release).
+    pub fn detach(mut self) {
         self.done = true;
     }
 }
@@ -162,5 +200,14 @@ impl Drop for SemaphorePermit {
                 );
             }
         }));
+    }
+}
+
+#[cfg(feature = "blocking")]
+impl SemaphorePermit {
+    /// [`SemaphorePermit::lost`] as a future that owns what it watches, for the blocking API.
+    pub(crate) fn lost_owned(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let held = self.held.clone();
+        async move { held.ended().await }
     }
 }

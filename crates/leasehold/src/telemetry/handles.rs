@@ -16,7 +16,7 @@ use std::cell::RefCell;
 
 use metrics::{Gauge, Histogram, Recorder};
 
-use crate::telemetry::{HoldEnd, Kind, Outcome};
+use crate::telemetry::labels::{HoldEnd, Kind, Outcome};
 
 /// Every unlabelled series leasehold records, as handles of one recorder.
 pub(crate) struct Handles {

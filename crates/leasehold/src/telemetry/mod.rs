@@ -3,6 +3,12 @@
 //! acquire, wait, guard and watchdog event goes through. Atomics only, no lock: it sits
 //! on the hot path.
 
+#[cfg(feature = "metrics")]
+pub(crate) mod handles;
+mod labels;
+
+pub(crate) use labels::{HoldEnd, Kind, Outcome};
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -11,129 +17,6 @@ use tokio::time::Instant;
 
 /// Maps a lock key to a bounded metric label ([`ClientBuilder::metric_label`](crate::ClientBuilder::metric_label)).
 pub(crate) type LabelFn = fn(&str) -> Option<&'static str>;
-
-/// The lock kinds, as labels and span fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Lock,
-    Fenced,
-    Fair,
-    Simple,
-    Read,
-    Write,
-    /// A count-down latch's wait (no acquire, no hold).
-    Latch,
-    /// A semaphore's permits (`Semaphore`).
-    Semaphore,
-}
-
-impl Kind {
-    /// Every kind, in [`Kind::index`] order.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) const ALL: [Kind; 8] =
-        [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple, Kind::Read, Kind::Write, Kind::Latch, Kind::Semaphore];
-
-    /// The kind's place in [`Kind::ALL`].
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The label of a lock of `kind`.
-    pub(crate) fn of(kind: &lock_core::LockKind) -> Kind {
-        match kind {
-            lock_core::LockKind::Reentrant { .. } => Kind::Lock,
-            lock_core::LockKind::Fenced { .. } => Kind::Fenced,
-            lock_core::LockKind::Fair { .. } => Kind::Fair,
-            lock_core::LockKind::Read => Kind::Read,
-            lock_core::LockKind::Write { .. } => Kind::Write,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Lock => "lock",
-            Kind::Fenced => "fenced",
-            Kind::Fair => "fair",
-            Kind::Simple => "simple",
-            Kind::Read => "read",
-            Kind::Write => "write",
-            Kind::Latch => "latch",
-            Kind::Semaphore => "semaphore",
-        }
-    }
-}
-
-/// How an acquire ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Acquired,
-    /// One attempt (zero wait) found the lock held.
-    Busy,
-    TimedOut,
-    Error,
-}
-
-impl Outcome {
-    /// Every outcome, in [`Outcome::index`] order.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) const ALL: [Outcome; 4] = [Outcome::Acquired, Outcome::Busy, Outcome::TimedOut, Outcome::Error];
-
-    /// The outcome's place in [`Outcome::ALL`].
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Acquired => "acquired",
-            Outcome::Busy => "busy",
-            Outcome::TimedOut => "timed_out",
-            Outcome::Error => "error",
-        }
-    }
-
-    /// The outcome of an acquire that waited (`waits`) or tried once.
-    pub(crate) fn of<T>(result: &lock_core::Result<Option<T>>, waits: bool) -> Outcome {
-        match result {
-            Ok(Some(_)) => Outcome::Acquired,
-            Ok(None) if waits => Outcome::TimedOut,
-            Ok(None) => Outcome::Busy,
-            Err(_) => Outcome::Error,
-        }
-    }
-}
-
-/// How a guard's hold ended, as the `end` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HoldEnd {
-    Released,
-    Lost,
-    /// Dropped or detached without `unlock`.
-    Dropped,
-}
-
-impl HoldEnd {
-    /// Every end, in [`HoldEnd::index`] order.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) const ALL: [HoldEnd; 3] = [HoldEnd::Released, HoldEnd::Lost, HoldEnd::Dropped];
-
-    /// The end's place in [`HoldEnd::ALL`].
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            HoldEnd::Released => "released",
-            HoldEnd::Lost => "lost",
-            HoldEnd::Dropped => "dropped",
-        }
-    }
-}
 
 /// One client's counters (shared with its watchdog, which reports into it).
 #[derive(Debug, Default)]
@@ -198,7 +81,7 @@ impl Telemetry {
         self.waited.fetch_add(1, Ordering::Relaxed);
         self.waiters.fetch_add(1, Ordering::Relaxed);
         #[cfg(feature = "metrics")]
-        crate::metric_handles::with(|handles| handles.waiters.increment(1.0));
+        crate::telemetry::handles::with(|handles| handles.waiters.increment(1.0));
         // Not entered (a span entered across `.await`s would be wrong): it spans the wait
         // from its creation to its close, inside the acquire's span.
         let span = if tracing::enabled!(tracing::Level::DEBUG) {
@@ -227,7 +110,7 @@ impl Telemetry {
     pub(crate) fn guard_opened(&self) {
         self.held.fetch_add(1, Ordering::Relaxed);
         #[cfg(feature = "metrics")]
-        crate::metric_handles::with(|handles| handles.held.increment(1.0));
+        crate::telemetry::handles::with(|handles| handles.held.increment(1.0));
     }
 
     /// A guard let go (unlock called, dropped or detached): once per guard, synchronously,
@@ -235,7 +118,7 @@ impl Telemetry {
     pub(crate) fn guard_closed(&self) {
         self.held.fetch_sub(1, Ordering::Relaxed);
         #[cfg(feature = "metrics")]
-        crate::metric_handles::with(|handles| handles.held.decrement(1.0));
+        crate::telemetry::handles::with(|handles| handles.held.decrement(1.0));
     }
 
     /// The hold of a guard of `key` handed out at `since` ended as `end` (once per guard
@@ -249,7 +132,7 @@ impl Telemetry {
                     metrics::histogram!("leasehold_hold_duration_seconds", "end" => end.as_str(), "lock" => lock)
                         .record(seconds);
                 }
-                None => crate::metric_handles::with(|handles| {
+                None => crate::telemetry::handles::with(|handles| {
                     if let Some(histogram) = handles.hold(end) {
                         histogram.record(seconds);
                     }
@@ -277,7 +160,7 @@ impl Telemetry {
                         "kind" => kind.as_str(), "mode" => mode, "outcome" => outcome.as_str(), "lock" => lock)
                     .record(seconds);
                 }
-                None => crate::metric_handles::with(|handles| {
+                None => crate::telemetry::handles::with(|handles| {
                     if let Some(histogram) = handles.acquire(kind, waits, outcome) {
                         histogram.record(seconds);
                     }
@@ -317,7 +200,7 @@ impl Drop for WaitScope<'_> {
         {
             let seconds = self.started.elapsed().as_secs_f64();
             let lock = self.telemetry.lock_label(self.key);
-            crate::metric_handles::with(|handles| {
+            crate::telemetry::handles::with(|handles| {
                 handles.waiters.decrement(1.0);
                 if lock.is_none() {
                     if let Some(histogram) = handles.wait(self.kind) {
@@ -369,7 +252,7 @@ impl WatchdogObserver for Telemetry {
             // The watchdog calls this under its entries lock, so the swaps of one client
             // are in order and the gauge ends at the sum of every client's count.
             let before = self.watchdog_locks_reported.0.swap(registered, Ordering::Relaxed);
-            crate::metric_handles::with(|handles| {
+            crate::telemetry::handles::with(|handles| {
                 if registered >= before {
                     handles.watchdog_locks.increment(count_as_f64(registered - before));
                 } else {
@@ -385,7 +268,7 @@ impl Drop for WatchdogShare {
     fn drop(&mut self) {
         let reported = self.0.swap(0, Ordering::Relaxed);
         if reported > 0 {
-            crate::metric_handles::with(|handles| handles.watchdog_locks.decrement(count_as_f64(reported)));
+            crate::telemetry::handles::with(|handles| handles.watchdog_locks.decrement(count_as_f64(reported)));
         }
     }
 }

@@ -73,6 +73,12 @@ impl FakeAttempt {
         FakeAttempt { plan, state: Mutex::new(state) }
     }
 
+    /// The same with `change` made to its plan (another channel, a semaphore's permits).
+    fn with_plan(mut self, change: impl FnOnce(&mut WaitPlan)) -> Self {
+        change(&mut self.plan);
+        self
+    }
+
     /// Offsets from `t0`, in ms, of every attempt made.
     fn offsets(&self, t0: Instant) -> Vec<u64> {
         let state = self.state.lock();
@@ -156,12 +162,17 @@ impl Drop for Cancelled<'_> {
 }
 
 /// The one local line of the tests: a single waiter, always first, subscribed at once,
-/// woken only by [`FakeLine::wake`].
+/// woken only by [`FakeLine::wake`]. It records how each wait joined, and tells a
+/// newcomer it would queue behind [`FakeLine::ahead`] local waiters (none by default).
 #[derive(Default)]
 struct FakeLine {
     turn: Arc<AtomicBool>,
     signal: Arc<Notify>,
     joins: AtomicUsize,
+    /// What `local_waiters` answers.
+    ahead: AtomicUsize,
+    /// How each wait joined, in order.
+    joined: Mutex<Vec<Join>>,
 }
 
 impl FakeLine {
@@ -181,11 +192,12 @@ impl Line for FakeLine {
     type Slot = FakeSlot;
 
     fn local_waiters(&self, _plan: &WaitPlan) -> usize {
-        0
+        self.ahead.load(Ordering::Relaxed)
     }
 
-    fn join(&self, _plan: &WaitPlan, _how: Join) -> FakeSlot {
+    fn join(&self, _plan: &WaitPlan, how: Join) -> FakeSlot {
         self.joins.fetch_add(1, Ordering::Relaxed);
+        self.joined.lock().push(how);
         // First in line: it starts with a turn, as lock-pubsub's first waiter does.
         self.turn.store(true, Ordering::Release);
         FakeSlot { turn: self.turn.clone(), signal: self.signal.clone() }
@@ -435,4 +447,128 @@ async fn an_unbounded_wait_awaits_its_attempt() {
     let wait = wait_for(&attempt, &env, None, &mut run);
     assert!(tokio::time::timeout(ms(60_000), wait).await.is_err(), "still waiting");
     assert_eq!(attempt.state.lock().cancelled, 1, "dropped by the test's timeout only");
+}
+
+// The modes a wait joins its line in: a semaphore's permits, a shared waiter (a reader),
+// a waiter alone on its own channel. Which one the engine picks decides what wakes the
+// waiter (lock-pubsub's side is tested there); these check the engine's half: the fast
+// path it takes or skips, the join it asks for, and the timers it keeps.
+
+/// A semaphore's plan: a line on its channel of counts, waiting for `permits`.
+fn permits_plan(permits: u64) -> impl FnOnce(&mut WaitPlan) {
+    move |plan| {
+        plan.channel = Arc::from("redisson_sc:{k}");
+        plan.kind = Kind::Semaphore;
+        plan.permits = Some(permits);
+    }
+}
+
+/// A permit waiter whose fast path found too few permits joins the line of counts with
+/// its permits and that attempt's send time (so a count published since wakes it), and
+/// with no message re-reads the count on the timer its attempt answered (the re-check),
+/// never before.
+#[tokio::test(start_paused = true)]
+async fn a_permit_waiter_joins_with_its_permits_and_rechecks_on_its_timer() {
+    let recheck = Some(ms(1_000));
+    let attempt = FakeAttempt::new(
+        QueueKind::Local,
+        Duration::ZERO,
+        [Answer::Held(recheck), Answer::Held(recheck), Answer::Held(recheck), Answer::Acquired],
+    )
+    .with_plan(permits_plan(3));
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let result = wait_for(&attempt, &env(&line, &telemetry), None, &mut AcquireRun::default()).await;
+    assert!(result.expect("no error").is_some());
+    assert!(
+        matches!(line.joined.lock()[..], [Join::Permits { permits: 3, sent_at: Some(at) }] if at == t0),
+        "joined the line of counts with the fast path's send time: {:?}",
+        line.joined.lock()
+    );
+    assert_eq!(attempt.offsets(t0), [0, 0, 1_000, 2_000], "fast path, first turn, then one read per re-check");
+    assert_eq!(attempt.counts(), (0, 0, 0, 0), "a semaphore's wait holds no queue place");
+}
+
+/// A permit waiter that finds local waiters ahead skips the fast path (it does not
+/// overtake them) and joins with no send time: it has heard nothing yet.
+#[tokio::test(start_paused = true)]
+async fn a_permit_waiter_behind_local_waiters_skips_the_fast_path() {
+    let attempt = FakeAttempt::new(QueueKind::Local, Duration::ZERO, [Answer::Acquired]).with_plan(permits_plan(2));
+    let line = FakeLine::default();
+    line.ahead.store(2, Ordering::Relaxed);
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let result = wait_for(&attempt, &env(&line, &telemetry), None, &mut AcquireRun::default()).await;
+    assert!(result.expect("no error").is_some());
+    assert!(
+        matches!(line.joined.lock()[..], [Join::Permits { permits: 2, sent_at: None }]),
+        "{:?}",
+        line.joined.lock()
+    );
+    assert_eq!(attempt.offsets(t0), [0], "no fast path: the one attempt is its turn in line");
+    assert_eq!(attempt.state.lock().attempts.iter().map(|(_, w)| *w).collect::<Vec<_>>(), [true]);
+}
+
+/// A shared waiter (a reader) takes the fast path even with local waiters ahead (it
+/// overtakes nobody), joins as shared with that attempt's send time, holds no queue
+/// place, and keeps its own TTL timer.
+#[tokio::test(start_paused = true)]
+async fn a_shared_waiter_takes_the_fast_path_and_joins_as_shared() {
+    let attempt = FakeAttempt::new(
+        QueueKind::Shared,
+        Duration::ZERO,
+        [Answer::Held(Some(ms(700))), Answer::Held(Some(ms(700))), Answer::Acquired],
+    )
+    .with_plan(|plan| {
+        plan.channel = Arc::from("redisson_rwlock:{k}");
+        plan.channel_kind = WaitChannel::ReadWrite;
+        plan.kind = Kind::Read;
+    });
+    let line = FakeLine::default();
+    line.ahead.store(3, Ordering::Relaxed);
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+    let result = wait_for(&attempt, &env(&line, &telemetry), None, &mut AcquireRun::default()).await;
+    assert!(result.expect("no error").is_some());
+    assert!(matches!(line.joined.lock()[..], [Join::Shared(Some(at))] if at == t0), "{:?}", line.joined.lock());
+    assert_eq!(attempt.offsets(t0), [0, 0, 700], "fast path past the line, first turn, then the TTL timer");
+    assert_eq!(attempt.counts(), (0, 0, 0, 0), "no queue place to keep or clean up");
+}
+
+/// A waiter alone on its own channel whose fast path was answered "held" joins after
+/// that attempt's send time (the channel's history says whether a release came since);
+/// one that skipped the fast path joins plainly; and a waiter on the lock's shared
+/// channel joins plainly whatever its fast path did (that channel's history is
+/// everyone's).
+#[tokio::test(start_paused = true)]
+async fn an_own_channel_waiter_joins_after_its_fast_path() {
+    let own = |plan: &mut WaitPlan| {
+        plan.channel = Arc::from("redisson_lock__channel:{k}:u:1");
+        plan.channel_kind = WaitChannel::Own;
+    };
+    let telemetry = Telemetry::default();
+    let t0 = Instant::now();
+
+    let held_first =
+        FakeAttempt::new(QueueKind::Local, Duration::ZERO, [Answer::Held(Some(ms(10_000)))]).with_plan(own);
+    let line = FakeLine::default();
+    let result = wait_for(&held_first, &env(&line, &telemetry), Some(t0 + ms(100)), &mut AcquireRun::default()).await;
+    assert!(matches!(result, Ok(None)), "timed out");
+    assert!(matches!(line.joined.lock()[..], [Join::InLineAfter(at)] if at == t0), "{:?}", line.joined.lock());
+
+    let behind = FakeAttempt::new(QueueKind::Local, Duration::ZERO, [Answer::Acquired]).with_plan(own);
+    let line = FakeLine::default();
+    line.ahead.store(1, Ordering::Relaxed);
+    let result = wait_for(&behind, &env(&line, &telemetry), None, &mut AcquireRun::default()).await;
+    assert!(result.expect("no error").is_some());
+    assert!(matches!(line.joined.lock()[..], [Join::InLine]), "no fast path: {:?}", line.joined.lock());
+
+    let shared_channel = FakeAttempt::new(QueueKind::Local, Duration::ZERO, [Answer::Held(Some(ms(10_000)))]);
+    let line = FakeLine::default();
+    let t1 = Instant::now();
+    let result =
+        wait_for(&shared_channel, &env(&line, &telemetry), Some(t1 + ms(100)), &mut AcquireRun::default()).await;
+    assert!(matches!(result, Ok(None)), "timed out");
+    assert!(matches!(line.joined.lock()[..], [Join::InLine]), "the lock's channel: {:?}", line.joined.lock());
 }

@@ -1,12 +1,15 @@
 //! The blocking [`FairLock`]: [`crate::FairLock`], each call run on the client's
 //! runtime thread. Its guards are blocking [`LockGuard`]s.
 
+use std::sync::Arc;
+
 use std::time::Duration;
 
 use lock_core::Result;
 
-use super::held::Handle;
-use super::{Client, LockGuard};
+use crate::blocking::held::Handle;
+use crate::blocking::shared::BlockingShared;
+use crate::blocking::LockGuard;
 
 /// The blocking form of [`crate::FairLock`]: granted strictly in queue order across
 /// every client and process, in Redisson's `RFairLock` layout; the same methods and
@@ -17,7 +20,7 @@ pub struct FairLock {
 }
 
 impl FairLock {
-    pub(crate) fn new(client: &Client, lock: crate::FairLock) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, lock: crate::FairLock) -> Self {
         FairLock { handle: Handle::new(client, lock) }
     }
 
@@ -62,7 +65,7 @@ impl FairLock {
     /// As [`crate::FairLock::lock`]: waits in queue order as long as it takes.
     ///
     /// # Errors
-    /// As [`crate::FairLock::lock`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FairLock::lock`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn lock(&self) -> Result<LockGuard> {
         self.handle.call(|lock| async move { lock.lock().await }).map(|guard| self.guard(guard))
     }
@@ -70,7 +73,7 @@ impl FairLock {
     /// As [`crate::FairLock::lock_with_lease`].
     ///
     /// # Errors
-    /// As [`crate::FairLock::lock_with_lease`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FairLock::lock_with_lease`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
         self.handle.call(move |lock| async move { lock.lock_with_lease(lease).await }).map(|guard| self.guard(guard))
     }
@@ -78,7 +81,7 @@ impl FairLock {
     /// As [`crate::FairLock::try_lock`]: one attempt, no waiting and no queueing.
     ///
     /// # Errors
-    /// As [`crate::FairLock::try_lock`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FairLock::try_lock`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn try_lock(&self) -> Result<Option<LockGuard>> {
         Ok(self.handle.call(|lock| async move { lock.try_lock().await })?.map(|guard| self.guard(guard)))
     }
@@ -86,7 +89,7 @@ impl FairLock {
     /// As [`crate::FairLock::try_lock_for`].
     ///
     /// # Errors
-    /// As [`crate::FairLock::try_lock_for`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FairLock::try_lock_for`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
         Ok(self.handle.call(move |lock| async move { lock.try_lock_for(wait).await })?.map(|guard| self.guard(guard)))
     }
@@ -94,7 +97,7 @@ impl FairLock {
     /// As [`crate::FairLock::try_lock_with`].
     ///
     /// # Errors
-    /// As [`crate::FairLock::try_lock_with`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FairLock::try_lock_with`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn try_lock_with(&self, wait: Duration, lease: Duration) -> Result<Option<LockGuard>> {
         let acquired = self.handle.call(move |lock| async move { lock.try_lock_with(wait, lease).await })?;
         Ok(acquired.map(|guard| self.guard(guard)))
@@ -103,10 +106,10 @@ impl FairLock {
     /// As [`crate::FairLock::force_unlock`].
     ///
     /// # Errors
-    /// As [`crate::FairLock::force_unlock`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FairLock::force_unlock`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn force_unlock(&self) -> Result<bool> {
         self.handle.call(|lock| async move { lock.force_unlock().await })
     }
 
-    super::lock::blocking_queries!();
+    crate::blocking::lock::blocking_queries!();
 }

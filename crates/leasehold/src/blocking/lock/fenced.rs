@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use lock_core::Result;
 
-use super::held::{leased_guard_methods, Guarded, Handle};
-use super::runtime::Runner;
-use super::Client;
+use crate::blocking::held::{leased_guard_methods, Guarded, Handle};
+use crate::blocking::runtime::Runner;
+use crate::blocking::shared::BlockingShared;
 use crate::fence::FencedWrite;
 
 /// The blocking form of [`crate::FencedLock`]: a reentrant lock whose every fresh hold
@@ -31,7 +31,7 @@ pub struct FencedLock {
 }
 
 impl FencedLock {
-    pub(crate) fn new(client: &Client, lock: crate::FencedLock) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, lock: crate::FencedLock) -> Self {
         FencedLock { handle: Handle::new(client, lock) }
     }
 
@@ -60,7 +60,7 @@ impl FencedLock {
     /// As [`crate::FencedLock::lock`], with a token.
     ///
     /// # Errors
-    /// As [`crate::FencedLock::lock`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FencedLock::lock`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn lock(&self) -> Result<FencedGuard> {
         self.handle.call(|lock| async move { lock.lock().await }).map(|guard| self.guard(guard))
     }
@@ -68,7 +68,7 @@ impl FencedLock {
     /// As [`crate::FencedLock::lock_with_lease`], with a token.
     ///
     /// # Errors
-    /// As [`crate::FencedLock::lock_with_lease`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FencedLock::lock_with_lease`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn lock_with_lease(&self, lease: Duration) -> Result<FencedGuard> {
         self.handle.call(move |lock| async move { lock.lock_with_lease(lease).await }).map(|guard| self.guard(guard))
     }
@@ -76,7 +76,7 @@ impl FencedLock {
     /// As [`crate::FencedLock::try_lock`], with a token.
     ///
     /// # Errors
-    /// As [`crate::FencedLock::try_lock`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FencedLock::try_lock`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn try_lock(&self) -> Result<Option<FencedGuard>> {
         Ok(self.handle.call(|lock| async move { lock.try_lock().await })?.map(|guard| self.guard(guard)))
     }
@@ -84,7 +84,7 @@ impl FencedLock {
     /// As [`crate::FencedLock::try_lock_for`], with a token.
     ///
     /// # Errors
-    /// As [`crate::FencedLock::try_lock_for`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FencedLock::try_lock_for`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<FencedGuard>> {
         Ok(self.handle.call(move |lock| async move { lock.try_lock_for(wait).await })?.map(|guard| self.guard(guard)))
     }
@@ -92,7 +92,7 @@ impl FencedLock {
     /// As [`crate::FencedLock::try_lock_with`], with a token.
     ///
     /// # Errors
-    /// As [`crate::FencedLock::try_lock_with`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FencedLock::try_lock_with`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn try_lock_with(&self, wait: Duration, lease: Duration) -> Result<Option<FencedGuard>> {
         let acquired = self.handle.call(move |lock| async move { lock.try_lock_with(wait, lease).await })?;
         Ok(acquired.map(|guard| self.guard(guard)))
@@ -101,17 +101,17 @@ impl FencedLock {
     /// As [`crate::FencedLock::force_unlock`].
     ///
     /// # Errors
-    /// As [`crate::FencedLock::force_unlock`] and [`Lock::lock`](super::Lock::lock).
+    /// As [`crate::FencedLock::force_unlock`] and [`Lock::lock`](crate::blocking::Lock::lock).
     pub fn force_unlock(&self) -> Result<bool> {
         self.handle.call(|lock| async move { lock.force_unlock().await })
     }
 
-    super::lock::blocking_queries!();
+    crate::blocking::lock::blocking_queries!();
 }
 
 /// One hold of a blocking [`FencedLock`], with its fencing token: the blocking form of
 /// [`crate::FencedGuard`]. Dropping it releases the hold in the background, as a
-/// blocking [`LockGuard`](super::LockGuard) does.
+/// blocking [`LockGuard`](crate::blocking::LockGuard) does.
 #[must_use = "dropping the guard releases the lock (in the background)"]
 #[clippy::has_significant_drop]
 pub struct FencedGuard {
@@ -147,9 +147,9 @@ impl FencedGuard {
     /// on a thread that runs async tasks; [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown)
     /// once the client's runtime stopped.
     pub fn fenced_set(&self, resource: &str, value: impl AsRef<[u8]>) -> Result<FencedWrite> {
-        let client = self.held.get().client_handle();
+        let client = self.held.get().client_shared();
         let (resource, value, token) = (resource.to_owned(), value.as_ref().to_vec(), self.token());
-        self.held.run(async move { crate::fence::fenced_set(&client, &resource, token, value).await })
+        self.held.run(async move { client.store.fenced_write(&resource, token, &value).await })
     }
 
     leased_guard_methods!("crate::LockGuard");

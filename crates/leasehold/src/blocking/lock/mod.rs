@@ -1,12 +1,17 @@
 //! The blocking [`Lock`] and its [`LockGuard`]: [`crate::Lock`] and
 //! [`crate::LockGuard`], each call run on the client's runtime thread.
 
+pub(crate) mod fair;
+pub(crate) mod fenced;
+
+use std::sync::Arc;
+
 use std::time::Duration;
 
 use lock_core::Result;
 
-use super::held::{leased_guard_methods, Guarded, Handle};
-use super::Client;
+use crate::blocking::held::{leased_guard_methods, Guarded, Handle};
+use crate::blocking::shared::BlockingShared;
 
 /// The blocking form of [`crate::Lock`]: a reentrant lock in Redisson's `RLock` layout,
 /// with the same methods, the same owner rules and the same errors, each call blocking
@@ -32,7 +37,7 @@ pub struct Lock {
 }
 
 impl Lock {
-    pub(crate) fn new(client: &Client, lock: crate::Lock) -> Self {
+    pub(crate) fn new(client: &Arc<BlockingShared>, lock: crate::Lock) -> Self {
         Lock { handle: Handle::new(client, lock) }
     }
 
@@ -48,7 +53,7 @@ impl Lock {
 
     /// The async handle of the same owner, and the client, for a blocking multi-lock
     /// that takes this handle over (the handle is consumed, so the owner stays one).
-    pub(crate) fn into_async(self) -> (crate::Lock, Client) {
+    pub(crate) fn into_async(self) -> (crate::Lock, Arc<BlockingShared>) {
         let lock = crate::Lock { shared: self.handle.get().shared.clone() };
         (lock, self.handle.client().clone())
     }
@@ -62,7 +67,7 @@ impl Lock {
     /// # Errors
     /// As [`crate::Lock::lock`]; [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext)
     /// on a thread that runs async tasks (nothing sent); [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown)
-    /// after [`Client::shutdown`].
+    /// after [`Client::shutdown`](crate::blocking::Client::shutdown).
     pub fn lock(&self) -> Result<LockGuard> {
         self.handle.call(|lock| async move { lock.lock().await }).map(|guard| self.guard(guard))
     }
@@ -108,7 +113,7 @@ impl Lock {
         self.handle.call(|lock| async move { lock.force_unlock().await })
     }
 
-    super::lock::blocking_queries!();
+    crate::blocking::lock::blocking_queries!();
 }
 
 /// The read-only queries of a blocking lock whose field `handle` wraps a handle with
@@ -150,14 +155,14 @@ macro_rules! blocking_queries {
 }
 pub(crate) use blocking_queries;
 
-/// One hold of a blocking [`Lock`] (or [`FairLock`](super::FairLock)): the blocking
+/// One hold of a blocking [`Lock`] (or [`FairLock`](crate::blocking::FairLock)): the blocking
 /// form of [`crate::LockGuard`].
 ///
 /// Release it with [`LockGuard::unlock`], which reports errors. Dropping it releases
 /// the hold in the background on the client's runtime thread: `Drop` never blocks and
 /// never panics. While it lives, the runtime thread renews a watchdog-mode hold, whether
 /// or not the owning thread is busy or asleep. If the client's last clone is dropped
-/// first, that drop releases the hold (see [`Client`], "Dropping the last clone"); the
+/// first, that drop releases the hold (see [`Client`](crate::blocking::Client), "Dropping the last clone"); the
 /// guard then reports [`LockGuard::is_lost`] and its `unlock` fails with
 /// [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown).
 #[must_use = "dropping the guard releases the lock (in the background)"]
@@ -173,7 +178,7 @@ impl std::fmt::Debug for LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn new(guard: crate::LockGuard, runner: std::sync::Arc<super::runtime::Runner>) -> Self {
+    pub(crate) fn new(guard: crate::LockGuard, runner: std::sync::Arc<crate::blocking::runtime::Runner>) -> Self {
         LockGuard { held: Guarded::new(guard, runner) }
     }
 

@@ -1,0 +1,84 @@
+//! [`ClientShared`]: what every clone of a [`Client`](crate::Client), and every lock,
+//! guard and permit made from it, shares. Every kind imports it from here, never from the
+//! facade (`client/mod.rs`), which imports every kind.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::prelude::ClientLike;
+use lock_core::{ClientId, LockStore, ReplicaSync, Result};
+use lock_pubsub::Subscriber;
+use lock_watchdog::Watchdog;
+
+use crate::client::config::ClientConfig;
+
+/// What every clone of a client, and every lock and guard made from it, shares.
+pub(crate) struct ClientShared {
+    pub(crate) id: ClientId,
+    pub(crate) store: LockStore,
+    pub(crate) subscriber: Subscriber,
+    pub(crate) watchdog: Watchdog,
+    pub(crate) config: ClientConfig,
+    /// The watchdog lease in whole milliseconds (validated at build time).
+    pub(crate) watchdog_lease_ms: u64,
+    /// The `WAIT` behind every acquire, when `sync_replicas > 0`.
+    pub(crate) sync: Option<ReplicaSync>,
+    /// The fencing counters' TTL in whole milliseconds (validated at build time).
+    pub(crate) fence_token_ttl_ms: u64,
+    /// The queue keep-alive (validated at build time).
+    pub(crate) fair_keepalive: Duration,
+    /// `true` when leasehold made the fred client and so may close it.
+    pub(super) owns_connection: bool,
+    /// The counters behind [`Client::stats`] and the metrics, shared with the watchdog.
+    pub(crate) telemetry: Arc<crate::telemetry::Telemetry>,
+    /// Every guard alive of this client's handles ([`Client::shutdown`] releases them).
+    pub(crate) live: crate::client::live::LiveGuards,
+    /// `true` once a [`Client::shutdown`] started; the sender tells later calls it ended.
+    pub(super) shutdown: parking_lot::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
+    /// Through Sentinel: the watch that reconnects at a switch of primary.
+    pub(super) _sentinel: Option<crate::client::sentinel::SentinelWatch>,
+    pub(super) runtime: tokio::runtime::Handle,
+}
+
+impl Drop for ClientShared {
+    fn drop(&mut self) {
+        // After `shutdown` (the store is closed then) the connection was quit already:
+        // a second QUIT only makes fred warn.
+        if self.owns_connection && !self.store.is_closed() {
+            let client = self.store.client().clone();
+            // Never block in Drop: QUIT in the background; a dead runtime drops the task.
+            drop(self.runtime.spawn(async move {
+                let _ = client.quit().await;
+            }));
+        }
+    }
+}
+
+impl ClientShared {
+    /// The steps of [`Client::shutdown`], in order.
+    pub(super) async fn shut_down(&self) -> Result<()> {
+        let timeout = self.config.command_timeout;
+        let released = self.live.release_all(timeout).await;
+        self.store.close();
+        self.watchdog.stop();
+        self.subscriber.stop();
+        if let Some(watch) = &self._sentinel {
+            watch.stop();
+        }
+        // Each connection is quit once: the command connection here (and not again by
+        // `Drop`, which sees the store closed), the subscriber's by its task as it ends
+        // (`Subscriber::stop`), which this waits for. fred warns at a second QUIT.
+        let command = self.owns_connection.then(|| self.store.client().clone());
+        let subscriber = &self.subscriber;
+        let quits = async move {
+            if let Some(command) = command {
+                let _ = command.quit().await;
+            }
+            subscriber.ended().await;
+        };
+        if tokio::time::timeout(timeout, quits).await.is_err() {
+            tracing::debug!("shutdown: QUIT did not answer within {timeout:?}");
+        }
+        released
+    }
+}
