@@ -55,7 +55,7 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("blocking::Client").field(&self.shared.client).finish()
+        self.shared.fmt(f)
     }
 }
 

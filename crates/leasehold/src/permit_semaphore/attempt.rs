@@ -7,13 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::pes::{PermitId, PesAcquire};
-use lock_core::{Error, ErrorKind, QueueKind, Result, WaitChannel};
+use lock_core::{Error, ErrorKind, Result};
 use tokio::time::Instant;
 
 use crate::permit_semaphore::permit::Permit;
 use crate::permit_semaphore::shared::PesShared;
-use crate::semaphore::attempt::RECHECK;
-use crate::telemetry::Kind;
+use crate::semaphore::attempt::{line_plan, RECHECK};
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 
 /// One acquire call of one permit with a lease (`renewed`: the watchdog timeout, and
@@ -29,15 +28,7 @@ pub(crate) struct PermitAttempt {
 impl PermitAttempt {
     pub(crate) fn new(shared: Arc<PesShared>, lease: Duration, renewed: bool, lease_ms: i64) -> Result<Self> {
         let names = shared.names()?;
-        let plan = WaitPlan {
-            key: names.key_arc().clone(),
-            channel: names.channel().clone(),
-            channel_kind: WaitChannel::Lock,
-            queue: QueueKind::Local,
-            keepalive: RECHECK,
-            kind: Kind::Semaphore,
-            permits: Some(1),
-        };
+        let plan = line_plan(names.key_arc(), names.channel(), 1);
         Ok(PermitAttempt { shared, lease, renewed, lease_ms, plan })
     }
 }

@@ -26,6 +26,21 @@ use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 /// are there. One call a second per semaphore per client, from its first waiter only.
 pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
+/// How a waiter for `permits` permits of the semaphore `key` waits: in its client's line
+/// on the count channel (`redisson_sc:{NAME}`), woken by a count that covers it and
+/// re-checking every [`RECHECK`]. The permit semaphore's waiters wait the same way.
+pub(crate) fn line_plan(key: &Arc<str>, channel: &Arc<str>, permits: u64) -> WaitPlan {
+    WaitPlan {
+        key: key.clone(),
+        channel: channel.clone(),
+        channel_kind: WaitChannel::Lock,
+        queue: QueueKind::Local,
+        keepalive: RECHECK,
+        kind: Kind::Semaphore,
+        permits: Some(permits),
+    }
+}
+
 /// One acquire call of `permits` permits, as the operation `op`.
 pub(crate) struct PermitsAttempt {
     store: LockStore,
@@ -84,15 +99,7 @@ impl Drop for SemaphoreTaken {
 
 impl PermitsAttempt {
     pub(crate) fn new(store: LockStore, names: SemaphoreNames, permits: u32) -> Self {
-        let plan = WaitPlan {
-            key: names.key_arc().clone(),
-            channel: names.channel().clone(),
-            channel_kind: WaitChannel::Lock,
-            queue: QueueKind::Local,
-            keepalive: RECHECK,
-            kind: Kind::Semaphore,
-            permits: Some(u64::from(permits)),
-        };
+        let plan = line_plan(names.key_arc(), names.channel(), u64::from(permits));
         PermitsAttempt { store, names, permits, plan, op: SemaphoreOp::random(), state: parking_lot::Mutex::default() }
     }
 }
