@@ -38,6 +38,7 @@ mod monitor;
 mod proxy;
 mod raw;
 mod reaper;
+pub mod redisson_java;
 pub mod redisson_latch;
 pub mod redisson_pes;
 pub mod redisson_rwlock;
