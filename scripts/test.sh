@@ -7,6 +7,10 @@ source scripts/ensure-redis.sh
 source scripts/ensure-redis6.sh
 # The standalone suites' `::valkey` tests: the same bodies on a valkey-server.
 source scripts/ensure-valkey.sh
+# The Java Redisson peer of tests/redisson_java.rs (Java 17 + Maven; built once, offline
+# from ~/.m2 after the first fetch). Under CI=true it must build (Java installed if
+# missing); elsewhere without Java the Java suite skips its tests with a printed reason.
+bash scripts/build-java-peer.sh
 # Doc examples first, so the run ends on the main suite's summary.
 cargo test --workspace --doc
 if cargo nextest --version >/dev/null 2>&1; then
