@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use leasehold_test_support::redisson_java::JavaPeer;
-use leasehold_tests::{client_with, raw, wait_until, RedisCluster, RedisServer, RespValue};
+use leasehold_tests::{client_with, raw, raw_command, wait_until, RedisCluster, RedisServer, RespValue};
 use tokio::time::{timeout, Instant};
 
 /// Generous bound for anything that must happen "soon".
@@ -449,4 +449,252 @@ async fn either_sides_count_down_opens_the_others_wait() {
     latch.count_down().await.expect("down");
     assert_eq!(java.reply_within("w", WITHIN).await, Some(Ok("true".to_owned())));
     assert!(opened.elapsed() < WAKE, "by leasehold's message: {:?}", opened.elapsed());
+}
+
+// ------------------------------------------------ RReadWriteLock and ReadWriteLock
+
+/// Readers share across languages, writers exclude, and each side's release wakes the
+/// other side's waiter: a Java read release wakes a leasehold writer, a leasehold write
+/// release wakes a Java reader, a leasehold read release wakes a Java writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_lock_readers_share_writers_exclude_releases_wake_across() {
+    let server = RedisServer::start();
+    let java = java_on!(server, WATCHDOG);
+    let (a, b) = (client_with(&server.url(), WATCHDOG).await, client_with(&server.url(), WATCHDOG).await);
+    let name = "rj:rw";
+    let rw = a.read_write_lock(name);
+
+    java.ok("jr", &format!("lock read {name}")).await;
+    let read = rw.try_read().await.expect("try_read").expect("readers share");
+    assert_eq!(raw(&server, &["HGET", name, "mode"]).as_str(), Some("read"));
+    assert!(
+        b.read_write_lock(name).try_write().await.expect("try_write").is_none(),
+        "readers exclude a leasehold writer"
+    );
+    assert!(!java.ok_bool("jw", &format!("trylock write {name} 0")).await, "readers exclude a Java writer");
+    let writer = tokio::spawn({
+        let rw = b.read_write_lock(name);
+        async move { rw.try_write_for(Duration::from_secs(60)).await.expect("wait").expect("written") }
+    });
+    assert!(wait_until(WITHIN, || b.stats().waiters >= 1).await);
+    read.unlock().await.expect("unlock");
+    assert!(!writer.is_finished(), "Java still reads");
+    let released = Instant::now();
+    java.ok("jr", &format!("unlock read {name}")).await;
+    let write = timeout(WITHIN, writer).await.expect("in time").expect("task");
+    assert!(released.elapsed() < WAKE, "woken by Redisson's read release: {:?}", released.elapsed());
+
+    // leasehold writes; a Java reader waits and is woken by the write release.
+    assert!(!java.ok_bool("jr", &format!("trylock read {name} 0")).await, "the writer excludes Java readers");
+    java.send("jr", &format!("trylock read {name} 60000")).await;
+    java_waiting(&java, &server, "jr", &format!("redisson_rwlock:{{{name}}}")).await;
+    let released = Instant::now();
+    write.unlock().await.expect("unlock");
+    assert_eq!(java.reply_within("jr", WITHIN).await, Some(Ok("true".to_owned())));
+    assert!(released.elapsed() < WAKE, "Redisson woken by leasehold's write release: {:?}", released.elapsed());
+
+    // Java reads, leasehold reads too; a Java writer waits and is woken when the last
+    // reader (leasehold's) leaves.
+    let read = rw.read().await.expect("read");
+    java.ok("jr", &format!("unlock read {name}")).await;
+    java.send("jw", &format!("trylock write {name} 60000")).await;
+    assert!(java.wait_begin("jw", WITHIN).await);
+    assert!(java.reply_within("jw", Duration::from_millis(300)).await.is_none(), "leasehold still reads");
+    let released = Instant::now();
+    read.unlock().await.expect("unlock");
+    assert_eq!(java.reply_within("jw", WITHIN).await, Some(Ok("true".to_owned())));
+    assert!(released.elapsed() < WAKE, "Redisson's writer woken by leasehold's read release: {:?}", released.elapsed());
+    assert!(rw.try_read().await.expect("try_read").is_none(), "Java writes");
+    java.ok("jw", &format!("unlock write {name}")).await;
+    assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
+}
+
+/// Each side's watchdog renews only its own read holds: with both watchdogs at 2 s, both
+/// read holds outlive 2.5 leases; once Java is SIGKILLed its hold's timeout key expires
+/// within its lease while leasehold's stays renewed, and after leasehold's read release
+/// a writer gets in (the dead Java reader holds nobody out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_sides_watchdog_renews_only_its_own_read_holds() {
+    let server = RedisServer::start();
+    let Some(mut java) = JavaPeer::single(&server.url(), Duration::from_secs(2)).await else { return };
+    let client = client_with(&server.url(), Duration::from_secs(2)).await;
+    let name = "rj:rw-renew";
+    let rw = client.read_write_lock(name);
+    java.ok("jr", &format!("lock read {name}")).await;
+    let java_owner = java.owner("jr").await;
+    let read = rw.read().await.expect("read");
+    let java_timeout = format!("{{{name}}}:{java_owner}:rwlock_timeout:1");
+    let rust_timeout = format!("{{{name}}}:{}:rwlock_timeout:1", rw.owner());
+    let pttl = |key: &str| raw(&server, &["PTTL", key]).as_int().expect("pttl");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(pttl(&java_timeout) > 0 && pttl(&rust_timeout) > 0, "both renewed");
+    assert!(!read.is_lost());
+    java.kill().await;
+    assert!(wait_until(Duration::from_secs(2) + WAKE, || pttl(&java_timeout) == -2).await, "Java's hold expires");
+    assert!(pttl(&rust_timeout) > 0, "leasehold's stays renewed");
+    assert!(!read.is_lost());
+    let writer = client.read_write_lock(name);
+    assert!(writer.try_write().await.expect("try_write").is_none(), "leasehold still reads");
+    read.unlock().await.expect("unlock");
+    let write = writer.try_write_for(WITHIN).await.expect("try_write_for").expect("no live reader left");
+    write.unlock().await.expect("unlock");
+}
+
+// ------------------------------------- RSemaphore, RPermitExpirableSemaphore and theirs
+
+/// Counts exact across both, and each side's release wakes the other side's waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_counts_are_exact_and_releases_wake_across() {
+    let server = RedisServer::start();
+    let java = java_on!(server, WATCHDOG);
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let name = "rj:sem";
+    let sem = client.semaphore(name);
+    assert!(java.ok_bool("j", &format!("sem.set {name} 5")).await);
+    assert!(!sem.try_set_permits(9).await.expect("set"), "already set by Java");
+    let two = sem.acquire(2).await.expect("acquire");
+    assert_eq!(java.ok_int("j", &format!("sem.available {name}")).await, 3);
+    java.ok("j", &format!("sem.acquire {name} 3")).await;
+    assert_eq!(sem.available_permits().await.expect("available"), 0);
+    assert!(sem.try_acquire(1).await.expect("try").is_none());
+
+    let waiter = tokio::spawn({
+        let sem = client.semaphore(name);
+        async move { sem.try_acquire_for(2, Duration::from_secs(60)).await.expect("wait").expect("acquired") }
+    });
+    assert!(wait_until(WITHIN, || client.stats().waiters >= 1).await);
+    java.ok("j", &format!("sem.release {name} 1")).await;
+    assert!(!waiter.is_finished(), "one permit is not two");
+    let released = Instant::now();
+    java.ok("j", &format!("sem.release {name} 1")).await;
+    let two_more = timeout(WITHIN, waiter).await.expect("in time").expect("task");
+    assert!(released.elapsed() < WAKE, "woken by Redisson's release: {:?}", released.elapsed());
+    assert_eq!(java.ok_int("j", &format!("sem.available {name}")).await, 0);
+
+    java.send("w", &format!("sem.try {name} 3 60000")).await;
+    java_waiting(&java, &server, "w", &format!("redisson_sc:{{{name}}}")).await;
+    two.release().await.expect("release");
+    assert!(java.reply_within("w", Duration::from_millis(300)).await.is_none(), "two permits are not three");
+    let released = Instant::now();
+    two_more.release().await.expect("release");
+    assert_eq!(java.reply_within("w", WITHIN).await, Some(Ok("true".to_owned())));
+    assert!(released.elapsed() < WAKE, "Redisson woken by leasehold's release: {:?}", released.elapsed());
+    assert_eq!(sem.available_permits().await.expect("available"), 1);
+    java.ok("j", &format!("sem.release {name} 4")).await;
+    assert_eq!(sem.available_permits().await.expect("available"), 5, "exact after every move");
+}
+
+/// Permit ids are listed and released across: each side releases the other's permit
+/// by id, counts stay exact, and each side's release wakes the other side's waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permit_expirable_semaphore_ids_are_released_across_and_releases_wake() {
+    let server = RedisServer::start();
+    let java = java_on!(server, WATCHDOG);
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let name = "rj:pes";
+    let pes = client.permit_expirable_semaphore(name);
+    assert!(java.ok_bool("j", &format!("pes.set {name} 2")).await);
+    let java_id = java.ok("j", &format!("pes.acquire {name} 60000")).await;
+    let permit = pes.acquire_with_lease(Duration::from_secs(60)).await.expect("acquire");
+    // Both ids are listed in Redisson's timeout set (members: the id's 16 bytes, which
+    // both clients print as 32 hex digits).
+    assert_eq!(raw(&server, &["ZCARD", pes.timeout_key()]).as_int(), Some(2));
+    for id in [java_id.as_str(), permit.id()] {
+        let member = unhex(id);
+        let score = raw_command(&server.addr(), &[b"ZSCORE", pes.timeout_key().as_bytes(), &member]);
+        assert!(score.as_str().is_some(), "permit {id} listed");
+    }
+    assert_eq!(java.ok_int("j", &format!("pes.available {name}")).await, 0);
+    assert_eq!(pes.available_permits().await.expect("available"), 0);
+    assert_eq!(java.ok("j", &format!("pes.try {name} 0 1000")).await, "null");
+
+    assert!(pes.try_release(&java_id).await.expect("release Java's"), "leasehold releases Java's permit by id");
+    assert_eq!(java.ok_int("j", &format!("pes.available {name}")).await, 1);
+    assert!(!java.ok_bool("j", &format!("pes.tryrelease {name} {java_id}")).await, "released once");
+    assert!(java.ok_bool("j", &format!("pes.tryrelease {name} {}", permit.id())).await, "Java releases leasehold's");
+    assert_eq!(pes.available_permits().await.expect("available"), 2);
+    drop(permit);
+
+    // Both taken by Java; a leasehold waiter is woken by Java's release.
+    let first = java.ok("j", &format!("pes.acquire {name} -1")).await;
+    let second = java.ok("j", &format!("pes.acquire {name} -1")).await;
+    let waiter = tokio::spawn({
+        let pes = client.permit_expirable_semaphore(name);
+        async move { pes.try_acquire_for(Duration::from_secs(60)).await.expect("wait").expect("acquired") }
+    });
+    assert!(wait_until(WITHIN, || client.stats().waiters >= 1).await);
+    let released = Instant::now();
+    java.ok("j", &format!("pes.release {name} {first}")).await;
+    let mine = timeout(WITHIN, waiter).await.expect("in time").expect("task");
+    assert!(released.elapsed() < WAKE, "woken by Redisson's release: {:?}", released.elapsed());
+    // A Java waiter is woken by leasehold's release.
+    java.send("w", &format!("pes.try {name} 60000 60000")).await;
+    java_waiting(&java, &server, "w", pes.channel()).await;
+    let released = Instant::now();
+    mine.release().await.expect("release");
+    let id = java.reply_within("w", WITHIN).await.expect("Java's reply").expect("ok");
+    assert_ne!(id, "null");
+    assert!(released.elapsed() < WAKE, "Redisson woken by leasehold's release: {:?}", released.elapsed());
+    java.ok("j", &format!("pes.release {name} {second}")).await;
+    java.ok("j", &format!("pes.release {name} {id}")).await;
+    assert_eq!(pes.available_permits().await.expect("available"), 2);
+}
+
+fn unhex(id: &str) -> Vec<u8> {
+    assert_eq!(id.len(), 32, "a permit id: {id}");
+    (0..id.len()).step_by(2).map(|i| u8::from_str_radix(&id[i..i + 2], 16).expect("hex")).collect()
+}
+
+// -------------------------------------------------- RedissonMultiLock and MultiLock
+
+/// Dining philosophers: five forks, philosophers alternating Java and Rust, Java taking
+/// its two forks in one order and Rust in the other; every philosopher eats a few times,
+/// nobody deadlocks, a Rust philosopher eating holds both forks alone, and no fork is
+/// held at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dining_philosophers_mixing_redisson_and_leasehold_multi_locks() {
+    const SEATS: usize = 6;
+    const MEALS: usize = 5;
+    let server = RedisServer::start();
+    let java = java_on!(server, WATCHDOG);
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let fork = |i: usize| format!("rj:fork:{}", i % SEATS);
+    let mut rust = Vec::new();
+    for seat in (1..SEATS).step_by(2) {
+        let multi = client.multi_lock([fork(seat + 1), fork(seat)]);
+        let addr = server.addr();
+        rust.push(tokio::spawn(async move {
+            for _ in 0..MEALS {
+                let guard = multi.lock().await.expect("both forks");
+                for member in guard.guards() {
+                    let holders = raw_command(&addr, &[b"HKEYS", member.key().as_bytes()]);
+                    let expected = RespValue::Array(vec![RespValue::Bulk(member.owner().to_owned())]);
+                    assert_eq!(holders, expected, "{} is this philosopher's alone", member.key());
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                guard.unlock().await.expect("unlock");
+            }
+        }));
+    }
+    let java_seats: Vec<usize> = (0..SEATS).step_by(2).collect();
+    for &seat in &java_seats {
+        for _ in 0..MEALS {
+            java.send(&format!("p{seat}"), &format!("multi.lock {},{}", fork(seat), fork(seat + 1))).await;
+            java.send(&format!("p{seat}"), &format!("multi.unlock {},{}", fork(seat), fork(seat + 1))).await;
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(90);
+    for &seat in &java_seats {
+        for _ in 0..2 * MEALS {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let reply = java.reply_within(&format!("p{seat}"), left).await.expect("no deadlock");
+            assert_eq!(reply, Ok(String::new()), "philosopher {seat}");
+        }
+    }
+    for task in rust {
+        timeout(deadline.saturating_duration_since(Instant::now()), task).await.expect("no deadlock").expect("task");
+    }
+    for i in 0..SEATS {
+        assert_eq!(raw(&server, &["EXISTS", &fork(i)]).as_int(), Some(0), "fork {i} free at the end");
+    }
 }
