@@ -188,8 +188,7 @@ async fn force_unlock_tells_the_other_side() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rlock_and_lock_on_the_cluster() {
     let cluster = RedisCluster::shared();
-    let nodes: Vec<String> = cluster.addrs().iter().map(|a| format!("redis://{a}")).collect();
-    let Some(java) = JavaPeer::cluster(&nodes, WATCHDOG).await else { return };
+    let Some(java) = java_on_cluster(cluster).await else { return };
     let client = client_with(&cluster.url(), WATCHDOG).await;
     for name in ["rjc:a", "rjc:b", "rjc:c"] {
         let lock = client.lock(name);
@@ -204,23 +203,89 @@ async fn rlock_and_lock_on_the_cluster() {
     }
     let name = "rjc:wake";
     let channel = format!("redisson_lock__channel:{{{name}}}");
-    let node = cluster.primary_for(name);
-    let listens = || {
-        let shard = match cluster.on(&node, &["PUBSUB", "SHARDNUMSUB", &channel]) {
-            RespValue::Array(items) => items.get(1).and_then(RespValue::as_int).unwrap_or(0),
-            _ => 0,
-        };
-        let classic: i64 = cluster
-            .addrs()
-            .iter()
-            .map(|n| match cluster.on(n, &["PUBSUB", "NUMSUB", &channel]) {
-                RespValue::Array(items) => items.get(1).and_then(RespValue::as_int).unwrap_or(0),
-                _ => 0,
-            })
-            .sum();
-        shard + classic
+    unlock_wakes_across(&java, &cluster.url(), || cluster_listeners(cluster, name, &channel), name).await;
+}
+
+/// Subscribers of `channel` (of the lock `name`, same slot) on the cluster: sharded on
+/// the slot's primary plus classic on every node.
+fn cluster_listeners(cluster: &RedisCluster, name: &str, channel: &str) -> i64 {
+    let count = |reply: RespValue| match reply {
+        RespValue::Array(items) => items.get(1).and_then(RespValue::as_int).unwrap_or(0),
+        _ => 0,
     };
-    unlock_wakes_across(&java, &cluster.url(), listens, name).await;
+    let shard = count(cluster.on(&cluster.primary_for(name), &["PUBSUB", "SHARDNUMSUB", channel]));
+    let classic: i64 = cluster.addrs().iter().map(|n| count(cluster.on(n, &["PUBSUB", "NUMSUB", channel]))).sum();
+    shard + classic
+}
+
+async fn java_on_cluster(cluster: &RedisCluster) -> Option<JavaPeer> {
+    let nodes: Vec<String> = cluster.addrs().iter().map(|a| format!("redis://{a}")).collect();
+    JavaPeer::cluster(&nodes, WATCHDOG).await
+}
+
+/// On the cluster: a Java reader and a leasehold reader share; Java's read release wakes
+/// a leasehold writer and leasehold's write release a Java reader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_lock_on_the_cluster() {
+    let cluster = RedisCluster::shared();
+    let Some(java) = java_on_cluster(cluster).await else { return };
+    let (a, b) = (client_with(&cluster.url(), WATCHDOG).await, client_with(&cluster.url(), WATCHDOG).await);
+    let name = "rjc:rw";
+    java.ok("jr", &format!("lock read {name}")).await;
+    let read = a.read_write_lock(name).try_read().await.expect("try_read").expect("readers share");
+    let writer = tokio::spawn({
+        let rw = b.read_write_lock(name);
+        async move { rw.try_write_for(Duration::from_secs(60)).await.expect("wait").expect("written") }
+    });
+    assert!(wait_until(WITHIN, || b.stats().waiters >= 1).await);
+    read.unlock().await.expect("unlock");
+    let released = Instant::now();
+    java.ok("jr", &format!("unlock read {name}")).await;
+    let write = timeout(WITHIN, writer).await.expect("in time").expect("task");
+    assert!(released.elapsed() < WAKE, "woken by Redisson's read release: {:?}", released.elapsed());
+    java.send("jr", &format!("trylock read {name} 60000")).await;
+    assert!(java.wait_begin("jr", WITHIN).await);
+    let channel = format!("redisson_rwlock:{{{name}}}");
+    assert!(wait_until(WITHIN, || cluster_listeners(cluster, name, &channel) >= 1).await, "Redisson subscribed");
+    let released = Instant::now();
+    write.unlock().await.expect("unlock");
+    assert_eq!(java.reply_within("jr", WITHIN).await, Some(Ok("true".to_owned())));
+    assert!(released.elapsed() < WAKE, "Redisson woken by leasehold's write release: {:?}", released.elapsed());
+    java.ok("jr", &format!("unlock read {name}")).await;
+}
+
+/// On the cluster: semaphore counts exact across both, each side's release wakes the
+/// other side's waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_on_the_cluster() {
+    let cluster = RedisCluster::shared();
+    let Some(java) = java_on_cluster(cluster).await else { return };
+    let client = client_with(&cluster.url(), WATCHDOG).await;
+    let name = "rjc:sem";
+    let sem = client.semaphore(name);
+    assert!(java.ok_bool("j", &format!("sem.set {name} 2")).await);
+    let two = sem.acquire(2).await.expect("acquire");
+    assert_eq!(java.ok_int("j", &format!("sem.available {name}")).await, 0);
+    java.send("w", &format!("sem.try {name} 1 60000")).await;
+    assert!(java.wait_begin("w", WITHIN).await);
+    let channel = format!("redisson_sc:{{{name}}}");
+    assert!(wait_until(WITHIN, || cluster_listeners(cluster, name, &channel) >= 1).await, "Redisson subscribed");
+    let released = Instant::now();
+    two.release().await.expect("release");
+    assert_eq!(java.reply_within("w", WITHIN).await, Some(Ok("true".to_owned())));
+    assert!(released.elapsed() < WAKE, "Redisson woken by leasehold's release: {:?}", released.elapsed());
+    java.ok("j", &format!("sem.acquire {name} 1")).await;
+    let waiter = tokio::spawn({
+        let sem = client.semaphore(name);
+        async move { sem.try_acquire_for(2, Duration::from_secs(60)).await.expect("wait").expect("acquired") }
+    });
+    assert!(wait_until(WITHIN, || client.stats().waiters >= 1).await);
+    let released = Instant::now();
+    java.ok("j", &format!("sem.release {name} 2")).await;
+    let permit = timeout(WITHIN, waiter).await.expect("in time").expect("task");
+    assert!(released.elapsed() < WAKE, "woken by Redisson's release: {:?}", released.elapsed());
+    permit.release().await.expect("release");
+    assert_eq!(java.ok_int("j", &format!("sem.available {name}")).await, 2, "exact");
 }
 
 // ---------------------------------------------------------- RFairLock and FairLock
