@@ -575,7 +575,7 @@ async fn read_write_lock_readers_share_writers_exclude_releases_wake_across() {
 }
 
 /// Each side's watchdog renews only its own read holds: with both watchdogs at 2 s, both
-/// read holds outlive 2.5 leases; once Java is SIGKILLed its hold's timeout key expires
+/// read holds outlive 2.5 leases; once Java is killed (`SIGKILL`) its hold's timeout key expires
 /// within its lease while leasehold's stays renewed, and after leasehold's read release
 /// a writer gets in (the dead Java reader holds nobody out).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
