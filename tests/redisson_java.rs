@@ -348,14 +348,22 @@ async fn fair_lock_serves_waiters_in_arrival_order_across_languages() {
     java.connect(&format!("single {} fairwait=1000", server.url())).await;
     let name = "rj:fair";
     let q = queue_j_r_j_r(&server, &java, name, &format!("lock fair {name}")).await;
+    // Each hand-off is a message to the head's own channel: far sooner than leasehold's
+    // refresh (a third of its 10 s keep-alive) or the 30 s leases.
+    let released = Instant::now();
     java.ok("j1", &format!("unlock fair {name}")).await;
     let g1 = timeout(WITHIN, q.r1).await.expect("r1 second").expect("task");
+    assert!(released.elapsed() < WAKE, "r1 woken by Redisson's fair unlock: {:?}", released.elapsed());
     assert!(!q.r2.is_finished() && !java.has_reply("j2"), "r1 second");
+    let released = Instant::now();
     g1.unlock().await.expect("unlock");
     assert_eq!(java.reply_within("j2", WITHIN).await, Some(Ok(String::new())), "j2 third");
+    assert!(released.elapsed() < WAKE, "j2 woken by leasehold's fair unlock: {:?}", released.elapsed());
     assert!(!q.r2.is_finished());
+    let released = Instant::now();
     java.ok("j2", &format!("unlock fair {name}")).await;
     let g2 = timeout(WITHIN, q.r2).await.expect("r2 fourth").expect("task");
+    assert!(released.elapsed() < WAKE, "r2 woken by Redisson's fair unlock: {:?}", released.elapsed());
     g2.unlock().await.expect("unlock");
     assert_eq!(raw(&server, &["LLEN", &q.queue]).as_int(), Some(0));
 }
