@@ -15,7 +15,7 @@ use tokio::time::{timeout, Instant};
 const WITHIN: Duration = Duration::from_secs(10);
 /// A wake-up by message: a few round trips plus a loaded CI machine; far below the
 /// 30 s lease (watchdog default) that a missed message would wait for.
-const WAKE: Duration = Duration::from_millis(1500);
+const WAKE: Duration = Duration::from_secs(2);
 /// The default watchdog timeout of both sides, unless a test says otherwise.
 const WATCHDOG: Duration = Duration::from_secs(30);
 
@@ -424,7 +424,7 @@ async fn a_killed_java_fair_waiter_does_not_hold_rust_waiters_beyond_its_timeout
     let guard = guard.expect("acquired");
     let now_ms = server_time_ms(&server);
     let late = now_ms - deadline;
-    assert!(late < 3_334 + 1_500, "held {late} ms past the dead waiter's deadline");
+    assert!(late < 3_334 + 2_000, "held {late} ms past the dead waiter's deadline");
     guard.unlock().await.expect("unlock");
 }
 
