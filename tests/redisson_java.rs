@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use leasehold_test_support::redisson_java::JavaPeer;
-use leasehold_tests::{client_with, raw, raw_command, wait_until, RedisCluster, RedisServer, RespValue};
+use leasehold_test_support::{client_with, raw, raw_command, wait_until, RedisCluster, RedisServer, RespValue};
 use tokio::time::{timeout, Instant};
 
 /// Generous bound for anything that must happen "soon".
