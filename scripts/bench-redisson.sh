@@ -57,8 +57,14 @@ step() {
     redis-cli -p "$port" flushall sync >/dev/null
     redis-cli -p "$port" config resetstat >/dev/null
     echo "== $name: $*" >&2
+    local before
+    before="$(cut -d' ' -f1 /proc/loadavg)"
     "$@" >"$out/$name.txt" 2>&1 || { echo "error: $name failed (see $out/$name.txt)" >&2; tail -5 "$out/$name.txt" >&2; exit 1; }
+    # The 1-minute load average before and after (the bench itself adds up to 2 on 2 cores):
+    # a step that ends far above that shared the machine with something else.
+    loads+=("$name $before→$(cut -d' ' -f1 /proc/loadavg)")
 }
+loads=()
 
 start=$(date +%s)
 step hotpath "$bin/hotpath" --only leasehold-watchdog,leasehold-lease,scripts --held 2000
@@ -199,4 +205,5 @@ echo "leasehold's own lock scripts through bare fred (hotpath scripts): $(cell "
     "p50 $(cell "$H" scripts 'pair p50 / p99 (1 task, 2000)' first) ms."
 echo "Requests: leasehold's are the top-level commands by the benches' server-side rule; Redisson's are the"
 echo "commands it wrote on its connections (its EVALSHAs, the unlock latch DEL, SUBSCRIBEs, PINGs)."
+echo "1-minute load average before→after each step (nproc $(nproc)): ${loads[*]}"
 echo "Raw outputs: $out"
