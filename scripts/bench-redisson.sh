@@ -157,7 +157,7 @@ add "one lock, 64 tasks: per-task acquisitions min/max" \
     "$(jfig contention.1x64.task_min_max)" higher
 add "one lock, 64 tasks: requests per acquisition" \
     "$(cell "$C" "$c1" 'client commands / acquisition')" "$(jfig contention.1x64.requests_per_acq)" lower
-add "one lock, 64 tasks: acquisitions/s (1 ms hold)" \
+add "one lock, 64 tasks: acquisitions/s (the hold below)" \
     "$(cell "$C" "$c1" 'acquisitions/s')" "$(jfig contention.1x64.rate)" higher
 hold_lh="$(cell "$C" "$c1" 'hold p50 (1 ms sleep)')"
 rows+=("| one lock, 64 tasks: hold p50 ms (the same on purpose) | $hold_lh | $(jfig contention.1x64.hold_p50_ms) | – | – |")
