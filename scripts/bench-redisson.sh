@@ -30,7 +30,7 @@ bin="${CARGO_TARGET_DIR:-target}/release"
 jar=""
 for candidate in interop/redisson/target/*.jar; do
     case "$candidate" in */original-*) continue ;; esac
-    if unzip -l "$candidate" 'leasehold/interop/Bench.class' >/dev/null 2>&1; then
+    if ! command -v unzip >/dev/null 2>&1 || unzip -l "$candidate" 'leasehold/interop/Bench.class' >/dev/null 2>&1; then
         jar="$candidate"
         break
     fi
@@ -60,8 +60,8 @@ step() {
     local before
     before="$(cut -d' ' -f1 /proc/loadavg)"
     "$@" >"$out/$name.txt" 2>&1 || { echo "error: $name failed (see $out/$name.txt)" >&2; tail -5 "$out/$name.txt" >&2; exit 1; }
-    # The 1-minute load average before and after (the bench itself adds up to 2 on 2 cores):
-    # a step that ends far above that shared the machine with something else.
+    # The 1-minute load average before and after. It counts runnable threads: a Rust bench
+    # adds up to about 2 (tokio's 2 workers), the Java bench more (64 threads + netty's).
     loads+=("$name $before→$(cut -d' ' -f1 /proc/loadavg)")
 }
 loads=()
