@@ -31,6 +31,7 @@
 mod children;
 mod client;
 mod cluster;
+pub mod commandstats;
 pub mod expiring;
 mod failover;
 mod listener;
