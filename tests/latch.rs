@@ -224,3 +224,46 @@ async fn bad_input_is_refused(on: ServerKind) {
     assert_eq!(raw(&server, &["EXISTS", "latch:negative"]).as_int(), Some(0));
 }
 both_servers!(bad_input_is_refused);
+
+/// `try_set_count(1)` + `count_down()` + `wait()` on the open latch make no more server
+/// calls than Redisson's `trySetCount` and `countDown` scripts and its `GET` (issue 29
+/// item 1): the count down reads nothing before its DECR (a String that is not an
+/// integer is refused by the DECR itself: `bad_input_is_refused`). A count down of a
+/// missing latch leaves nothing and publishes nothing.
+async fn a_round_makes_no_more_server_calls_than_redissons_scripts(on: ServerKind) {
+    use leasehold_test_support::commandstats::{calls_during, total};
+    use leasehold_test_support::redisson_latch::{redisson_latch_channel, REDISSON_COUNT_DOWN, REDISSON_TRY_SET_COUNT};
+    let server = on.start();
+    let client = client(&server).await;
+    let round = |name: &'static str| {
+        let latch = client.count_down_latch(name);
+        async move {
+            assert!(latch.try_set_count(1).await.expect("set"));
+            assert_eq!(latch.count_down().await.expect("down"), 0);
+            latch.wait().await.expect("open");
+        }
+    };
+    round("latch:calls:warm-up").await;
+    let ours = calls_during(&server, round("latch:calls")).await;
+    let channel = redisson_latch_channel("latch:calls:redisson");
+    let theirs = calls_during(&server, async {
+        let set =
+            raw(&server, &["EVAL", REDISSON_TRY_SET_COUNT, "2", "latch:calls:redisson", &channel, "1", "1", "publish"]);
+        assert_eq!(set.as_int(), Some(1));
+        raw(&server, &["EVAL", REDISSON_COUNT_DOWN, "2", "latch:calls:redisson", &channel, "0", "publish"]);
+        assert_eq!(raw(&server, &["GET", "latch:calls:redisson"]), RespValue::Nil);
+    })
+    .await;
+    assert!(total(&ours) <= total(&theirs), "leasehold {ours:?} against Redisson {theirs:?}");
+    assert_eq!(ours.get("type"), None, "no TYPE: {ours:?}");
+    assert_eq!(ours.get("get"), Some(&1), "only the wait's read: {ours:?}");
+
+    let missing = client.count_down_latch("latch:calls:missing");
+    let spent = calls_during(&server, async {
+        assert_eq!(missing.count_down().await.expect("down"), 0, "a missing latch is at 0");
+    })
+    .await;
+    assert_eq!(spent.get("publish"), None, "nothing announced: {spent:?}");
+    assert_eq!(raw(&server, &["EXISTS", "latch:calls:missing"]).as_int(), Some(0), "nothing left");
+}
+both_servers!(a_round_makes_no_more_server_calls_than_redissons_scripts);

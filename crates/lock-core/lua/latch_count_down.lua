@@ -10,24 +10,25 @@
 --   n >= 1  the count left after this call
 --   0       the count reached zero (or was at or below it, as a Java trySetCount(-k)
 --           leaves it): KEYS[1] deleted and ARGV[1] published; also the answer when
---           there is no key (nothing written: Redisson's DECR of a missing key makes -1
---           and deletes it again, so it writes nothing either)
+--           there is no key (DECR makes -1 and the key is deleted again, nothing
+--           published: Redisson's own script does the same)
 -- Errors:
---   WRONGTYPE   KEYS[1] holds another type, or a String that is not an integer;
---               nothing written
-local count = redis.call('get', KEYS[1])
-if count == false then
-  return 0
-end
-if string.find(count, '^-?%d+$') == nil then
-  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' is not a count-down latch (not an integer count)')
-end
+--   WRONGTYPE   KEYS[1] holds another type: DECR refuses it before writing
+--   ERR value is not an integer   KEYS[1] is a String that is not an integer: DECR
+--               refuses it before writing (lock-core reports it as WrongType)
+--
+-- No GET or TYPE before the DECR: DECR is the script's first command and fails without
+-- writing on anything but an integer, so the check costs no server call (Redisson's
+-- script is the same DECR, DEL, PUBLISH).
 local left = redis.call('decr', KEYS[1])
 if left > 0 then
   return left
 end
--- Redisson publishes only when the count lands on 0 exactly; a count that was already
--- below zero is deleted here too, and announced, so no waiter is left behind.
 redis.call('del', KEYS[1])
-redis.call(ARGV[2], KEYS[2], ARGV[1])
+-- Redisson publishes only when the count lands on 0 exactly; a count that was already
+-- below zero (a Java trySetCount(-k)) is announced too, so no waiter is left behind.
+-- -1 is a missing key (or a count of 0, which no waiter waits on): nothing to announce.
+if left ~= -1 then
+  redis.call(ARGV[2], KEYS[2], ARGV[1])
+end
 return 0

@@ -167,6 +167,21 @@ impl Error {
         Error { kind, message: Cow::Borrowed(message), key: None, source: Some(error), not_sent }
     }
 
+    /// The error of a script whose first write is `INCRBY`/`DECRBY`/`DECR` on a counter
+    /// String (a semaphore's count, a latch's count): the server refuses a String that
+    /// is not an integer with `ERR value is not an integer or out of range` before that
+    /// command writes anything, so the script need not read the key's type first (one
+    /// server call less). That refusal becomes the same [`ErrorKind::WrongType`] a key of
+    /// another type gets, with `message`; every other error is returned as it is.
+    pub(crate) fn counter_not_integer(self, message: &'static str) -> Self {
+        let refused = self.kind == ErrorKind::Redis
+            && self.source.as_ref().is_some_and(|source| source.details().contains("value is not an integer"));
+        if !refused {
+            return self;
+        }
+        Error { kind: ErrorKind::WrongType, message: Cow::Borrowed(message), ..self }
+    }
+
     /// What kind of error this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind

@@ -160,7 +160,10 @@ impl LockStore {
     pub async fn latch_count_down(&self, names: &LatchNames) -> Result<u64> {
         let publish = self.call_settings().publish;
         let build = || (names.keys(), vec![static_arg(ZERO_COUNT_MESSAGE), static_arg(publish)]);
-        let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::LATCH_COUNT_DOWN, build, None).await?;
+        let (reply, _): (i64, _) =
+            self.run_script(names.key(), &scripts::LATCH_COUNT_DOWN, build, None).await.map_err(|e| {
+                e.counter_not_integer("WRONGTYPE: the latch's key holds a String that is not an integer count")
+            })?;
         Ok(u64::try_from(reply).unwrap_or(0))
     }
 
