@@ -313,3 +313,78 @@ fn semaphore_is_send_sync_and_clone() {
     fn guard<T: Send + Sync + 'static>() {}
     guard::<leasehold::SemaphorePermit>();
 }
+
+/// An uncontended `try_acquire(1)` + `release()` makes no more server calls than
+/// Redisson's `tryAcquire(1)` + `release(1)` scripts (issue 29 item 1), but for the
+/// three of the exactly-once record (issue 26: a SET NX on the acquire, a GET and a SET
+/// on the release, in the same script calls): no read of the count's type, none of the
+/// record when there is none. Counted as the benches count (`INFO commandstats`,
+/// commands inside scripts included).
+async fn a_pair_makes_no_more_server_calls_than_redissons_scripts_and_its_record(on: ServerKind) {
+    use leasehold_test_support::commandstats::{calls_during, total};
+    use leasehold_test_support::redisson_semaphore::{REDISSON_SEM_RELEASE, REDISSON_SEM_TRY_ACQUIRE};
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:calls");
+    assert!(sem.try_set_permits(1).await.expect("set"));
+    raw(&server, &["SET", "sem:calls:redisson", "1"]);
+    // One pair first: scripts loaded, connections up.
+    sem.try_acquire(1).await.expect("try").expect("free").release().await.expect("release");
+    let ours = calls_during(&server, async {
+        sem.try_acquire(1).await.expect("try").expect("free").release().await.expect("release");
+    })
+    .await;
+    let theirs = calls_during(&server, async {
+        let taken = raw(&server, &["EVAL", REDISSON_SEM_TRY_ACQUIRE, "1", "sem:calls:redisson", "1"]);
+        assert_eq!(taken.as_int(), Some(1));
+        raw(
+            &server,
+            &[
+                "EVAL",
+                REDISSON_SEM_RELEASE,
+                "2",
+                "sem:calls:redisson",
+                "redisson_sc:{sem:calls:redisson}",
+                "1",
+                "publish",
+            ],
+        );
+    })
+    .await;
+    let record = 3; // SET NX on the acquire; GET and SET on the release
+    assert!(total(&ours) <= total(&theirs) + record, "leasehold {ours:?} against Redisson {theirs:?}");
+    assert_eq!(ours.get("type"), None, "no TYPE: {ours:?}");
+    assert_eq!(ours.get("get"), Some(&2), "the count on the acquire, the record on the release: {ours:?}");
+    assert_eq!(get(&server, "sem:calls").as_deref(), Some("1"), "both permits back");
+}
+both_servers!(a_pair_makes_no_more_server_calls_than_redissons_scripts_and_its_record);
+
+/// A retried acquire (the same operation run twice: its record is there) takes nothing
+/// the second time, whether or not permits are left, and leaves the count as it was:
+/// the SET NX that finds the record undoes its DECRBY (issue 29 item 1 moved the record's
+/// read behind the count's DECRBY).
+async fn a_replayed_acquire_takes_once_with_permits_left(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.semaphore("sem:replay");
+    assert!(sem.try_set_permits(5).await.expect("set"));
+    let script = leasehold_test_support::raw(&server, &["SCRIPT", "LOAD", lock_core_sem_try_acquire()]);
+    let sha = script.as_str().expect("sha").to_owned();
+    let record = "leasehold_sem_op:{sem:replay}:00000000000000000000000000000001";
+    let run = || raw(&server, &["EVALSHA", &sha, "2", "sem:replay", record, "2", "300000"]).as_int();
+    assert_eq!(run(), Some(1), "taken");
+    assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"));
+    assert_eq!(run(), Some(1), "a replay answers from the record");
+    assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"), "and takes nothing: 3 left, not 1");
+    assert_eq!(get(&server, record).as_deref(), Some("taken 2"));
+    raw(&server, &["SET", record, "garbage"]);
+    let refused = raw(&server, &["EVALSHA", &sha, "2", "sem:replay", record, "2", "300000"]);
+    assert!(matches!(refused, RespValue::Error(ref e) if e.contains("WRONGTYPE")), "{refused:?}");
+    assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"), "nothing written");
+}
+both_servers!(a_replayed_acquire_takes_once_with_permits_left);
+
+/// The script the client sends as `sem_try_acquire.lua`.
+fn lock_core_sem_try_acquire() -> &'static str {
+    include_str!("../crates/lock-core/lua/sem_try_acquire.lua")
+}

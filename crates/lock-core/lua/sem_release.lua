@@ -19,16 +19,14 @@
 --               the record says "released N"
 --   {count, 0}  the record said "released" or "cancelled" already (a replay): untouched
 -- Errors:
---   WRONGTYPE   KEYS[1] is not a String, or not a whole number, or KEYS[3] is not a
---               record; nothing was written
-local raw = redis.call('get', KEYS[1])
-local count = 0
-if raw then
-  count = tonumber(raw)
-  if count == nil or count ~= math.floor(count) then
-    return redis.error_reply('WRONGTYPE semaphore ' .. KEYS[1] .. ' holds a String that is not a count')
-  end
-end
+--   WRONGTYPE   KEYS[1] is not a String, or KEYS[3] is not a record; nothing written
+--   ERR value is not an integer   KEYS[1] is a String that is not a whole number:
+--               INCRBY refuses it before writing (lock-core reports it as WrongType)
+--
+-- Server calls: GET (the record), INCRBY, SET (the record), PUBLISH. Redisson's script
+-- is INCRBY, PUBLISH: the GET and SET of the record are the price of exactly-once
+-- (issue 26), inside the same EVALSHA. The count is not read first: INCRBY is the first
+-- write and fails without writing on anything but an integer.
 local op_state = false
 local op_permits = 0
 local op_raw = redis.call('get', KEYS[3])
@@ -41,6 +39,15 @@ if op_raw then
   op_permits = tonumber(n)
 end
 if op_state and op_state ~= 'taken' then
+  -- A replay: answer the count as it is (read only on this rare path).
+  local raw = redis.call('get', KEYS[1])
+  local count = 0
+  if raw then
+    count = tonumber(raw)
+    if count == nil or count ~= math.floor(count) then
+      return redis.error_reply('WRONGTYPE semaphore ' .. KEYS[1] .. ' holds a String that is not a count')
+    end
+  end
   return {count, 0}
 end
 local give = ARGV[1]

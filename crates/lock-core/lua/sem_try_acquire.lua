@@ -17,6 +17,10 @@
 -- Errors:
 --   WRONGTYPE   KEYS[1] is not a String, or not a whole number, or KEYS[2] is not a
 --               record; nothing was written
+--
+-- Server calls when the permits are there: GET (the count), DECRBY, SET NX (the
+-- record); Redisson's script is GET, DECRBY. The record is read (GET) only when SET NX
+-- finds one there (a retry: the DECRBY is undone) or when too few permits are left.
 local raw = redis.call('get', KEYS[1])
 local count = 0
 if raw then
@@ -24,6 +28,16 @@ if raw then
   if count == nil or count ~= math.floor(count) then
     return redis.error_reply('WRONGTYPE semaphore ' .. KEYS[1] .. ' holds a String that is not a count')
   end
+end
+if raw and count >= tonumber(ARGV[1]) then
+  -- DECRBY first: it is the first write and fails without writing on a count that is
+  -- not an integer. SET NX writes nothing when a record (or any key) is there.
+  redis.call('decrby', KEYS[1], ARGV[1])
+  if redis.call('set', KEYS[2], 'taken ' .. ARGV[1], 'nx', 'px', ARGV[2]) then
+    return 1
+  end
+  -- A record was there: this is a retry or a late run, which never counts again.
+  redis.call('incrby', KEYS[1], ARGV[1])
 end
 local op_state = false
 local op_permits = 0
@@ -40,10 +54,5 @@ if op_state == 'taken' then
   return 1
 elseif op_state then
   return -1
-end
-if raw and count >= tonumber(ARGV[1]) then
-  redis.call('decrby', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[2], 'taken ' .. ARGV[1], 'px', ARGV[2])
-  return 1
 end
 return 0

@@ -82,6 +82,10 @@ fn int(n: i64) -> Value {
 /// and the permits it moved) with a PX TTL, in `NAME`'s hash slot.
 pub const SEMAPHORE_OP_PREFIX: &str = "leasehold_sem_op";
 
+/// The message of the [`ErrorKind::WrongType`] a count-changing script's refused
+/// `INCRBY`/`DECRBY` becomes (see `Error::counter_not_integer`).
+pub(crate) const NOT_A_COUNT: &str = "WRONGTYPE: the semaphore's key holds a String that is not a count";
+
 /// How long a `taken` record lives: the window in which a retry of the same acquire (a
 /// wait retrying through an outage, a fred client replaying after a reconnect) or the
 /// undo of an acquire whose outcome was never learned can still come and be answered
@@ -154,7 +158,10 @@ impl LockStore {
         let record = names.op_key(op);
         let build =
             || (vec![Key::from(&*names.key), Key::from(record.as_str())], vec![int(permits), millis(OP_TAKEN_TTL)]);
-        let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::SEM_TRY_ACQUIRE, build, None).await?;
+        let (reply, _): (i64, _) = self
+            .run_script(names.key(), &scripts::SEM_TRY_ACQUIRE, build, None)
+            .await
+            .map_err(|e| e.counter_not_integer(NOT_A_COUNT))?;
         match reply {
             1 => Ok(true),
             0 => Ok(false),
@@ -190,7 +197,10 @@ impl LockStore {
             let keys = vec![Key::from(&*names.key), Key::from(&*names.channel), Key::from(record.as_str())];
             (keys, vec![int(permits), crate::call::static_arg(publish), millis(OP_DONE_TTL)])
         };
-        let (reply, _): (Vec<i64>, _) = self.run_script(names.key(), &scripts::SEM_RELEASE, build, None).await?;
+        let (reply, _): (Vec<i64>, _) = self
+            .run_script(names.key(), &scripts::SEM_RELEASE, build, None)
+            .await
+            .map_err(|e| e.counter_not_integer(NOT_A_COUNT))?;
         match reply[..] {
             [count, applied] => Ok(SemaphoreRelease { count, applied: applied == 1 }),
             _ => Err(Error::new(ErrorKind::Redis, format!("sem_release.lua gave an unexpected reply {reply:?}"))

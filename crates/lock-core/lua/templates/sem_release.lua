@@ -19,11 +19,18 @@
 --               the record says "released N"
 --   {count, 0}  the record said "released" or "cancelled" already (a replay): untouched
 -- Errors:
---   WRONGTYPE   KEYS[1] is not a String, or not a whole number, or KEYS[3] is not a
---               record; nothing was written
---#include fragments/sem_count.lua
+--   WRONGTYPE   KEYS[1] is not a String, or KEYS[3] is not a record; nothing written
+--   ERR value is not an integer   KEYS[1] is a String that is not a whole number:
+--               INCRBY refuses it before writing (lock-core reports it as WrongType)
+--
+-- Server calls: GET (the record), INCRBY, SET (the record), PUBLISH. Redisson's script
+-- is INCRBY, PUBLISH: the GET and SET of the record are the price of exactly-once
+-- (issue 26), inside the same EVALSHA. The count is not read first: INCRBY is the first
+-- write and fails without writing on anything but an integer.
 --#include fragments/sem_op.lua key=3
 if op_state and op_state ~= 'taken' then
+  -- A replay: answer the count as it is (read only on this rare path).
+  --#include fragments/sem_count.lua
   return {count, 0}
 end
 local give = ARGV[1]

@@ -17,16 +17,25 @@
 -- Errors:
 --   WRONGTYPE   KEYS[1] is not a String, or not a whole number, or KEYS[2] is not a
 --               record; nothing was written
+--
+-- Server calls when the permits are there: GET (the count), DECRBY, SET NX (the
+-- record); Redisson's script is GET, DECRBY. The record is read (GET) only when SET NX
+-- finds one there (a retry: the DECRBY is undone) or when too few permits are left.
 --#include fragments/sem_count.lua
+if raw and count >= tonumber(ARGV[1]) then
+  -- DECRBY first: it is the first write and fails without writing on a count that is
+  -- not an integer. SET NX writes nothing when a record (or any key) is there.
+  redis.call('decrby', KEYS[1], ARGV[1])
+  if redis.call('set', KEYS[2], 'taken ' .. ARGV[1], 'nx', 'px', ARGV[2]) then
+    return 1
+  end
+  -- A record was there: this is a retry or a late run, which never counts again.
+  redis.call('incrby', KEYS[1], ARGV[1])
+end
 --#include fragments/sem_op.lua key=2
 if op_state == 'taken' then
   return 1
 elseif op_state then
   return -1
-end
-if raw and count >= tonumber(ARGV[1]) then
-  redis.call('decrby', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[2], 'taken ' .. ARGV[1], 'px', ARGV[2])
-  return 1
 end
 return 0
