@@ -178,7 +178,8 @@ async fn twenty_thousand_expired_permits_reclaim_in_bounded_chunks(on: ServerKin
     assert_eq!(sem.available_permits().await.expect("available"), 20_000, "expired permits count as available");
     assert_eq!(raw(&server, &["ZCARD", "{pes:many}:timeout"]).as_int(), Some(19_000), "one chunk of 1,000 reclaimed");
     let permit = sem.try_acquire().await.expect("try").expect("one of them");
-    assert_eq!(raw(&server, &["ZCARD", "{pes:many}:timeout"]).as_int(), Some(18_001));
+    // 1,000 permits were free: the acquire reclaims nothing (issue 29: off the common path).
+    assert_eq!(raw(&server, &["ZCARD", "{pes:many}:timeout"]).as_int(), Some(19_001));
     for _ in 0..20 {
         sem.acquired_permits().await.expect("reclaims a chunk");
     }
@@ -368,3 +369,89 @@ async fn a_killed_watchdog_holders_permit_comes_back_within_one_timeout(on: Serv
     permit.release().await.expect("release");
 }
 both_servers!(a_killed_watchdog_holders_permit_comes_back_within_one_timeout);
+
+/// An uncontended `try_acquire()` + `release()` (a watchdog-renewed, so leased, permit)
+/// makes no more server calls than Redisson's `tryAcquire` (with a lease) + `tryRelease`
+/// scripts but the one `TIME` of the release (Redisson passes its client's clock as an
+/// ARGV; leasehold reads the server's): no reclaim on either path while a permit is free
+/// (issue 29 item 1), no read of the count before the release's INCRBY.
+async fn a_pair_makes_no_more_server_calls_than_redissons_scripts_but_the_clock(on: ServerKind) {
+    use leasehold_test_support::commandstats::{calls_during, total};
+    use leasehold_test_support::redisson_pes::{REDISSON_PES_ACQUIRE, REDISSON_PES_TRY_RELEASE};
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.permit_expirable_semaphore("pes:calls");
+    sem.set_permits(1).await.expect("set");
+    raw(&server, &["SET", "pes:calls:r", "1"]);
+    sem.try_acquire().await.expect("try").expect("free").release().await.expect("release");
+    let ours = calls_during(&server, async {
+        sem.try_acquire().await.expect("try").expect("free").release().await.expect("release");
+    })
+    .await;
+    let (count, timeout, channel) = ("pes:calls:r", "{pes:calls:r}:timeout", "redisson_sc:{pes:calls:r}");
+    let now = server_ms(&server);
+    let (expiry, now) = ((now + 30_000).to_string(), now.to_string());
+    let theirs = calls_during(&server, async {
+        let args = ["EVAL", REDISSON_PES_ACQUIRE, "3", count, timeout, channel, "1", &expiry, &now];
+        let taken = raw(&server, &[&args[..], &["922337203685477", "publish", "permit-1"]].concat());
+        assert_eq!(taken.as_str(), Some("OK"));
+        let released = raw(
+            &server,
+            &["EVAL", REDISSON_PES_TRY_RELEASE, "3", count, channel, timeout, "permit-1", "1", &now, "publish"],
+        );
+        assert_eq!(released.as_int(), Some(1));
+    })
+    .await;
+    let clock = 1; // the release's TIME
+    assert!(total(&ours) <= total(&theirs) + clock, "leasehold {ours:?} against Redisson {theirs:?}");
+    for absent in ["zcount", "zremrangebyrank", "zrangebyscore", "type"] {
+        assert_eq!(ours.get(absent), None, "no {absent}: {ours:?}");
+    }
+    assert_eq!(ours.get("get"), Some(&1), "the acquire's read of the count only: {ours:?}");
+}
+both_servers!(a_pair_makes_no_more_server_calls_than_redissons_scripts_but_the_clock);
+
+/// A release whose count is not a whole number (a String another program wrote) is
+/// `WrongType` and writes nothing: the permit stays listed, the count untouched. The
+/// release no longer reads the count first (issue 29 item 1): its INCRBY, the first
+/// write, refuses it.
+async fn a_release_on_a_count_that_is_not_a_number_is_wrong_type_and_writes_nothing(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.permit_expirable_semaphore("pes:text");
+    sem.set_permits(1).await.expect("set");
+    let permit = sem.acquire_with_lease(Duration::from_secs(60)).await.expect("permit");
+    let id = permit.id().to_owned();
+    raw(&server, &["SET", "pes:text", "ten"]);
+    let wrong = sem.try_release(&id).await.expect_err("not a count");
+    assert_eq!(wrong.kind(), ErrorKind::WrongType, "{wrong}");
+    assert!(score(&server, "{pes:text}:timeout", &id_bytes(&id)).is_some(), "still listed: nothing written");
+    assert_eq!(get(&server, "pes:text").as_deref(), Some("ten"));
+    raw(&server, &["SET", "pes:text", "0"]);
+    permit.release().await.expect("released once the count is one");
+    assert_eq!(get(&server, "pes:text").as_deref(), Some("1"));
+}
+both_servers!(a_release_on_a_count_that_is_not_a_number_is_wrong_type_and_writes_nothing);
+
+/// An acquire that finds no permit free reclaims the expired ones first and takes one;
+/// one that finds a permit free reclaims nothing (the reclaim is off the common path,
+/// issue 29 item 1), and a release never reclaims; a waiter is still served by an
+/// expired permit.
+async fn expired_permits_are_reclaimed_when_none_is_free(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let sem = client.permit_expirable_semaphore("pes:reclaim");
+    sem.set_permits(1).await.expect("set");
+    let now = server_ms(&server);
+    raw(&server, &["ZADD", "{pes:reclaim}:timeout", &(now - 1).to_string(), "expired-a"]);
+    let free = sem.try_acquire().await.expect("try").expect("the free permit");
+    assert!(score(&server, "{pes:reclaim}:timeout", b"expired-a").is_some(), "a permit was free: nothing reclaimed");
+    free.release().await.expect("release");
+    assert!(score(&server, "{pes:reclaim}:timeout", b"expired-a").is_some(), "a release reclaims nothing");
+    raw(&server, &["SET", "pes:reclaim", "0"]);
+    let reclaimed = sem.try_acquire().await.expect("try").expect("the expired permit, reclaimed");
+    assert_eq!(score(&server, "{pes:reclaim}:timeout", b"expired-a"), None, "reclaimed when none was free");
+    assert_eq!(get(&server, "pes:reclaim").as_deref(), Some("0"));
+    reclaimed.release().await.expect("release");
+}
+both_servers!(expired_permits_are_reclaimed_when_none_is_free);

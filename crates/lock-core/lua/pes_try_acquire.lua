@@ -16,6 +16,12 @@
 --   {0, ms}   none available: the earliest live lease ends in `ms` (-1: none will)
 -- Errors:
 --   WRONGTYPE   a key of another type, or a count that is not a whole number
+--
+-- Server calls when a permit is free: GET (the count), TIME (only for a lease), DECRBY,
+-- ZADD, PTTL (+ PEXPIRE when NAME has a TTL); Redisson's script is ZRANGEBYSCORE (its
+-- reclaim), GET, DECRBY, ZADD, PTTL. Expired permits are reclaimed only when the count
+-- says none is free (an expired one may then be waiting to be given back): off the
+-- common path, a chunk at a time; available_permits() reclaims too.
 local raw = redis.call('get', KEYS[1])
 local count = 0
 if raw then
@@ -24,25 +30,31 @@ if raw then
     return redis.error_reply('WRONGTYPE semaphore ' .. KEYS[1] .. ' holds a String that is not a count')
   end
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zcount', KEYS[3], '-inf', now)
-local reclaimed = math.min(expired, tonumber(ARGV[4]))
-if reclaimed > 0 then
-  redis.call('zremrangebyrank', KEYS[3], 0, reclaimed - 1)
-  redis.call('incrby', KEYS[1], reclaimed)
+local lease = tonumber(ARGV[1])
+local now = 0
+if count < 1 or lease > 0 then
+  local t = redis.call('time')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local left_expired = expired - reclaimed
-count = count + reclaimed
-if reclaimed > 0 then
-  if count > 0 then
-    redis.call(ARGV[3], KEYS[2], string.format('%d', count))
+if count < 1 then
+  local expired = redis.call('zcount', KEYS[3], '-inf', now)
+  local reclaimed = math.min(expired, tonumber(ARGV[4]))
+  if reclaimed > 0 then
+    redis.call('zremrangebyrank', KEYS[3], 0, reclaimed - 1)
+    redis.call('incrby', KEYS[1], reclaimed)
+  end
+  local left_expired = expired - reclaimed
+  count = count + reclaimed
+  if reclaimed > 0 then
+    if count > 0 then
+      redis.call(ARGV[3], KEYS[2], string.format('%d', count))
+    end
   end
 end
 if count >= 1 then
   local expiry = 922337203685477
-  if tonumber(ARGV[1]) > 0 then
-    expiry = now + tonumber(ARGV[1])
+  if lease > 0 then
+    expiry = now + lease
   end
   redis.call('decrby', KEYS[1], 1)
   redis.call('zadd', KEYS[3], expiry, ARGV[2])

@@ -2,8 +2,11 @@
 //! String `NAME` holds the count of available permits (as `RSemaphore`'s), the `ZSet`
 //! `{NAME}:timeout` maps each held permit's id (16 raw bytes) to its lease end in epoch
 //! ms, and changes that free permits publish the count on `redisson_sc:{NAME}`. Each
-//! call is one script (`lua/pes_*.lua`) on the server's clock (`TIME`), which first
-//! reclaims at most [`RECLAIM_CHUNK`] expired permits.
+//! call is one script (`lua/pes_*.lua`) on the server's clock (`TIME`, read only when a
+//! lease is set or checked). Expired permits are reclaimed, at most [`RECLAIM_CHUNK`] a
+//! call, by an acquire that finds no permit free and by the counting calls
+//! (`available_permits`, `set_permits`), never on a release (issue 29: the common path
+//! makes no more server calls than Redisson's scripts).
 
 use std::sync::Arc;
 
@@ -168,7 +171,8 @@ fn id_arg(id: &PermitId) -> Value {
 
 impl LockStore {
     /// `pes_try_acquire.lua`: takes one permit with id `id` and a lease of `lease_ms`
-    /// (-1: never expires), after reclaiming a chunk of expired permits.
+    /// (-1: never expires); when none is free, it first reclaims a chunk of expired
+    /// permits.
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) for keys of other types;
@@ -198,8 +202,11 @@ impl LockStore {
     /// As [`LockStore::pes_try_acquire`].
     pub async fn pes_release(&self, names: &PesNames, id: &PermitId) -> Result<PesRelease> {
         let publish = self.call_settings().publish;
-        let build = || (names.keys(), vec![id_arg(id), crate::call::static_arg(publish), int(RECLAIM_CHUNK)]);
-        let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::PES_RELEASE, build, None).await?;
+        let build = || (names.keys(), vec![id_arg(id), crate::call::static_arg(publish)]);
+        let (reply, _): (i64, _) = self
+            .run_script(names.key(), &scripts::PES_RELEASE, build, None)
+            .await
+            .map_err(|e| e.counter_not_integer(crate::semaphore::NOT_A_COUNT))?;
         Ok(match reply {
             1 => PesRelease::Released,
             -1 => PesRelease::Expired,

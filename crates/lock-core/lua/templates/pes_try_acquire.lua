@@ -16,17 +16,30 @@
 --   {0, ms}   none available: the earliest live lease ends in `ms` (-1: none will)
 -- Errors:
 --   WRONGTYPE   a key of another type, or a count that is not a whole number
+--
+-- Server calls when a permit is free: GET (the count), TIME (only for a lease), DECRBY,
+-- ZADD, PTTL (+ PEXPIRE when NAME has a TTL); Redisson's script is ZRANGEBYSCORE (its
+-- reclaim), GET, DECRBY, ZADD, PTTL. Expired permits are reclaimed only when the count
+-- says none is free (an expired one may then be waiting to be given back): off the
+-- common path, a chunk at a time; available_permits() reclaims too.
 --#include fragments/sem_count.lua
---#include fragments/time.lua
---#include fragments/pes_reclaim.lua chunk=4
-count = count + reclaimed
-if reclaimed > 0 then
-  --#include fragments/sem_publish.lua count=count cmd=3
+local lease = tonumber(ARGV[1])
+local now = 0
+if count < 1 or lease > 0 then
+  local t = redis.call('time')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+if count < 1 then
+  --#include fragments/pes_reclaim.lua chunk=4
+  count = count + reclaimed
+  if reclaimed > 0 then
+    --#include fragments/sem_publish.lua count=count cmd=3
+  end
 end
 if count >= 1 then
   local expiry = 922337203685477
-  if tonumber(ARGV[1]) > 0 then
-    expiry = now + tonumber(ARGV[1])
+  if lease > 0 then
+    expiry = now + lease
   end
   redis.call('decrby', KEYS[1], 1)
   redis.call('zadd', KEYS[3], expiry, ARGV[2])
