@@ -20,7 +20,9 @@
 //! side, so the machine's load drift falls on both alike; the figure per side is the
 //! median of its blocks' pairs/s, and the ratio is leasehold's over Redisson's. Server
 //! calls per pair: the `INFO commandstats` delta over all of a side's blocks (commands
-//! run inside scripts included, `INFO` and `CONFIG` left out) over its pairs.
+//! run inside scripts included, `INFO` and `CONFIG` left out) over its pairs; server µs
+//! per pair: the `usec` of the commands the clients sent (a script's includes what it
+//! runs), over the pairs: the share of the single-threaded server each pair takes.
 //!
 //! Flags: `--tasks N` (16), `--blocks N` (6), `--block-ms N` (800), `--only a,b`.
 //! `REDIS_URL` selects a server (it must be otherwise idle); without it a throwaway
@@ -34,7 +36,8 @@ use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, LuaInterf
 use fred::types::{ClusterHash, CustomCommand};
 use leasehold::Client;
 use leasehold_benches::{
-    check_flags, flag, join_all, print_machine, print_table, rerun_command, BoxError, CommandStats, Target,
+    check_flags, flag, is_sent_by_client, join_all, print_machine, print_table, rerun_command, BoxError, CommandStats,
+    Target,
 };
 use leasehold_test_support::redisson_latch::{redisson_latch_channel, REDISSON_COUNT_DOWN, REDISSON_TRY_SET_COUNT};
 use leasehold_test_support::redisson_pes::{REDISSON_PES_ACQUIRE, REDISSON_PES_TRY_RELEASE};
@@ -67,6 +70,7 @@ struct Side {
     per_block: Vec<f64>,
     pairs: u64,
     calls: u64,
+    usec: u64,
 }
 
 impl Side {
@@ -112,10 +116,13 @@ async fn pairs(
 ) -> Result<u64, BoxError> {
     let mut done = 0u64;
     let mut n = 0u64;
+    // One handle per task, made once, as a service keeps it (the Redisson side formats
+    // its key and channel per pair, as its client does per call).
+    let sem = client.semaphore(format!("family:lh:sem:{task}"));
+    let pes = client.permit_expirable_semaphore(format!("family:lh:pes:{task}"));
     while Instant::now() < end {
         match (op, redisson) {
             ("sem", false) => {
-                let sem = client.semaphore(format!("family:lh:sem:{task}"));
                 let permit = sem.try_acquire(1).await?.ok_or("sem: no permit")?;
                 permit.release().await?;
             }
@@ -130,8 +137,7 @@ async fn pairs(
                     fred.evalsha(shas.sem_release.as_str(), vec![key, channel], vec!["1", "publish"]).await?;
             }
             ("pes", false) => {
-                let sem = client.permit_expirable_semaphore(format!("family:lh:pes:{task}"));
-                let permit = sem.try_acquire().await?.ok_or("pes: no permit")?;
+                let permit = pes.try_acquire().await?.ok_or("pes: no permit")?;
                 permit.release().await?;
             }
             ("pes", true) => {
@@ -215,6 +221,14 @@ async fn block(
     side.per_block.push(done as f64 / elapsed);
     side.pairs += done;
     side.calls += spent.total_calls() - spent.calls("config|resetstat");
+    // Server time: what the top-level commands took (a script's time includes the
+    // commands it runs), over the pairs.
+    side.usec += spent
+        .0
+        .iter()
+        .filter(|(name, _)| is_sent_by_client(name) || name.as_str() == "get")
+        .map(|(_, s)| s.usec)
+        .sum::<u64>();
     Ok(())
 }
 
@@ -262,11 +276,19 @@ async fn main() -> Result<ExitCode, BoxError> {
         latch_set: fred.script_load(REDISSON_TRY_SET_COUNT).await?,
         latch_down: fred.script_load(REDISSON_COUNT_DOWN).await?,
     });
-    let header: Vec<String> =
-        ["operation", "leasehold pairs/s", "Redisson pairs/s", "ratio", "leasehold calls/pair", "Redisson calls/pair"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+    let header: Vec<String> = [
+        "operation",
+        "leasehold pairs/s",
+        "Redisson pairs/s",
+        "ratio",
+        "leasehold calls/pair",
+        "Redisson calls/pair",
+        "leasehold server µs/pair",
+        "Redisson server µs/pair",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
     let mut rows = Vec::new();
     for op in &settings.only {
         set_up(op, &client, &fred, settings.tasks).await?;
@@ -279,6 +301,7 @@ async fn main() -> Result<ExitCode, BoxError> {
             block(op, true, &client, &fred, &shas, &settings, &mut theirs).await?;
         }
         let per_pair = |side: &Side| if side.pairs == 0 { 0.0 } else { side.calls as f64 / side.pairs as f64 };
+        let usec = |side: &Side| if side.pairs == 0 { 0.0 } else { side.usec as f64 / side.pairs as f64 };
         rows.push(vec![
             op.clone(),
             format!("{:.0}", ours.median()),
@@ -286,6 +309,8 @@ async fn main() -> Result<ExitCode, BoxError> {
             format!("{:.2}", ours.median() / theirs.median().max(1.0)),
             format!("{:.2}", per_pair(&ours)),
             format!("{:.2}", per_pair(&theirs)),
+            format!("{:.2}", usec(&ours)),
+            format!("{:.2}", usec(&theirs)),
         ]);
     }
     print_table(&header, &rows);
