@@ -21,7 +21,9 @@
 -- Redisson's script is ZSCORE, ZREM, INCRBY, PUBLISH, with `now` from the client's
 -- clock as an ARGV: the TIME is the price of the server's clock. INCRBY goes before
 -- ZREM: it is the first write and fails without writing on a count that is not an
--- integer. No reclaim here: the acquire reclaims when it finds no permit free.
+-- integer (a permit that is not listed answers 0 without the count being read, where the
+-- count's type was checked first before issue 29). No reclaim here: the acquire reclaims
+-- when it finds no permit free.
 local score = redis.call('zscore', KEYS[3], ARGV[1])
 if not score then
   return 0
