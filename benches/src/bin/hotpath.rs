@@ -42,8 +42,17 @@
 //! breaks: an acquire on a distinct key that does not acquire, a release that does not
 //! release, a failed call, or a lock still held after its release.
 //!
+//! `--versus a,b` (e.g. `--versus simple,rslock`) runs instead a side-by-side
+//! comparison of two contenders in this one process: `--blocks N` (12) blocks of
+//! `--block-ms N` (800) ms per side, alternating (a, b, b, a, a, b, ...: each side goes
+//! first as often), `--tasks` tasks each; it prints every block's pairs/s, each side's
+//! median of its blocks, and the median of the per-block-pair ratios a/b. Alternating
+//! short blocks cancels the drift of a shared machine's load that separate 5 s runs
+//! suffer (they swung between 0.75 and 1.00 of each other).
+//!
 //! Flags: `--seconds N` (5), `--tasks N` (64), `--pairs N` (2000), `--held N` (10000),
-//! `--only a,b` (every contender; names as above). `REDIS_URL` selects a server (it must
+//! `--only a,b` (every contender; names as above), `--versus a,b`, `--blocks N`,
+//! `--block-ms N`. `REDIS_URL` selects a server (it must
 //! be otherwise idle for the CPU and memory figures); without it a throwaway
 //! `redis-server` is started.
 
@@ -63,7 +72,7 @@ use leasehold_benches::{
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
 use metrics_util::registry::{AtomicStorage, Registry};
 
-const FLAGS: &[&str] = &["--seconds", "--tasks", "--pairs", "--held", "--only"];
+const FLAGS: &[&str] = &["--seconds", "--tasks", "--pairs", "--held", "--only", "--versus", "--blocks", "--block-ms"];
 /// The fixed lease of the fixed-lease contenders (leasehold-lease, rslock, setnx).
 const LEASE: Duration = Duration::from_secs(10);
 /// Sequential pairs run before each contender's measurements (scripts loaded, connections warm).
@@ -415,6 +424,7 @@ async fn main() -> Result<ExitCode, BoxError> {
         return Ok(ExitCode::SUCCESS);
     }
     let settings = Settings::from_args(&args)?;
+    let versus = versus_from_args(&args)?;
     println!("# hotpath: try_lock + unlock on distinct keys, leasehold against its peers");
     println!("rerun: {}", rerun_command("hotpath"));
     let target = Target::from_env();
@@ -452,6 +462,10 @@ async fn main() -> Result<ExitCode, BoxError> {
     println!("keys: a fresh key per pair, lock:order:<contender tag>:<task>:<n> (no contention); held: lock:order:<tag>:held:<i>");
     if !target.is_own() {
         println!("note: REDIS_URL is set, so nothing is flushed: earlier contenders' keys expire during later ones");
+    }
+
+    if let Some(versus) = versus {
+        return run_versus(&ctx, &versus, &settings, &target).await;
     }
 
     let mut outcomes: Vec<(Contender, Outcome)> = Vec::new();
@@ -530,6 +544,145 @@ impl metrics::Recorder for AtomicRecorder {
     fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
         REGISTRY.get_or_create_histogram(key, |h| Histogram::from_arc(h.clone()))
     }
+}
+
+/// The `--versus` comparison: two contenders, alternating blocks.
+#[derive(Debug, Clone, Copy)]
+struct Versus {
+    sides: [Contender; 2],
+    blocks: usize,
+    block: Duration,
+}
+
+fn versus_from_args(args: &[String]) -> Result<Option<Versus>, BoxError> {
+    let Some(list) = flag::<String>(args, "--versus")? else { return Ok(None) };
+    let find = |name: &str| {
+        Contender::ALL
+            .into_iter()
+            .find(|c| c.name() == name.trim())
+            .ok_or_else(|| format!("--versus: unknown contender {name:?}"))
+    };
+    let (a, b) = list.split_once(',').ok_or("--versus takes two contenders, a,b")?;
+    let (a, b) = (find(a)?, find(b)?);
+    if a == b || a == Contender::LeaseholdMetrics || b == Contender::LeaseholdMetrics {
+        return Err("--versus: two different contenders, not leasehold-metrics".into());
+    }
+    let blocks = flag(args, "--blocks")?.unwrap_or(12);
+    let block = Duration::from_millis(flag(args, "--block-ms")?.unwrap_or(800));
+    if blocks == 0 || block.is_zero() {
+        return Err("--blocks and --block-ms must be above 0".into());
+    }
+    Ok(Some(Versus { sides: [a, b], blocks, block }))
+}
+
+/// The median of `values` (not empty).
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 0 {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
+}
+
+/// One block of `contender`: `tasks` tasks, fresh keys, for `length`: pairs/s.
+async fn block(
+    ctx: &Arc<Ctx>,
+    contender: Contender,
+    tasks: usize,
+    length: Duration,
+    round: usize,
+) -> Result<f64, BoxError> {
+    let start = Instant::now();
+    let end = start + length;
+    let mut handles = Vec::with_capacity(tasks);
+    for task in 0..tasks {
+        let ctx = ctx.clone();
+        handles.push(tokio::spawn(async move {
+            let mut n = 0_u64;
+            while Instant::now() < end {
+                let key = format!("lock:order:{}:{round}:{task}:{n}", contender.tag());
+                let held = acquire(&ctx, contender, key).await?;
+                release(&ctx, held).await?;
+                n += 1;
+            }
+            Ok::<u64, BoxError>(n)
+        }));
+    }
+    let pairs: u64 = join_all(handles).await.map_err(|error| format!("a block task failed: {error}"))?.iter().sum();
+    Ok(pairs as f64 / start.elapsed().as_secs_f64())
+}
+
+/// Runs `versus`: warm-up of both sides, then alternating blocks; prints each block, the
+/// medians and the ratio, and checks that nothing is left held.
+async fn run_versus(
+    ctx: &Arc<Ctx>,
+    versus: &Versus,
+    settings: &Settings,
+    target: &Target,
+) -> Result<ExitCode, BoxError> {
+    let [a, b] = versus.sides;
+    println!(
+        "versus: {} against {}, {} blocks of {:?} per side, alternating, {} tasks",
+        a.name(),
+        b.name(),
+        versus.blocks,
+        versus.block,
+        settings.tasks
+    );
+    reset(&ctx.fred, target).await?;
+    for contender in versus.sides {
+        for i in 0..WARMUP_PAIRS {
+            let held = acquire(ctx, contender, format!("lock:order:{}:warm:{i}", contender.tag())).await?;
+            release(ctx, held).await?;
+        }
+    }
+    let (mut rates_a, mut rates_b, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..versus.blocks {
+        // a first in rounds 0, 3, 4, 7, 8, ...; b first in 1, 2, 5, 6, ...: each side
+        // leads as often, and the order of neighbouring rounds mirrors.
+        let a_first = matches!(round % 4, 0 | 3);
+        let order = if a_first { [a, b] } else { [b, a] };
+        let mut rate = [0.0; 2];
+        for contender in order {
+            let r = block(ctx, contender, settings.tasks, versus.block, round).await?;
+            rate[usize::from(contender == b)] = r;
+        }
+        println!(
+            "block {round:>2}: {} {:>9.0} pairs/s, {} {:>9.0} pairs/s, ratio {:.3}",
+            a.name(),
+            rate[0],
+            b.name(),
+            rate[1],
+            rate[0] / rate[1]
+        );
+        rates_a.push(rate[0]);
+        rates_b.push(rate[1]);
+        ratios.push(rate[0] / rate[1]);
+    }
+    let mut held_left = 0;
+    for contender in versus.sides {
+        if contender.holds_keys() {
+            held_left += count_keys(&ctx.fred, &format!("lock:order:{}:*", contender.tag())).await?;
+        }
+    }
+    println!(
+        "median: {} {:.0} pairs/s, {} {:.0} pairs/s; ratio of medians {:.3}; median of per-block ratios {:.3}",
+        a.name(),
+        median(&rates_a),
+        b.name(),
+        median(&rates_b),
+        median(&rates_a) / median(&rates_b),
+        median(&ratios)
+    );
+    reset(&ctx.fred, target).await?;
+    if held_left > 0 {
+        println!("INVARIANT BROKEN: {held_left} locks still held after every pair was released");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `FLUSHALL` (own server only), `CONFIG RESETSTAT`, and a moment for the server.
