@@ -1,11 +1,12 @@
-//! The store call of a multi-lock: several reentrant locks of one hash slot taken or
-//! re-entered by one script, all or none (`multi_acquire.lua`).
+//! The store calls of a multi-lock: several reentrant locks of one hash slot taken or
+//! re-entered by one script, all or none (`multi_acquire.lua`), and released by one
+//! script, each as `release.lua` releases it (`multi_release.lua`).
 
 use std::time::Duration;
 
 use fred::types::{Key, Value};
 
-use crate::call::{int_arg, non_negative};
+use crate::call::{int_arg, non_negative, release_from_reply, static_arg, unlock_message, Release};
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::LockNames;
 use crate::owner::OwnerId;
@@ -40,6 +41,19 @@ pub enum MultiAcquire {
         /// Its key's remaining TTL (`None`: no expiry).
         pttl: Option<Duration>,
     },
+}
+
+/// One member of a [`LockStore::multi_release`] call.
+#[derive(Debug, Clone, Copy)]
+pub struct MultiReleaseMember<'a> {
+    /// The member's lock names.
+    pub names: &'a LockNames,
+    /// The member's owner (its Hash field).
+    pub owner: &'a OwnerId,
+    /// The owner's hold count after the release (0: give it all back).
+    pub target: u64,
+    /// The TTL in ms the remaining holds need, or 0 (as [`LockStore::release`]'s).
+    pub need_ms: u64,
 }
 
 impl LockStore {
@@ -78,6 +92,62 @@ impl LockStore {
         let (reply, acknowledged): (Vec<i64>, _) =
             self.run_script(first.names.key(), &scripts::MULTI_ACQUIRE, build, sync).await?;
         Ok((parse_reply(&reply, members.len(), first.names)?, acknowledged))
+    }
+}
+
+impl LockStore {
+    /// Runs `multi_release.lua` for `members` (reentrant locks with leasehold's wait
+    /// queue, every key in one hash slot, no key twice): for each, what
+    /// [`LockStore::release`] does for an unlock, in one round trip. Returns, per member
+    /// in order, its [`Release`], or [`ErrorKind::WrongType`] when its key is not a Hash
+    /// (nothing written for that member; the others are released all the same).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] for an empty `members` (nothing sent); a reply of
+    /// the wrong shape is [`ErrorKind::Redis`]; timeouts and connection errors (then the
+    /// outcome of every member is unknown: the counts are absolute, so the caller may
+    /// send the same call again).
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not take the command back: once written it runs, and
+    /// only its answer is lost.
+    pub async fn multi_release(&self, members: &[MultiReleaseMember<'_>]) -> Result<Vec<Result<Release>>> {
+        let Some(first) = members.first() else {
+            return Err(Error::invalid_argument("a multi-lock release needs at least one member"));
+        };
+        let settings = self.call_settings();
+        let build = || {
+            let mut keys: Vec<Key> = Vec::with_capacity(5 * members.len());
+            let mut args = Vec::with_capacity(4 + 3 * members.len());
+            args.push(unlock_message());
+            args.push(int_arg(u64::from(settings.always_read_queue)));
+            args.push(static_arg(settings.publish));
+            args.push(int_arg(u64::from(settings.redisson_waiters)));
+            for member in members {
+                keys.push(Key::from(member.names.key_arg()));
+                keys.push(Key::from(member.names.channel_arg()));
+                keys.extend(member.names.queue_args().iter().cloned().map(Key::from));
+                args.push(Value::Bytes(member.owner.arg()));
+                args.push(int_arg(member.target));
+                args.push(int_arg(member.need_ms));
+            }
+            (keys, args)
+        };
+        let (reply, _): (Vec<i64>, _) =
+            self.run_script(first.names.key(), &scripts::MULTI_RELEASE, build, None).await?;
+        if reply.len() != members.len() {
+            return Err(Error::new(ErrorKind::Redis, format!("multi_release.lua gave an unexpected reply {reply:?}"))
+                .with_key(first.names.key()));
+        }
+        Ok(reply
+            .into_iter()
+            .zip(members)
+            .map(|(answer, member)| match answer {
+                -2 => Err(Error::new(ErrorKind::WrongType, "WRONGTYPE: the key holds a value of another Redis type")
+                    .with_key(member.names.key())),
+                answer => Ok(release_from_reply(answer)),
+            })
+            .collect())
     }
 }
 

@@ -73,6 +73,8 @@ pub static LATCH_COUNT_DOWN: LazyLock<LuaScript> = lua!("latch_count_down.lua");
 pub static LATCH_DELETE: LazyLock<LuaScript> = lua!("latch_delete.lua");
 /// `multi_acquire.lua`: take or re-enter several reentrant locks of one slot, all or none.
 pub static MULTI_ACQUIRE: LazyLock<LuaScript> = lua!("multi_acquire.lua");
+/// `multi_release.lua`: release.lua for several reentrant locks of one slot at once.
+pub static MULTI_RELEASE: LazyLock<LuaScript> = lua!("multi_release.lua");
 /// `sem_try_acquire.lua`: take permits of a semaphore if that many are available.
 pub static SEM_TRY_ACQUIRE: LazyLock<LuaScript> = lua!("sem_try_acquire.lua");
 /// `sem_release.lua`: give permits back to a semaphore and publish its count.
@@ -100,7 +102,7 @@ pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
 pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 34] {
+pub fn all() -> [&'static LuaScript; 35] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -124,6 +126,7 @@ pub fn all() -> [&'static LuaScript; 34] {
         &LATCH_COUNT_DOWN,
         &LATCH_DELETE,
         &MULTI_ACQUIRE,
+        &MULTI_RELEASE,
         &SEM_TRY_ACQUIRE,
         &SEM_RELEASE,
         &SEM_CANCEL,

@@ -202,15 +202,27 @@ impl LockGuard {
 
     /// The release of [`LockGuard::unlock`] (which accounts for the guard).
     async fn release_now(&self, lock: &Arc<LockShared>) -> Result<()> {
+        let counted = self.begin_release(lock)?;
+        let names = lock.names()?;
+        match release(lock, names, &self.hold, counted).await? {
+            Release::NotOwner => {
+                Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(names.key()))
+            }
+            Release::Released | Release::StillHeld { .. } => Ok(()),
+        }
+    }
+
+    /// What every unlock does before it sends: the guard leaves the client's live guards
+    /// and is detached (renewal stops, synchronously: if the caller is dropped
+    /// mid-release, renewal has already stopped for this guard), and is counted as
+    /// releasing. The errors of an unlock that sends nothing come from here.
+    fn begin_release(&self, lock: &Arc<LockShared>) -> Result<Releasing> {
         lock.client.live.remove(self.live);
         let names = lock.names()?;
         let lost = self.hold.lease.is_marked_lost();
         let current = lock.holds.is_current(&self.hold);
-        // Detach first, synchronously: if this future is dropped mid-release, renewal
-        // has already stopped for this guard.
         lock.holds.detach(&self.hold, self.mode, current);
         let counted = current.then(|| Releasing { lock: lock.clone(), hold: self.hold.clone() });
-        let lock = &**lock;
         if lock.client.store.is_closed() {
             return Err(Error::new(ErrorKind::Shutdown, "the client was shut down: the shutdown released this hold")
                 .with_key(names.key()));
@@ -218,14 +230,81 @@ impl LockGuard {
         if lost {
             return Err(Error::new(ErrorKind::LockLost, "the lock was lost before unlock").with_key(names.key()));
         }
-        let Some(counted) = counted else {
-            return Err(Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(names.key()));
-        };
-        match release(lock, names, &self.hold, counted).await? {
-            Release::NotOwner => {
-                Err(Error::new(ErrorKind::NotOwner, "the lock is not held by this owner").with_key(names.key()))
+        counted
+            .ok_or_else(|| Error::new(ErrorKind::NotOwner, "this guard's hold has already ended").with_key(names.key()))
+    }
+
+    /// [`LockGuard::unlock`] up to the send, for a caller that sends the release itself
+    /// with others (a multi-lock's group, `multi/release.rs`): the guard is consumed and
+    /// accounted as `unlock` accounts it. `Err` is what `unlock` would answer without
+    /// sending anything.
+    pub(crate) fn prepare_unlock(mut self) -> Result<PreparedRelease> {
+        self.done = true;
+        let lock = self.lock.clone();
+        lock.client.telemetry.guard_closed();
+        match self.begin_release(&lock) {
+            Ok(counted) => Ok(PreparedRelease { counted, since: Some(self.since) }),
+            Err(error) => {
+                let end = if error.is_lock_lost() || error.is_not_owner() { HoldEnd::Lost } else { HoldEnd::Released };
+                lock.client.telemetry.hold_ended(lock.key(), self.since, end);
+                Err(error)
             }
-            Release::Released | Release::StillHeld { .. } => Ok(()),
+        }
+    }
+
+    /// What `Drop` does up to the background send, for a caller that sends the release
+    /// itself with others (a dropped multi-lock guard): `None` when nothing is to be
+    /// sent (the hold ended, the name was invalid, or there is no runtime), else the
+    /// release and the runtime that acquired the guard.
+    pub(crate) fn prepare_drop(mut self) -> Option<(PreparedRelease, tokio::runtime::Handle)> {
+        self.done = true;
+        self.lock.client.telemetry.guard_closed();
+        self.lock.client.telemetry.hold_ended(self.lock.key(), self.since, HoldEnd::Dropped);
+        self.lock.client.live.remove(self.live);
+        let sends = self.lock.holds.is_current(&self.hold) && self.runtime.is_some() && self.lock.names().is_ok();
+        self.lock.holds.detach(&self.hold, self.mode, sends);
+        let runtime = self.runtime.clone().filter(|_| sends)?;
+        let counted = Releasing { lock: self.lock.clone(), hold: self.hold.clone() };
+        Some((PreparedRelease { counted, since: None }, runtime))
+    }
+
+    /// The guard's lock state (for a multi-lock's grouping of its guards).
+    pub(crate) fn shared(&self) -> &Arc<LockShared> {
+        &self.lock
+    }
+}
+
+/// A guard detached for a release its caller sends ([`LockGuard::prepare_unlock`],
+/// [`LockGuard::prepare_drop`]): its hold still counts on the server until this is
+/// dropped, however the release ends.
+pub(crate) struct PreparedRelease {
+    counted: Releasing,
+    /// When the acquire answered, for the hold-duration metric; `None` when it was
+    /// already recorded (a dropped guard).
+    since: Option<tokio::time::Instant>,
+}
+
+impl PreparedRelease {
+    /// The lock released.
+    pub(crate) fn lock(&self) -> &Arc<LockShared> {
+        &self.counted.lock
+    }
+
+    /// The hold released (one guard of it).
+    pub(crate) fn hold(&self) -> &Arc<Hold> {
+        &self.counted.hold
+    }
+
+    /// Records how the release ended (as [`LockGuard::unlock`] does) and stops counting
+    /// the guard.
+    pub(crate) fn finish(self, result: &Result<()>) {
+        if let Some(since) = self.since {
+            let end = match result {
+                Err(error) if error.is_lock_lost() || error.is_not_owner() => HoldEnd::Lost,
+                _ => HoldEnd::Released,
+            };
+            let lock = &self.counted.lock;
+            lock.client.telemetry.hold_ended(lock.key(), since, end);
         }
     }
 }

@@ -11,8 +11,8 @@ use crate::lock::guard::LockGuard;
 /// Every member of a [`MultiLock`](crate::MultiLock) held: one [`LockGuard`] per member,
 /// in canonical order.
 ///
-/// Dropping it releases every member in the background (as dropping each
-/// [`LockGuard`] does) and stops their renewal at once; `Drop` never blocks. So a guard
+/// Dropping it releases every member in the background (one script per group, as
+/// [`MultiGuard::unlock`]) and stops their renewal at once; `Drop` never blocks. So a guard
 /// that is not kept releases at once, which the compiler warns about:
 ///
 /// ```compile_fail
@@ -87,44 +87,56 @@ impl MultiGuard {
 
     /// Lets go of every member without releasing it (as [`LockGuard::detach`] each):
     /// renewal stops at once, nothing is sent, and each key expires with its lease.
-    pub fn detach(self) {
-        for guard in self.guards {
+    pub fn detach(mut self) {
+        for guard in std::mem::take(&mut self.guards) {
             guard.detach();
         }
     }
 
-    /// Gives back every member, last taken first. Every member is released even when
-    /// one fails; the first error is returned.
+    /// Gives back every member: the members of one client and hash slot (on a
+    /// standalone server: all of one client's) by one script in one round trip, as
+    /// they were taken, the last group first. Each member is released as its own
+    /// [`LockGuard::unlock`] releases it (its count set to what its owner's other
+    /// guards account for, the unlock message published on its channel at its last
+    /// hold, the lock handed to its first queued waiter), and a member that fails does
+    /// not keep the others from being released; the first error is returned.
     ///
     /// # Errors
     /// The first member's error, as [`LockGuard::unlock`]'s
     /// ([`ErrorKind::LockLost`](crate::ErrorKind::LockLost) or
     /// [`ErrorKind::NotOwner`](crate::ErrorKind::NotOwner) for a member that was lost,
-    /// timeouts and connection errors).
+    /// timeouts and connection errors, after the same replay-safe retries).
     ///
     /// # Cancel safety
     /// The guard is consumed: dropping the future mid-way releases the members not yet
     /// sent in the background (as dropping their guards does); none stays renewed.
-    pub async fn unlock(self) -> Result<()> {
-        let mut first_error = None;
-        for guard in self.guards.into_iter().rev() {
-            if let Err(error) = guard.unlock().await {
-                first_error.get_or_insert(error);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
+    pub async fn unlock(mut self) -> Result<()> {
+        let guards = std::mem::take(&mut self.guards);
+        let results = crate::multi::release::unlock_all(guards).await;
+        results.into_iter().find_map(std::result::Result::err).map_or(Ok(()), Err)
     }
 }
 
-/// Gives back `guards` now, last first, for an acquire that will not return them (it
-/// failed, ran out of time, or must start again). Errors are logged: a member that
-/// could not be released expires with its lease and is no longer renewed. If the
+impl Drop for MultiGuard {
+    /// Releases every member in the background, one script per group (as
+    /// [`MultiGuard::unlock`] groups them); never blocks.
+    fn drop(&mut self) {
+        let guards = std::mem::take(&mut self.guards);
+        if !guards.is_empty() {
+            crate::multi::release::drop_all(guards);
+        }
+    }
+}
+
+/// Gives back `guards` now, one script per group, for an acquire that will not return
+/// them (it failed, ran out of time, or must start again). Errors are logged: a member
+/// that could not be released expires with its lease and is no longer renewed. If the
 /// caller is cancelled meanwhile, the guards not yet released are dropped, which
 /// releases them in the background.
 pub(crate) async fn release_all(guards: Vec<LockGuard>) {
-    for guard in guards.into_iter().rev() {
-        let key = guard.key().to_owned();
-        if let Err(error) = guard.unlock().await {
+    let keys: Vec<String> = guards.iter().map(|guard| guard.key().to_owned()).collect();
+    for (key, result) in keys.iter().zip(crate::multi::release::unlock_all(guards).await) {
+        if let Err(error) = result {
             tracing::debug!(lock = %key, %error, "multi-lock: giving back a member failed; it expires with its lease");
         }
     }

@@ -10,6 +10,7 @@
 //! before it. See `docs/architecture/multi-lock.md`.
 
 pub(crate) mod guard;
+mod release;
 mod take;
 
 use std::ops::Range;

@@ -89,7 +89,7 @@ end
 
 --#include fragments/leave_queue.lua
 
---#include fragments/hand_over.lua
+--#include fragments/hand_over.lua lock=KEYS[1] queue=KEYS[3] waiters=KEYS[4] queue_channel=KEYS[5] publish=ARGV[7]
 
 if released then
   -- Someone listened (or the queue is read regardless): hand the lock over.
