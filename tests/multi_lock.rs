@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use leasehold::{ErrorKind, MultiLock};
 use leasehold_test_support::{
-    both_servers, both_topologies, client, client_with, wait_until, Monitor, Proxy, RespValue, ServerKind, Topology,
+    both_servers, both_topologies, client, client_with, wait_until, Listener, Monitor, Proxy, RespValue, ServerKind,
+    Topology,
 };
 use tokio::time::timeout;
 
@@ -59,6 +60,17 @@ fn scripts_on(monitor: &Monitor, keys: &[String]) -> usize {
         .commands()
         .iter()
         .filter(|l| l.to_lowercase().contains("\"evalsha\"") && quoted.iter().any(|q| l.contains(q.as_str())))
+        .count()
+}
+
+/// The EVALSHA lines of `monitor` that name every one of `keys` (a group's script; a
+/// single lock's script names one lock key).
+fn scripts_on_all(monitor: &Monitor, keys: &[String]) -> usize {
+    let quoted: Vec<String> = keys.iter().map(|key| format!("\"{key}\"")).collect();
+    monitor
+        .commands()
+        .iter()
+        .filter(|l| l.to_lowercase().contains("\"evalsha\"") && quoted.iter().all(|q| l.contains(q.as_str())))
         .count()
 }
 
@@ -334,3 +346,116 @@ async fn bad_input_is_rejected_before_anything_is_sent(on: ServerKind) {
     guard.unlock().await.expect("unlock");
 }
 both_servers!(bad_input_is_rejected_before_anything_is_sent);
+
+/// A same-slot set is given back by one script (issue 29 item 5), as it was taken: one
+/// EVALSHA names every member, and no member is released by a script of its own. That
+/// one script wakes the waiters of every member: each member's leasehold waiter (queued,
+/// another client) is handed its lock and gets it well within the 30 s lease.
+async fn unlock_is_one_script_that_wakes_every_members_waiter(t: &Topology) {
+    let (holder, waiters) = (t.client().await, t.client().await);
+    let names = [t.name("{rel}:a"), t.name("{rel}:b"), t.name("{rel}:c")];
+    let guard = holder.multi_lock(&names).lock().await.expect("lock");
+    let mut waiting = Vec::new();
+    for name in &names {
+        let lock = waiters.lock(name);
+        waiting.push(tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
+            let guard = lock.try_lock_for(Duration::from_secs(20)).await.expect("wait").expect("handed the lock");
+            (started.elapsed(), guard)
+        }));
+    }
+    for name in &names {
+        assert!(
+            wait_until(Duration::from_secs(5), || t.hgetall(name).len() == 2).await,
+            "the waiter of {name} flagged the holder: {:?}",
+            t.hgetall(name)
+        );
+    }
+    let monitor = Monitor::start(&t.node_for(&names[0]));
+    guard.unlock().await.expect("unlock");
+    for task in waiting {
+        let (waited, guard) = timeout(Duration::from_secs(10), task).await.expect("woken").expect("task");
+        assert!(waited < Duration::from_secs(10), "woken by the release, not the lease: {waited:?}");
+        guard.unlock().await.expect("waiter unlock");
+    }
+    monitor.sync(&t.node_for(&names[0]));
+    assert_eq!(scripts_on_all(&monitor, &names), 1, "one script released the set: {:?}", monitor.commands());
+    for name in &names {
+        assert!(!t.exists(name), "{name} free");
+    }
+}
+both_topologies!(unlock_is_one_script_that_wakes_every_members_waiter);
+
+/// The group release publishes Redisson's unlock message (`0`) on every member's own
+/// channel, so Java waiters of each member wake (`Listener` stands in for Java's
+/// `LockPubSub`); dropping the guard releases the group by one script too.
+async fn a_group_release_publishes_on_every_members_channel(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let names: Vec<String> = ["pub-a", "pub-b", "pub-c"].map(str::to_owned).to_vec();
+    let mut listeners: Vec<Listener> =
+        names.iter().map(|name| Listener::start(&server, &format!("redisson_lock__channel:{{{name}}}"))).collect();
+    let multi = client.multi_lock(&names);
+    let monitor = Monitor::start(&server.addr());
+    multi.lock().await.expect("lock").unlock().await.expect("unlock");
+    for listener in &mut listeners {
+        assert_eq!(listener.next_message(), "0", "Redisson's unlock message");
+    }
+    // Dropped: released in the background, by one script as well.
+    drop(multi.lock_with_lease(Duration::from_secs(30)).await.expect("lock"));
+    for listener in &mut listeners {
+        assert_eq!(listener.next_message(), "0", "the background release publishes too");
+    }
+    assert!(names.iter().all(|name| leasehold_test_support::pttl(&server, name) == -2), "every member free");
+    monitor.sync(&server.addr());
+    assert_eq!(scripts_on_all(&monitor, &names), 4, "two acquires, two releases: {:?}", monitor.commands());
+    assert_eq!(scripts_on(&monitor, &names), 4, "no member on its own: {:?}", monitor.commands());
+}
+both_servers!(a_group_release_publishes_on_every_members_channel);
+
+/// The reply to a group release is lost after the server ran it: the retry sends the
+/// same absolute counts, so each member's count drops exactly once (a re-entered member
+/// back to its outer hold, the others free), and the unlock succeeds.
+async fn a_lost_group_release_reply_counts_once(on: ServerKind) {
+    let server = on.start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
+    let mine = client.lock("replay-x");
+    let outer = mine.lock().await.expect("outer hold of x");
+    let owner = mine.owner().to_owned();
+    let multi = MultiLock::new([mine, client.lock("replay-y"), client.lock("replay-z")]);
+    let guard = multi.lock().await.expect("lock");
+    assert_eq!(leasehold_test_support::hgetall(&server, "replay-x"), vec![(owner.clone(), "2".to_owned())]);
+    let monitor = Monitor::start(&server.addr());
+    proxy.lose_next_reply();
+    guard.unlock().await.expect("the lost reply is retried with the same counts");
+    assert_eq!(proxy.lost_replies(), 1, "the reply really was lost");
+    monitor.sync(&server.addr());
+    let names = ["replay-x", "replay-y", "replay-z"].map(str::to_owned);
+    assert_eq!(scripts_on_all(&monitor, &names), 2, "sent, then retried once: {:?}", monitor.commands());
+    assert_eq!(leasehold_test_support::hgetall(&server, "replay-x"), vec![(owner, "1".to_owned())], "x once");
+    for name in ["replay-y", "replay-z"] {
+        assert_eq!(leasehold_test_support::pttl(&server, name), -2, "{name} released");
+    }
+    outer.unlock().await.expect("outer unlock");
+    assert_eq!(leasehold_test_support::pttl(&server, "replay-x"), -2);
+}
+both_servers!(a_lost_group_release_reply_counts_once);
+
+/// Each member answers for itself, as its own unlock would: a member whose key was
+/// deleted behind the set's back is `NotOwner` (its key named), and the others are
+/// released all the same, in the one script.
+async fn each_member_reports_its_own_unlock_error(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let names = ["own-a", "own-b", "own-c"].map(str::to_owned);
+    let guard = client.multi_lock(&names).lock_with_lease(Duration::from_secs(30)).await.expect("lock");
+    assert_eq!(leasehold_test_support::raw(&server, &["DEL", "own-b"]), RespValue::Integer(1));
+    let error = guard.unlock().await.expect_err("own-b is no longer held");
+    assert_eq!(error.kind(), ErrorKind::NotOwner, "{error}");
+    assert_eq!(error.key(), Some("own-b"), "{error}");
+    for name in ["own-a", "own-c"] {
+        assert_eq!(leasehold_test_support::pttl(&server, name), -2, "{name} released all the same");
+    }
+}
+both_servers!(each_member_reports_its_own_unlock_error);
