@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -45,31 +46,64 @@ pub(crate) trait LiveHold: Send + Sync {
     fn end_locally(&self);
 }
 
+/// How many independently locked parts the registry has: every guard of every task
+/// enters and leaves it (two locks per hold on the hot path), so the entries are
+/// spread by id over several mutexes, and tasks on different threads seldom meet on one.
+const SHARDS: usize = 8;
+
+/// The ids are a counter: one multiplication spreads them over the hash (hashbrown uses
+/// the top bits too), instead of SipHash's rounds for a key nobody can choose.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` ids are hashed (`write_u64`); any other input is still hashed.
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Shard = Mutex<HashMap<u64, Weak<dyn LiveHold>, BuildHasherDefault<IdHasher>>>;
+
 /// The registry, one per client.
 #[derive(Default)]
 pub(crate) struct LiveGuards {
     next: AtomicU64,
-    entries: Mutex<HashMap<u64, Weak<dyn LiveHold>>>,
+    shards: [Shard; SHARDS],
 }
 
 impl LiveGuards {
-    /// Enters a guard's hold; the id is what [`LiveGuards::remove`] takes. Weak: the
-    /// registry must not keep a hold (and its client) alive.
+    fn shard(&self, id: u64) -> &Shard {
+        // `SHARDS` divides 2^64, and the index is below it: the cast cannot truncate.
+        &self.shards[(id % SHARDS as u64) as usize]
+    }
+
     pub(crate) fn insert(&self, hold: Weak<dyn LiveHold>) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.entries.lock().insert(id, hold);
+        self.shard(id).lock().insert(id, hold);
         id
     }
 
-    /// A guard ended (unlocked, dropped, detached). Synchronous and non-blocking.
     pub(crate) fn remove(&self, id: u64) {
-        self.entries.lock().remove(&id);
+        self.shard(id).lock().remove(&id);
     }
 
-    /// Every live hold, once each, leaving the registry empty.
     fn take_all(&self) -> Vec<Arc<dyn LiveHold>> {
-        let entries = std::mem::take(&mut *self.entries.lock());
-        let mut holds: Vec<Arc<dyn LiveHold>> = entries.into_values().filter_map(|weak| weak.upgrade()).collect();
+        let mut holds: Vec<Arc<dyn LiveHold>> = Vec::new();
+        for shard in &self.shards {
+            let entries = std::mem::take(&mut *shard.lock());
+            holds.extend(entries.into_values().filter_map(|weak| weak.upgrade()));
+        }
         // Many guards of one owner share one hold: one release gives back all of them.
         // Compared by data address only (a `dyn` pointer's vtable part may differ).
         let address = |hold: &Arc<dyn LiveHold>| Arc::as_ptr(hold).cast::<()>() as usize;
