@@ -105,7 +105,7 @@ impl SimpleLock {
     /// # Cancel safety
     /// As [`SimpleLock::try_lock_with`].
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<SimpleGuard> {
-        self.acquire_within(None, lease).await?.ok_or_else(|| {
+        self.acquire_within(Instant::now(), None, lease).await?.ok_or_else(|| {
             Error::new(ErrorKind::Timeout, "an unbounded wait ended without the lock").with_key(self.shared.key.clone())
         })
     }
@@ -126,14 +126,19 @@ impl SimpleLock {
     /// # Cancel safety
     /// If dropped while in flight, the lock may be taken and then expires with its lease.
     pub async fn try_lock_with(&self, wait: Duration, lease: Duration) -> Result<Option<SimpleGuard>> {
-        let deadline = args::wait_deadline(Instant::now(), wait)?;
-        self.acquire_within(Some(deadline), lease).await
+        let start = Instant::now();
+        let deadline = args::wait_deadline(start, wait)?;
+        self.acquire_within(start, Some(deadline), lease).await
     }
 
     /// [`SimpleLock::try_lock_with`] with its deadline, `None` = unbounded; telemetry.
-    async fn acquire_within(&self, deadline: Option<Instant>, lease: Duration) -> Result<Option<SimpleGuard>> {
+    async fn acquire_within(
+        &self,
+        start: Instant,
+        deadline: Option<Instant>,
+        lease: Duration,
+    ) -> Result<Option<SimpleGuard>> {
         use crate::telemetry::{Kind, Outcome};
-        let start = Instant::now();
         self.check_name()?;
         let lease_ms = args::lease_millis(lease, "lease")?;
         let waits = deadline.is_none_or(|deadline| deadline > start);
@@ -149,18 +154,27 @@ impl SimpleLock {
                 db.system.name = "redis",
                 outcome = tracing::field::Empty,
             );
-            let result = self.acquire(deadline, lease, lease_ms).instrument(span.clone()).await;
+            let result = self.acquire(start, deadline, lease, lease_ms).instrument(span.clone()).await;
             span.record("outcome", Outcome::of(&result, waits).as_str());
             result
         } else {
-            self.acquire(deadline, lease, lease_ms).await
+            self.acquire(start, deadline, lease, lease_ms).await
         };
         telemetry.acquire_done(&self.shared.key, Kind::Simple, waits, Outcome::of(&result, waits), start.elapsed());
         result
     }
 
     /// The tries of [`SimpleLock::try_lock_with`], arguments checked.
-    async fn acquire(&self, deadline: Option<Instant>, lease: Duration, lease_ms: u64) -> Result<Option<SimpleGuard>> {
+    async fn acquire(
+        &self,
+        start: Instant,
+        deadline: Option<Instant>,
+        lease: Duration,
+        lease_ms: u64,
+    ) -> Result<Option<SimpleGuard>> {
+        // The first send's time is the call's start (a clock read saved on the hot path;
+        // earlier, so the lease deadline it gives is, if anything, sooner).
+        let mut first_send = Some(start);
         let store = &self.shared.client.store;
         // Counted as waiting from the first "held" with time left.
         let mut waiting = None;
@@ -168,7 +182,7 @@ impl SimpleLock {
             if let Some(waiting) = waiting.as_mut() {
                 crate::telemetry::WaitScope::wake_up(waiting);
             }
-            let sent_at = Instant::now();
+            let sent_at = first_send.take().unwrap_or_else(Instant::now);
             if store.simple_acquire(&self.shared.key, &self.shared.owner, lease_ms).await? {
                 return Ok(Some(SimpleGuard::new(self.shared.clone(), args::instant_after(sent_at, lease))));
             }

@@ -153,8 +153,8 @@ where
     let deadline = tokio::time::Instant::now() + timeout;
     let mut pause = Duration::from_millis(5);
     loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match tokio::time::timeout(left, make()).await {
+        // At the deadline itself (one clock read per send, not two).
+        match tokio::time::timeout_at(deadline, make()).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(error)) if refused_before_running(&error) => {
                 if tokio::time::Instant::now() + pause >= deadline {
