@@ -52,7 +52,7 @@ pub(crate) trait LiveHold: Send + Sync {
 const SHARDS: usize = 8;
 
 /// The ids are a counter: one multiplication spreads them over the hash (hashbrown uses
-/// the top bits too), instead of SipHash's rounds for a key nobody can choose.
+/// the top bits too), instead of `SipHash`'s rounds for a key nobody can choose.
 #[derive(Default)]
 struct IdHasher(u64);
 
