@@ -27,7 +27,7 @@
 -- ARGV[3i+3]   member i's hold count after this release (>= 0); 0 = give it all back
 -- ARGV[3i+4]   TTL in ms member i's remaining holds need, or 0 (release.lua's ARGV[3])
 --
--- Reply: {r_1, ..., r_n}, r_i as release.lua answers for member i:
+-- Replies: {r_1, ..., r_n}, r_i as release.lua answers for member i:
 --   -1  the owner holds nothing on that key: nothing written or published for it
 --    0  released (owner removed, message published, lock handed over if anyone waits)
 --    N  N > 0 holds remain; the key's TTL is at least the TTL asked
