@@ -62,7 +62,30 @@ pub(crate) async fn unlock_all(mut guards: Vec<LockGuard>) -> Vec<Result<()>> {
         }
         let answers = {
             let releases: Vec<&PreparedRelease> = prepared.iter().collect();
-            release_group(&releases).await
+            if tracing::enabled!(tracing::Level::DEBUG) && !releases.is_empty() {
+                // One `leasehold.release` span for the group's one round trip: its first
+                // member's key, how many members, the first member error's outcome.
+                use tracing::Instrument;
+                let span = tracing::debug_span!(
+                    "leasehold.release",
+                    lock = %releases[0].lock().key(),
+                    kind = releases[0].lock().telemetry_kind().as_str(),
+                    members = releases.len(),
+                    db.system.name = "redis",
+                    outcome = tracing::field::Empty,
+                );
+                let answers = release_group(&releases).instrument(span.clone()).await;
+                let outcome = match answers.iter().find_map(|answer| answer.as_ref().err()) {
+                    None => "released",
+                    Some(error) if error.is_lock_lost() => "lost",
+                    Some(error) if error.is_not_owner() => "not_owner",
+                    Some(_) => "error",
+                };
+                span.record("outcome", outcome);
+                answers
+            } else {
+                release_group(&releases).await
+            }
         };
         for ((i, release), result) in at.into_iter().zip(prepared).zip(answers) {
             release.finish(&result);
