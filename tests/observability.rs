@@ -192,3 +192,22 @@ async fn spans_and_the_lost_event_carry_their_fields() {
     assert_eq!(lost[0].fields.get("reason").map(String::as_str), Some("owner_gone"), "{lost:?}");
     drop(guard);
 }
+
+/// A multi-lock's group released by one script (issue 29 item 5) has one
+/// `leasehold.release` span: its first member's key, the member count, the outcome.
+#[tokio::test(flavor = "current_thread")]
+async fn a_multi_lock_group_release_has_one_span() {
+    let recorder = Recorder::default();
+    let _default = tracing::subscriber::set_default(recorder.clone());
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_secs(30)).await;
+    let guard = client.multi_lock(["span:m2", "span:m1", "span:m3"]).lock().await.expect("lock");
+    guard.unlock().await.expect("unlock");
+    let releases = recorder.spans_named("leasehold.release");
+    assert_eq!(releases.len(), 1, "one span for the one script: {releases:?}");
+    let field = |name: &str| releases[0].fields.get(name).map(String::as_str);
+    assert_eq!(field("lock"), Some("span:m1"), "{releases:?}");
+    assert_eq!(field("members"), Some("3"), "{releases:?}");
+    assert_eq!(field("kind"), Some("lock"), "{releases:?}");
+    assert_eq!(field("outcome"), Some("released"), "{releases:?}");
+}
