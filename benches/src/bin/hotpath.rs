@@ -48,7 +48,10 @@
 //! first as often), `--tasks` tasks each; it prints every block's pairs/s, each side's
 //! median of its blocks, and the median of the per-block-pair ratios a/b. Alternating
 //! short blocks cancels the drift of a shared machine's load that separate 5 s runs
-//! suffer (they swung between 0.75 and 1.00 of each other).
+//! suffer (they swung between 0.75 and 1.00 of each other). Each block also reads the
+//! CPU it cost per pair, outside its timed window: this process's (every thread's
+//! `schedstat`, so the client side: the side's tasks, its connection's task, the
+//! runtime) and Redis's (`INFO cpu`); the medians of both per side are printed too.
 //!
 //! Flags: `--seconds N` (5), `--tasks N` (64), `--pairs N` (2000), `--held N` (10000),
 //! `--only a,b` (every contender; names as above), `--versus a,b`, `--blocks N`,
@@ -587,14 +590,27 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// One block of `contender`: `tasks` tasks, fresh keys, for `length`: pairs/s.
+/// What one block of a `--versus` side measured.
+#[derive(Debug, Clone, Copy, Default)]
+struct BlockRate {
+    pairs_per_sec: f64,
+    /// This process's CPU (every thread, `schedstat`) per pair, µs.
+    client_cpu_us: f64,
+    /// Redis's CPU (`INFO cpu`) per pair, µs.
+    redis_cpu_us: f64,
+}
+
+/// One block of `contender`: `tasks` tasks, fresh keys, for `length`: pairs/s and the
+/// client's and the server's CPU per pair (read outside the timed window).
 async fn block(
     ctx: &Arc<Ctx>,
     contender: Contender,
     tasks: usize,
     length: Duration,
     round: usize,
-) -> Result<f64, BoxError> {
+) -> Result<BlockRate, BoxError> {
+    let redis_before = redis_cpu_us(&ctx.fred).await?;
+    let client_before = threads_cpu_ns();
     let start = Instant::now();
     let end = start + length;
     let mut handles = Vec::with_capacity(tasks);
@@ -612,7 +628,28 @@ async fn block(
         }));
     }
     let pairs: u64 = join_all(handles).await.map_err(|error| format!("a block task failed: {error}"))?.iter().sum();
-    Ok(pairs as f64 / start.elapsed().as_secs_f64())
+    let elapsed = start.elapsed();
+    let client_ns = threads_cpu_ns().saturating_sub(client_before);
+    let redis_us = redis_cpu_us(&ctx.fred).await? - redis_before;
+    let per_pair = pairs.max(1) as f64;
+    Ok(BlockRate {
+        pairs_per_sec: pairs as f64 / elapsed.as_secs_f64(),
+        client_cpu_us: client_ns as f64 / 1000.0 / per_pair,
+        redis_cpu_us: redis_us / per_pair,
+    })
+}
+
+/// The CPU time of every thread of this process so far (the first field of each
+/// `/proc/self/task/*/schedstat`: ns on the CPU, exact where `/proc/self/stat` counts
+/// 10 ms ticks); 0 when unreadable. Threads that ended are not counted: the runtime's
+/// workers live for the whole run.
+fn threads_cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|text| text.split_whitespace().next().and_then(|ns| ns.parse::<u64>().ok()))
+        .sum()
 }
 
 /// Runs `versus`: warm-up of both sides, then alternating blocks; prints each block, the
@@ -645,22 +682,26 @@ async fn run_versus(
         // leads as often, and the order of neighbouring rounds mirrors.
         let a_first = matches!(round % 4, 0 | 3);
         let order = if a_first { [a, b] } else { [b, a] };
-        let mut rate = [0.0; 2];
+        let mut rate = [BlockRate::default(); 2];
         for contender in order {
             let r = block(ctx, contender, settings.tasks, versus.block, round).await?;
             rate[usize::from(contender == b)] = r;
         }
         println!(
-            "block {round:>2}: {} {:>9.0} pairs/s, {} {:>9.0} pairs/s, ratio {:.3}",
+            "block {round:>2}: {} {:>9.0} pairs/s ({:.2} / {:.2} µs client / redis CPU per pair), {} {:>9.0} pairs/s ({:.2} / {:.2}), ratio {:.3}",
             a.name(),
-            rate[0],
+            rate[0].pairs_per_sec,
+            rate[0].client_cpu_us,
+            rate[0].redis_cpu_us,
             b.name(),
-            rate[1],
-            rate[0] / rate[1]
+            rate[1].pairs_per_sec,
+            rate[1].client_cpu_us,
+            rate[1].redis_cpu_us,
+            rate[0].pairs_per_sec / rate[1].pairs_per_sec
         );
         rates_a.push(rate[0]);
         rates_b.push(rate[1]);
-        ratios.push(rate[0] / rate[1]);
+        ratios.push(rate[0].pairs_per_sec / rate[1].pairs_per_sec);
     }
     let mut held_left = 0;
     for contender in versus.sides {
@@ -668,14 +709,25 @@ async fn run_versus(
             held_left += count_keys(&ctx.fred, &format!("lock:order:{}:*", contender.tag())).await?;
         }
     }
+    let med = |rates: &[BlockRate], field: fn(&BlockRate) -> f64| median(&rates.iter().map(field).collect::<Vec<_>>());
+    let (pps_a, pps_b) = (med(&rates_a, |r| r.pairs_per_sec), med(&rates_b, |r| r.pairs_per_sec));
     println!(
         "median: {} {:.0} pairs/s, {} {:.0} pairs/s; ratio of medians {:.3}; median of per-block ratios {:.3}",
         a.name(),
-        median(&rates_a),
+        pps_a,
         b.name(),
-        median(&rates_b),
-        median(&rates_a) / median(&rates_b),
+        pps_b,
+        pps_a / pps_b,
         median(&ratios)
+    );
+    println!(
+        "median CPU per pair: {} {:.2} µs client, {:.2} µs redis; {} {:.2} µs client, {:.2} µs redis (client: every thread of this process while the side ran)",
+        a.name(),
+        med(&rates_a, |r| r.client_cpu_us),
+        med(&rates_a, |r| r.redis_cpu_us),
+        b.name(),
+        med(&rates_b, |r| r.client_cpu_us),
+        med(&rates_b, |r| r.redis_cpu_us)
     );
     reset(&ctx.fred, target).await?;
     if held_left > 0 {
