@@ -536,6 +536,24 @@ async fn simple_lock_acquires_with_one_set_and_waits_on_the_pttl(t: &Topology) {
 }
 both_topologies!(simple_lock_acquires_with_one_set_and_waits_on_the_pttl);
 
+/// A server that forgot the scripts (`SCRIPT FLUSH`, as after a restart) answers the
+/// simple lock's compare-and-delete `NOSCRIPT` once: the unlock loads it, sends the same
+/// call again and releases (its release call is not boxed, unlike the other kinds').
+async fn a_simple_unlock_reloads_a_forgotten_script(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let lock = client.simple_lock("simple-reload");
+    let guard = lock.try_lock_with(Duration::ZERO, LEASE).await.expect("try").expect("free: acquired");
+    assert_eq!(raw(&server, &["SCRIPT", "FLUSH"]).as_str(), Some("OK"));
+    let monitor = Monitor::start(&server.addr());
+    guard.unlock().await.expect("unlock after the flush");
+    monitor.sync(&server.addr());
+    let calls: Vec<String> = on_key(&monitor, "simple-reload").iter().map(|l| command_of(l)).collect();
+    assert_eq!(calls, ["evalsha", "evalsha", "get", "del"], "NOSCRIPT, loaded, sent again: {calls:?}");
+    assert_eq!(raw(&server, &["EXISTS", "simple-reload"]).as_int(), Some(0));
+}
+both_servers!(a_simple_unlock_reloads_a_forgotten_script);
+
 /// Read-only queries.
 async fn queries_report_the_server_state(t: &Topology) {
     let client = t.client().await;

@@ -115,21 +115,51 @@ impl LuaScript {
     {
         let build = &build;
         // Boxed for the reason `run` gives.
-        let call = || {
-            Box::pin(async move {
+        bounded_retry(timeout, self.name, key, || Box::pin(self.send_with(client, build))).await
+    }
+
+    /// [`LuaScript::run_with`] with the call inline in the caller's future, not boxed: for
+    /// a call awaited once and not kept by waiting tasks (the simple lock's release), where
+    /// the box's allocation and the copy of fred's future into it cost more than the
+    /// future's size.
+    ///
+    /// # Errors
+    /// As [`LuaScript::run`].
+    ///
+    /// # Cancel safety
+    /// As [`LuaScript::run`].
+    pub(crate) async fn run_with_inline<R, B>(
+        &self,
+        client: &Client,
+        key: &str,
+        timeout: Duration,
+        build: B,
+    ) -> Result<R>
+    where
+        R: FromValue,
+        B: Fn() -> (Vec<Key>, Vec<Value>) + Send + Sync,
+    {
+        let build = &build;
+        bounded_retry(timeout, self.name, key, || self.send_with(client, build)).await
+    }
+
+    /// One send of [`LuaScript::run_with`]: `EVALSHA`, and after `NOSCRIPT` a load and
+    /// a second `EVALSHA`.
+    async fn send_with<R, B>(&self, client: &Client, build: &B) -> Result<R, fred::error::Error>
+    where
+        R: FromValue,
+        B: Fn() -> (Vec<Key>, Vec<Value>) + Send + Sync,
+    {
+        let (keys, args) = build();
+        match client.evalsha::<R, _, _, _>(self.sha1.clone(), keys, Value::Array(args)).await {
+            Err(error) if error.details().starts_with("NOSCRIPT") => {
+                // On every primary of a cluster (`script_load_cluster`).
+                self.script.load(client).await?;
                 let (keys, args) = build();
-                match client.evalsha::<R, _, _, _>(self.sha1.clone(), keys, Value::Array(args)).await {
-                    Err(error) if error.details().starts_with("NOSCRIPT") => {
-                        // On every primary of a cluster (`script_load_cluster`).
-                        self.script.load(client).await?;
-                        let (keys, args) = build();
-                        client.evalsha::<R, _, _, _>(self.sha1.clone(), keys, Value::Array(args)).await
-                    }
-                    result => result,
-                }
-            })
-        };
-        bounded_retry(timeout, self.name, key, call).await
+                client.evalsha::<R, _, _, _>(self.sha1.clone(), keys, Value::Array(args)).await
+            }
+            result => result,
+        }
     }
 }
 

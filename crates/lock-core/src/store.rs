@@ -466,7 +466,8 @@ impl LockStore {
         let budget = self.write_budget(key).await?;
         // The owner as its shared byte string (no copy); the key copied once per send.
         let build = || (vec![Key::from(key)], vec![Value::Bytes(owner.arg())]);
-        let reply: i64 = scripts::SIMPLE_RELEASE.run_with(&self.client, key, budget, build).await?;
+        // Inline, not boxed: awaited once, by the unlocking task only.
+        let reply: i64 = scripts::SIMPLE_RELEASE.run_with_inline(&self.client, key, budget, build).await?;
         Ok(reply == 1)
     }
 
