@@ -80,8 +80,8 @@ impl ReadWriteLock {
     pub(crate) fn new(client: std::sync::Arc<crate::client::shared::ClientShared>, key: &str) -> Self {
         let owner = client.id.next_owner();
         let writer_owner = owner.writer();
-        let reader = Lock::with_owner(client.clone(), key, LockKind::Read, owner);
         let queue_keepalive_ms = crate::lock::shared::keepalive_ms(&client);
+        let reader = Lock::with_owner(client.clone(), key, LockKind::Read { queue_keepalive_ms }, owner);
         let writer = Lock::with_owner(client, key, LockKind::Write { queue_keepalive_ms }, writer_owner);
         ReadWriteLock { reader, writer }
     }
