@@ -268,6 +268,7 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "hkeys",
     "hlen",
     "hset",
+    "hsetnx",
     "incr",
     "incrby",
     "lindex",
