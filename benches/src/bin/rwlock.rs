@@ -613,7 +613,8 @@ struct RedissonWakeRound {
 /// Part 3's contender: the same shape with Redisson 4.7's pattern through bare fred. A
 /// writer holds (`RedissonWriteLock`'s acquire script); each client subscribes the
 /// channel once (Redisson's shared entry); each reader runs the read acquire script,
-/// and while it answers a TTL waits for a message (or that TTL) and runs it again; the
+/// then (held) again once subscribed, and while it answers a TTL waits for a message
+/// (or that TTL) and runs it again (`RedissonLock.lock()`'s loop); the
 /// write unlock script (and the `DEL` of its latch, as Redisson sends it) releases.
 async fn measure_redisson_wake(
     clients: &[Arc<RedissonClient>],
@@ -645,17 +646,17 @@ async fn measure_redisson_wake(
             let prefix = format!("{{{name}}}:{owner}:rwlock_timeout");
             let args = vec![REDISSON_LEASE_MS.to_owned(), owner.clone(), format!("{owner}:write")];
             let mut heard = client.heard.subscribe();
-            let mut first = true;
+            // Redisson's `lock()`: one try, then (held) the subscription, then tries in
+            // a loop, waiting for a message or the TTL between them.
+            let keys = vec![name.clone(), prefix.clone()];
+            let reply: Value = client.fred.evalsha(scripts.read_acquire.as_str(), keys.clone(), args.clone()).await?;
+            asked.fetch_add(1, Ordering::SeqCst);
+            if reply.is_null() {
+                return Ok::<_, BoxError>((Instant::now(), owner));
+            }
             loop {
                 heard.borrow_and_update();
-                let reply: Value = client
-                    .fred
-                    .evalsha(scripts.read_acquire.as_str(), vec![name.clone(), prefix.clone()], args.clone())
-                    .await?;
-                if first {
-                    asked.fetch_add(1, Ordering::SeqCst);
-                    first = false;
-                }
+                let reply: Value = client.fred.evalsha(scripts.read_acquire.as_str(), keys.clone(), args.clone()).await?;
                 let Some(ttl) = reply.as_i64() else { return Ok::<_, BoxError>((Instant::now(), owner)) };
                 let wait = Duration::from_millis(u64::try_from(ttl).unwrap_or(1).max(1));
                 let _ = tokio::time::timeout(wait, heard.changed()).await;
