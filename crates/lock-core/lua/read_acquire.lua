@@ -83,9 +83,10 @@ local function refused(wait)
   if waiting ~= '0' then
     local keepalive = tonumber(ARGV[6])
     redis.call('hset', KEYS[3], ARGV[2], (clock() + keepalive) .. ':' .. ARGV[1] .. ':' .. ARGV[7])
-    if redis.call('pttl', KEYS[3]) < keepalive then
-      redis.call('pexpire', KEYS[3], keepalive)
-    end
+    -- The Hash lives as long as the latest registration's keep-alive: each entry has its
+    -- own deadline, and a client with a shorter keep-alive only makes the others'
+    -- entries vanish early (those readers then retry on the write release's "1").
+    redis.call('pexpire', KEYS[3], keepalive)
   end
   return {0, wait}
 end

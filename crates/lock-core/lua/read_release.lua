@@ -86,7 +86,7 @@ if target > 0 then
 end
 redis.call('hdel', KEYS[1], ARGV[1])
 local function prune_readers(prefix)
-  local live, longest = 0, 0
+  local live, longest, present = 0, 0, {}
   local fields = redis.call('hgetall', KEYS[1])
   for i = 1, #fields, 2 do
     local field, count = fields[i], tonumber(fields[i + 1])
@@ -101,12 +101,13 @@ local function prune_readers(prefix)
       end
       if alive then
         live = live + 1
+        present[field] = true
       else
         redis.call('hdel', KEYS[1], field)
       end
     end
   end
-  return live, longest
+  return live, longest, present
 end
 local live, longest = prune_readers(ARGV[4])
 if mode == 'write' then

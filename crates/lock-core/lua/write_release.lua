@@ -47,7 +47,7 @@
 --    N  N = ARGV[2] > 0 write holds remain; the Hash's TTL is at least ARGV[3]
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type; nothing written
-local function admit_readers(readers, prefix, channel, publish)
+local function admit_readers(readers, prefix, channel, publish, present)
   local entries = redis.call('hgetall', readers)
   if #entries == 0 then
     return 0, 0
@@ -55,24 +55,39 @@ local function admit_readers(readers, prefix, channel, publish)
   redis.call('del', readers)
   local clock = redis.call('time')
   local at = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  local granted, longest, names = 0, 0, {}
+  local granted, longest, names, fields = 0, 0, {}, {'mode', 'read'}
   for i = 1, #entries, 2 do
     local owner = entries[i]
     local deadline, lease, ticket = string.match(entries[i + 1], '^(%d+):(%d+):(%d+)$')
     deadline, lease = tonumber(deadline), tonumber(lease)
-    -- A dead waiter (its deadline passed: its client stopped refreshing) gets nothing.
-    if deadline ~= nil and lease ~= nil and lease > 0 and deadline > at
-        and redis.call('hsetnx', KEYS[1], owner, 1) == 1 then
+    -- A dead waiter (its deadline passed: its client stopped refreshing) gets nothing,
+    -- and an owner that holds a read already keeps its count.
+    local fresh = false
+    if deadline ~= nil and lease ~= nil and lease > 0 and deadline > at then
+      if present ~= nil then
+        fresh = not present[owner]
+      else
+        fresh = redis.call('hsetnx', KEYS[1], owner, 1) == 1
+      end
+    end
+    if fresh then
       redis.call('set', prefix .. ':' .. owner .. ':rwlock_timeout:1', '1', 'px', lease)
       granted = granted + 1
       if lease > longest then
         longest = lease
       end
       names[granted] = owner .. ':' .. lease .. ':' .. ticket
+      if present ~= nil then
+        fields[#fields + 1] = owner
+        fields[#fields + 1] = '1'
+      end
     end
   end
   if granted > 0 then
-    redis.call('hset', KEYS[1], 'mode', 'read')
+    -- The fields in as few HSETs as Lua's stack allows (unpack of at most 1000 values).
+    for first = 1, #fields, 1000 do
+      redis.call('hset', KEYS[1], unpack(fields, first, math.min(first + 999, #fields)))
+    end
     redis.call(publish, channel, table.concat(names, ' '))
   end
   return granted, longest
@@ -84,7 +99,7 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     redis.call('zremrangebyscore', KEYS[3], '-inf', now)
     if redis.call('zcard', KEYS[3]) == 0 then
-      local granted, longest = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5])
+      local granted, longest = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5], nil)
       if granted > 0 and redis.call('pttl', KEYS[1]) < longest then
         redis.call('pexpire', KEYS[1], longest)
       end
@@ -109,7 +124,7 @@ if target > 0 then
 end
 redis.call('hdel', KEYS[1], ARGV[1])
 local function prune_readers(prefix)
-  local live, longest = 0, 0
+  local live, longest, present = 0, 0, {}
   local fields = redis.call('hgetall', KEYS[1])
   for i = 1, #fields, 2 do
     local field, count = fields[i], tonumber(fields[i + 1])
@@ -124,16 +139,17 @@ local function prune_readers(prefix)
       end
       if alive then
         live = live + 1
+        present[field] = true
       else
         redis.call('hdel', KEYS[1], field)
       end
     end
   end
-  return live, longest
+  return live, longest, present
 end
-local live, longest = prune_readers(ARGV[4])
+local live, longest, present = prune_readers(ARGV[4])
 -- Phase-fair: the readers waiting now get in before any writer can.
-local granted, granted_lease = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5])
+local granted, granted_lease = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5], present)
 if live > 0 or granted > 0 then
   -- A downgrade (the owner's reads remain) and the granted readers: read mode
   -- (admit_readers set it when it granted).

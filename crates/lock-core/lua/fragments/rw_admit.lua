@@ -12,9 +12,12 @@
 --! would mean the grant was gone by then), and counts the lease from that call's send. The caller sets the Hash's TTL (at least the returned
 --! lease) and has made sure no write is held by another owner.
 --! Needs: KEYS[1] lock.
---! Sets: local function `admit_readers(readers, prefix, channel, publish)` -> (owners
---! granted, the longest lease granted in ms, 0 when none).
-local function admit_readers(readers, prefix, channel, publish)
+--! `present`: the reader fields KEYS[1] has (rw_prune.lua's third answer), so that the
+--! granted fields are written with one HSET; nil: each is written with HSETNX (a waiting
+--! writer giving up, which did not prune).
+--! Sets: local function `admit_readers(readers, prefix, channel, publish, present)` ->
+--! (owners granted, the longest lease granted in ms, 0 when none).
+local function admit_readers(readers, prefix, channel, publish, present)
   local entries = redis.call('hgetall', readers)
   if #entries == 0 then
     return 0, 0
@@ -22,24 +25,39 @@ local function admit_readers(readers, prefix, channel, publish)
   redis.call('del', readers)
   local clock = redis.call('time')
   local at = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  local granted, longest, names = 0, 0, {}
+  local granted, longest, names, fields = 0, 0, {}, {'mode', 'read'}
   for i = 1, #entries, 2 do
     local owner = entries[i]
     local deadline, lease, ticket = string.match(entries[i + 1], '^(%d+):(%d+):(%d+)$')
     deadline, lease = tonumber(deadline), tonumber(lease)
-    -- A dead waiter (its deadline passed: its client stopped refreshing) gets nothing.
-    if deadline ~= nil and lease ~= nil and lease > 0 and deadline > at
-        and redis.call('hsetnx', KEYS[1], owner, 1) == 1 then
+    -- A dead waiter (its deadline passed: its client stopped refreshing) gets nothing,
+    -- and an owner that holds a read already keeps its count.
+    local fresh = false
+    if deadline ~= nil and lease ~= nil and lease > 0 and deadline > at then
+      if present ~= nil then
+        fresh = not present[owner]
+      else
+        fresh = redis.call('hsetnx', KEYS[1], owner, 1) == 1
+      end
+    end
+    if fresh then
       redis.call('set', prefix .. ':' .. owner .. ':rwlock_timeout:1', '1', 'px', lease)
       granted = granted + 1
       if lease > longest then
         longest = lease
       end
       names[granted] = owner .. ':' .. lease .. ':' .. ticket
+      if present ~= nil then
+        fields[#fields + 1] = owner
+        fields[#fields + 1] = '1'
+      end
     end
   end
   if granted > 0 then
-    redis.call('hset', KEYS[1], 'mode', 'read')
+    -- The fields in as few HSETs as Lua's stack allows (unpack of at most 1000 values).
+    for first = 1, #fields, 1000 do
+      redis.call('hset', KEYS[1], unpack(fields, first, math.min(first + 999, #fields)))
+    end
     redis.call(publish, channel, table.concat(names, ' '))
   end
   return granted, longest

@@ -54,7 +54,7 @@ if ARGV[7] == '1' and redis.call('zrem', KEYS[3], ARGV[1]) == 1 then
 --#include fragments/time.lua
     redis.call('zremrangebyscore', KEYS[3], '-inf', now)
     if redis.call('zcard', KEYS[3]) == 0 then
-      local granted, longest = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5])
+      local granted, longest = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5], nil)
       if granted > 0 and redis.call('pttl', KEYS[1]) < longest then
         redis.call('pexpire', KEYS[1], longest)
       end
@@ -79,9 +79,9 @@ if target > 0 then
 end
 redis.call('hdel', KEYS[1], ARGV[1])
 --#include fragments/rw_prune.lua
-local live, longest = prune_readers(ARGV[4])
+local live, longest, present = prune_readers(ARGV[4])
 -- Phase-fair: the readers waiting now get in before any writer can.
-local granted, granted_lease = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5])
+local granted, granted_lease = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5], present)
 if live > 0 or granted > 0 then
   -- A downgrade (the owner's reads remain) and the granted readers: read mode
   -- (admit_readers set it when it granted).
