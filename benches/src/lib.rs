@@ -268,7 +268,6 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "hkeys",
     "hlen",
     "hset",
-    "hsetnx",
     "incr",
     "incrby",
     "lindex",

@@ -66,8 +66,9 @@ local function admit_readers(readers, prefix, channel, publish, present)
     if deadline ~= nil and lease ~= nil and lease > 0 and deadline > at then
       if present ~= nil then
         fresh = not present[owner]
-      else
-        fresh = redis.call('hsetnx', KEYS[1], owner, 1) == 1
+      elseif redis.call('hexists', KEYS[1], owner) == 0 then
+        redis.call('hset', KEYS[1], owner, 1)
+        fresh = true
       end
     end
     if fresh then

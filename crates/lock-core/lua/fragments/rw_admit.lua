@@ -13,8 +13,8 @@
 --! lease) and has made sure no write is held by another owner.
 --! Needs: KEYS[1] lock.
 --! `present`: the reader fields KEYS[1] has (rw_prune.lua's third answer), so that the
---! granted fields are written with one HSET; nil: each is written with HSETNX (a waiting
---! writer giving up, which did not prune).
+--! granted fields are written with one HSET; nil: each is looked up (HEXISTS) and
+--! written on its own (a waiting writer giving up, which did not prune).
 --! Sets: local function `admit_readers(readers, prefix, channel, publish, present)` ->
 --! (owners granted, the longest lease granted in ms, 0 when none).
 local function admit_readers(readers, prefix, channel, publish, present)
@@ -36,8 +36,9 @@ local function admit_readers(readers, prefix, channel, publish, present)
     if deadline ~= nil and lease ~= nil and lease > 0 and deadline > at then
       if present ~= nil then
         fresh = not present[owner]
-      else
-        fresh = redis.call('hsetnx', KEYS[1], owner, 1) == 1
+      elseif redis.call('hexists', KEYS[1], owner) == 0 then
+        redis.call('hset', KEYS[1], owner, 1)
+        fresh = true
       end
     end
     if fresh then
