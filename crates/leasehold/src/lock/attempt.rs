@@ -72,18 +72,13 @@ impl Attempt for LockAttempt<'_> {
         ServerQueue { channel: Arc::from(self.names.lock_queue_channel()), owner: Arc::from(self.lock.owner.as_str()) }
     }
 
-    fn attempt(
-        &self,
-        waiting: bool,
-    ) -> impl std::future::Future<Output = Result<std::result::Result<LockGuard, NotAcquired>>> + Send {
-        async move {
-            let registered = self.registration.lock().is_some();
-            let tried = self.lock.attempt(self.names, self.lease, self.lease_ms, self.mode, waiting, registered).await;
-            if let Ok(Err(NotAcquired { ticket: Some(ticket), .. })) = &tried {
-                *self.registration.lock() = Some(*ticket);
-            }
-            tried
+    async fn attempt(&self, waiting: bool) -> Result<std::result::Result<LockGuard, NotAcquired>> {
+        let registered = self.registration.lock().is_some();
+        let tried = self.lock.attempt(self.names, self.lease, self.lease_ms, self.mode, waiting, registered).await;
+        if let Ok(Err(NotAcquired { ticket: Some(ticket), .. })) = &tried {
+            *self.registration.lock() = Some(*ticket);
         }
+        tried
     }
 
     /// A write release granted this reader its hold: record it as an acquire the
@@ -93,20 +88,18 @@ impl Attempt for LockAttempt<'_> {
     /// this wait's latest refused call (a later refused call means the grant was gone by
     /// then; another call of the owner registered after this one: the grant is its) and
     /// the owner accounts for no hold (else an attempt sets its count right).
-    fn claim(&self, grant: lock_pubsub::Grant) -> impl std::future::Future<Output = Option<LockGuard>> + Send {
-        async move {
-            let lock = self.lock;
-            let turn = lock.holds.turn().await;
-            let (ticket, sent_at) = (*self.registration.lock())?;
-            if ticket != grant.ticket || lock.holds.accounted() != 0 {
-                tracing::debug!(lock = %self.names.key(), ticket, granted = grant.ticket, "a grant not this wait's to take over; trying instead");
-                return None;
-            }
-            let lease = Duration::from_millis(grant.lease_ms);
-            let guard = lock.record_acquired(self.names, turn.seq, 1, sent_at, lease, self.mode);
-            drop(turn);
-            Some(guard)
+    async fn claim(&self, grant: lock_pubsub::Grant) -> Option<LockGuard> {
+        let lock = self.lock;
+        let turn = lock.holds.turn().await;
+        let (ticket, sent_at) = (*self.registration.lock())?;
+        if ticket != grant.ticket || lock.holds.accounted() != 0 {
+            tracing::debug!(lock = %self.names.key(), ticket, granted = grant.ticket, "a grant not this wait's to take over; trying instead");
+            return None;
         }
+        let lease = Duration::from_millis(grant.lease_ms);
+        let guard = lock.record_acquired(self.names, turn.seq, 1, sent_at, lease, self.mode);
+        drop(turn);
+        Some(guard)
     }
 
     fn held_until(guard: &LockGuard) -> Instant {
