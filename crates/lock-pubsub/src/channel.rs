@@ -471,10 +471,23 @@ impl ChannelWaiters {
     /// A grant message (a write release let registered readers in): every shared waiter
     /// whose owner it names takes its hold over ([`ChannelWaiters::take_granted`]).
     pub(crate) fn grant_message(&self, payload: &str) {
+        // Parsed once (a release may name hundreds of readers, and a client may wait
+        // with as many): each waiter looks its owner up.
+        let grants: HashMap<&str, Grant> = payload
+            .split(' ')
+            .filter_map(|entry| {
+                let mut parts = entry.rsplitn(3, ':');
+                let ticket = parts.next()?.parse().ok()?;
+                let lease_ms = parts.next()?.parse().ok()?;
+                Some((parts.next()?, Grant { lease_ms, ticket }))
+            })
+            .collect();
         let mut state = self.state.lock();
         let now = Instant::now();
         for slot in &mut state.shared {
-            slot.apply_grants(payload);
+            let Some(grant) = slot.owner.as_deref().and_then(|owner| grants.get(owner)) else { continue };
+            slot.granted = Some(*grant);
+            slot.wake();
         }
         if state.recent_grants.len() == RECENT_GRANTS {
             state.recent_grants.pop_front();
