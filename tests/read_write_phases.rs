@@ -25,6 +25,24 @@ fn registered(server: &leasehold_test_support::RedisServer, name: &str) -> i64 {
     raw(server, &["HLEN", &readers_key(name)]).as_int().unwrap_or(0)
 }
 
+/// Waits (at most 5 s) until `server` has run no script for 300 ms: the waiting readers'
+/// calls are done. Whether it got there.
+async fn quiet(server: &leasehold_test_support::RedisServer) -> bool {
+    let scripts = || leasehold_test_support::commandstats::command_calls(server).get("evalsha").copied();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (mut last, mut since) = (scripts(), Instant::now());
+    while Instant::now() < deadline {
+        let now = scripts();
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if since.elapsed() >= Duration::from_millis(300) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
 fn numsub(server: &leasehold_test_support::RedisServer, channel: &str) -> i64 {
     match raw(server, &["PUBSUB", "NUMSUB", channel]) {
         RespValue::Array(v) => v.get(1).and_then(RespValue::as_int).unwrap_or(0),
@@ -61,6 +79,10 @@ async fn readers_waiting_at_a_write_release_get_in_in_one_step(on: ServerKind) {
     );
     let grants = format!("leasehold_rwlock__grants:{{{name}}}");
     assert!(wait_until(Duration::from_secs(5), || numsub(&server, &grants) == 4).await, "every client listens");
+    // A reader whose first call went out before its client's subscription was confirmed
+    // makes one more call once it is (it may have missed a release meanwhile): wait until
+    // those are done, so that the count below is the release's alone.
+    assert!(quiet(&server).await, "the readers' calls settle");
     let mut admitted = Vec::new();
     let calls = calls_during(&server, async {
         write.unlock().await.expect("unlock");
