@@ -23,6 +23,8 @@
 -- KEYS[2]  channel "redisson_rwlock:{NAME}"
 -- KEYS[3]  waiting writers "leasehold_rwlock_writers:{NAME}" (see write_acquire.lua)
 -- KEYS[4]  waiting readers "leasehold_rwlock_readers:{NAME}" (see read_acquire.lua)
+-- KEYS[5]  the waiting writers' order "leasehold_rwlock_writers:order:{NAME}" (see
+--          write_acquire.lua): a wait's clean-up (ARGV[7]) removes the writer from it
 -- ARGV[1]  writer field "CLIENT_UUID:N:write"
 -- ARGV[2]  the owner's write hold count after this release (>= 0)
 -- ARGV[3]  TTL in ms the remaining holds need, or 0: while holds remain the Hash's
@@ -92,6 +94,10 @@ local function admit_readers(readers, prefix, channel, publish, present)
     redis.call(publish, channel, table.concat(names, ' '))
   end
   return granted, longest
+end
+if ARGV[7] == '1' then
+  -- The writer's place in line goes too (even if its deadline entry was purged).
+  redis.call('lrem', KEYS[5], 0, ARGV[1])
 end
 if ARGV[7] == '1' and redis.call('zrem', KEYS[3], ARGV[1]) == 1 then
   local mode = redis.call('hget', KEYS[1], 'mode')

@@ -112,9 +112,11 @@ pub enum QueueKind {
     /// Redisson's fair queue (`redisson_lock_queue:{NAME}`, `redisson_lock_timeout:{NAME}`).
     Fair,
     /// A read/write lock's waiting writers (`leasehold_rwlock_writers:{NAME}`, writer ->
-    /// deadline): no order among waiters (a local line per client), but while a live
-    /// writer waits no new leasehold reader enters. Kept alive by the waiter's calls and
-    /// removed when its wait ends, as a queue entry.
+    /// deadline, and their order `leasehold_rwlock_writers:order:{NAME}`): a free lock
+    /// goes to the earliest live waiting writer (every client's writers are in one
+    /// order; each client also keeps a local line), and while a live writer waits no new
+    /// leasehold reader enters. Kept alive by the waiter's calls and removed when its
+    /// wait ends, as a queue entry.
     WriterIntent,
     /// Waiters that exclude none of their own kind: nothing on the server and no line
     /// order. Every release message wakes every such local waiter, each keeps its own
@@ -292,7 +294,11 @@ impl LockKind {
                 (keys, args)
             }
             LockKind::Write { queue_keepalive_ms } => {
-                let keys = vec![Key::from(names.key_arg()), Key::from(names.rw_writers_key())];
+                let keys = vec![
+                    Key::from(names.key_arg()),
+                    Key::from(names.rw_writers_key()),
+                    Key::from(names.rw_writers_order_key()),
+                ];
                 let mut args = rw_acquire_args(names, owner, lease_ms, target);
                 args.push(int_arg(if waiting { queue_keepalive_ms.max(1) } else { 0 }));
                 (keys, args)
@@ -395,6 +401,7 @@ impl LockKind {
                     keys.push(Key::from(names.rwlock_channel()));
                     keys.push(Key::from(names.rw_writers_key()));
                     keys.push(Key::from(names.rw_readers_key()));
+                    keys.push(Key::from(names.rw_writers_order_key()));
                 } else if leave_queue {
                     keys.push(Key::from(names.rw_readers_key()));
                 }
@@ -577,8 +584,9 @@ mod tests {
         assert_eq!(text(&args)[4..], ["2", "7000", "9"], "a registered wait removes its entry when it acquires");
         let (_, args) = READ.acquire_args(&names, &reader, 30_000, 1, false, false, 9, settings());
         assert_eq!(text(&args)[4..], ["0", "0", "9"], "a single try registers nothing");
+        let order = "leasehold_rwlock_writers:order:{k}";
         let (keys, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, false, false, 9, settings());
-        assert_eq!(key_text(&keys), ["k", writers]);
+        assert_eq!(key_text(&keys), ["k", writers, order]);
         assert_eq!(text(&args), ["30000", writer.as_str(), "1", "{k}", "0"], "a single try records no intent");
         let (_, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, true, false, 9, settings());
         assert_eq!(text(&args)[4], "8000");
@@ -589,7 +597,7 @@ mod tests {
         assert_eq!(key_text(&keys), ["k"], "an unlock declares only the lock");
         assert_eq!(text(&args).len(), 7);
         let (keys, args) = WRITE.release_args(&names, &writer, 1, 30_000, false, settings());
-        assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", writers, readers]);
+        assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", writers, readers, order]);
         assert_eq!(
             text(&args),
             [writer.as_str(), "1", "30000", "{k}", "spublish", "1", "0", "leasehold_rwlock__grants:{k}"]
@@ -605,12 +613,13 @@ mod tests {
         let tagged = LockNames::new("{a}b").expect("valid");
         assert_eq!(tagged.rw_timeout_prefix("o"), "{a}b:o:rwlock_timeout");
         assert_eq!(tagged.rwlock_channel(), "redisson_rwlock:{a}b");
-        let tagged_writers = tagged.rw_writers_key();
-        assert_eq!(
-            crate::names::key_slot(tagged_writers.as_bytes()),
-            crate::names::key_slot(b"{a}b"),
-            "{tagged_writers}"
-        );
+        for tagged_writers in [tagged.rw_writers_key(), tagged.rw_writers_order_key()] {
+            assert_eq!(
+                crate::names::key_slot(tagged_writers.as_bytes()),
+                crate::names::key_slot(b"{a}b"),
+                "{tagged_writers}"
+            );
+        }
         assert_eq!([READ.name(), WRITE.name()], ["read", "write"]);
     }
 

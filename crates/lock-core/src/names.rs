@@ -60,6 +60,11 @@ pub const UNLOCK_MESSAGE: &str = "0";
 /// The prefix of a read/write lock's waiting writers, `leasehold_rwlock_writers:{NAME}`
 /// (a sorted set writer -> deadline, leasehold's writer preference; Redisson ignores it).
 pub const RW_WRITERS_PREFIX: &str = "leasehold_rwlock_writers";
+/// The prefix of the order of a read/write lock's waiting writers,
+/// `leasehold_rwlock_writers:order:{NAME}` (a List of writers, first come first: a
+/// free lock goes to the earliest live one). Under [`RW_WRITERS_PREFIX`]'s ACL pattern
+/// (`leasehold_rwlock_writers:*`), and never a writers key (those go on with `{`).
+pub const RW_WRITERS_ORDER_PREFIX: &str = "leasehold_rwlock_writers:order";
 /// The prefix of a read/write lock's waiting readers, `leasehold_rwlock_readers:{NAME}`
 /// (a Hash reader owner -> `DEADLINE_MS:LEASE_MS:TICKET`, which a write release grants in one
 /// step; Redisson ignores it).
@@ -354,6 +359,13 @@ impl LockNames {
     /// [`RW_WRITERS_PREFIX`]; one per lock key, [`unique_key`]).
     pub fn rw_writers_key(&self) -> String {
         unique_key(RW_WRITERS_PREFIX, &self.key)
+    }
+
+    /// The order of the read/write lock's waiting writers,
+    /// `leasehold_rwlock_writers:order:{NAME}` (see [`RW_WRITERS_ORDER_PREFIX`]; one per
+    /// lock key, [`unique_key`]).
+    pub fn rw_writers_order_key(&self) -> String {
+        unique_key(RW_WRITERS_ORDER_PREFIX, &self.key)
     }
 
     /// The read/write lock's waiting readers, `leasehold_rwlock_readers:{NAME}` (see

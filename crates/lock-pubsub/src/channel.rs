@@ -605,6 +605,31 @@ impl ChannelWaiters {
         }
     }
 
+    /// A read/write lock's unlock message (`0`, its last read release): as
+    /// [`ChannelWaiters::wake_one`], but every waiter of every line gets a turn, not
+    /// only the first. The lines hold writers, whom the server orders among every
+    /// client's (`leasehold_rwlock_writers:order:{NAME}`: the earliest live waiting
+    /// writer takes the free lock, a writer behind it is refused): a client's local
+    /// line may be in another order (two fast paths answered in another order than
+    /// they were sent), and waking only its first would leave the server's first
+    /// asleep until its refresh.
+    pub(crate) fn wake_writers(&self) {
+        let mut state = self.state.lock();
+        let now = Instant::now();
+        state.last_unlock = Some(now);
+        state.last_message = Some(now);
+        for slot in state.locks.values_mut().flatten() {
+            slot.woken = true;
+            slot.signal.notify_one();
+        }
+        for slot in state.shared.iter_mut().filter(|slot| slot.woken_by_unlock()) {
+            slot.wake();
+        }
+        for slot in state.queued.iter_mut().filter(|slot| slot.woken_by_unlock()) {
+            slot.wake();
+        }
+    }
+
     /// A count message on a semaphore's channel (`redisson_sc:{NAME}`: the count of
     /// available permits a release, `trySetPermits` or `addPermits` left): in the line
     /// of every key on the channel (the message does not say whose count it is), wakes

@@ -569,7 +569,12 @@ impl Shared {
             return;
         }
         let unlock = message.value.as_str().is_some_and(|payload| payload == lock_core::names::UNLOCK_MESSAGE);
-        if unlock {
+        if unlock && waiters.grants {
+            // A read/write lock's last read release: the server orders its waiting
+            // writers (the earliest live one takes the free lock), and a client's local
+            // line may not be in that order, so every writer of every line tries.
+            waiters.wake_writers();
+        } else if unlock {
             // The message does not say which of the channel's locks was released: the
             // first waiter of each gets a turn (and every shared waiter: readers share).
             waiters.wake_one();
