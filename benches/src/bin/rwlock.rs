@@ -58,7 +58,8 @@ use leasehold_test_support::redisson_rwlock::{
     REDISSON_READ_ACQUIRE, REDISSON_READ_UNLOCK, REDISSON_WRITE_ACQUIRE, REDISSON_WRITE_UNLOCK,
 };
 
-const FLAGS: &[&str] = &["--pairs", "--tasks", "--seconds", "--hold-ms", "--writer-pause-ms", "--readers", "--rounds"];
+const FLAGS: &[&str] =
+    &["--pairs", "--tasks", "--seconds", "--hold-ms", "--writer-pause-ms", "--readers", "--rounds", "--part"];
 /// Redisson's default lease (its watchdog timeout), sent by the Redisson contenders.
 const REDISSON_LEASE_MS: &str = "30000";
 /// The latch TTL Redisson's unlock scripts get (its default timeout × retries, about).
@@ -77,6 +78,15 @@ struct Settings {
     writer_pause: Duration,
     readers: usize,
     rounds: usize,
+    /// `--part N`: run part N only (1 to 4; its summary lines too); 0 (the default): all.
+    part: usize,
+}
+
+impl Settings {
+    /// Whether part `n` runs.
+    fn runs(&self, n: usize) -> bool {
+        self.part == 0 || self.part == n
+    }
 }
 
 impl Settings {
@@ -90,7 +100,11 @@ impl Settings {
             writer_pause: Duration::from_millis(flag(args, "--writer-pause-ms")?.unwrap_or(20)),
             readers: flag(args, "--readers")?.unwrap_or(64),
             rounds: flag(args, "--rounds")?.unwrap_or(5),
+            part: flag(args, "--part")?.unwrap_or(0),
         };
+        if settings.part > 4 {
+            return Err("--part is 1 to 4 (0: all)".into());
+        }
         if settings.pairs == 0
             || settings.tasks == 0
             || settings.run_for.is_zero()
@@ -716,6 +730,13 @@ struct PhaseOutcome {
     /// Sorted waits (call to guard), µs.
     read_waits: Vec<u64>,
     write_waits: Vec<u64>,
+    /// Per write: its wait divided by (1 + the writes of other writers that got in
+    /// while it waited), µs, sorted: the wait per turn. Writers are served in order
+    /// among themselves, so a looping writer also waits for the writers ahead of it
+    /// (each with the read phase before it); the phase-fair bound is per turn.
+    write_waits_per_turn: Vec<u64>,
+    /// Per write: the writes of other writers that got in while it waited, sorted.
+    writers_ahead: Vec<u64>,
     /// Phases seen: a write phase per write hold, a read phase from the first reader in
     /// to the last out; their longest, µs.
     read_phases: u64,
@@ -731,6 +752,8 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
     let readers_in = Arc::new(AtomicUsize::new(0));
     let writer_in = Arc::new(AtomicBool::new(false));
     let overlaps = Arc::new(AtomicU64::new(0));
+    // Writes in so far (every writer's): how many went ahead of a waiting writer.
+    let writes_in = Arc::new(AtomicU64::new(0));
     // The read phase now running: when it started (its first reader in), µs since `start`.
     let phase = Arc::new(Mutex::new((0_u64, 0_u64, 0_u64))); // (phases, started_at_us, longest_us)
     let start = Instant::now();
@@ -775,14 +798,18 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
     let mut writers = Vec::new();
     for w in 0..PHASE_WRITERS {
         let rw = clients[w % n].read_write_lock(name);
-        let (readers_in, writer_in, overlaps) = (readers_in.clone(), writer_in.clone(), overlaps.clone());
+        let (readers_in, writer_in, overlaps, writes_in) =
+            (readers_in.clone(), writer_in.clone(), overlaps.clone(), writes_in.clone());
         writers.push(tokio::spawn(async move {
-            let (mut waits, mut longest) = (Vec::new(), 0_u64);
+            let (mut waits, mut longest, mut turns) = (Vec::new(), 0_u64, Vec::new());
             while Instant::now() < end {
                 let asked = Instant::now();
+                let before = writes_in.load(Ordering::SeqCst);
                 let guard = rw.write().await?;
                 let got = Instant::now();
+                let ahead = writes_in.fetch_add(1, Ordering::SeqCst) - before;
                 waits.push(micros(got - asked));
+                turns.push((micros(got - asked) / (ahead + 1), ahead));
                 if writer_in.swap(true, Ordering::SeqCst) || readers_in.load(Ordering::SeqCst) > 0 {
                     overlaps.fetch_add(1, Ordering::SeqCst);
                 }
@@ -794,7 +821,7 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
                 longest = longest.max(micros(got.elapsed()));
                 guard.unlock().await?;
             }
-            Ok::<(Vec<u64>, u64), BoxError>((waits, longest))
+            Ok::<(Vec<u64>, u64, Vec<(u64, u64)>), BoxError>((waits, longest, turns))
         }));
     }
     let mut out = PhaseOutcome::default();
@@ -804,9 +831,13 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
         out.read_waits.extend(waits);
     }
     for handle in writers {
-        let (waits, longest) = handle.await.map_err(|e| format!("writer task: {e}"))??;
+        let (waits, longest, turns) = handle.await.map_err(|e| format!("writer task: {e}"))??;
         out.writes_per_writer.push(waits.len() as u64);
         out.write_waits.extend(waits);
+        for (per_turn, ahead) in turns {
+            out.write_waits_per_turn.push(per_turn);
+            out.writers_ahead.push(ahead);
+        }
         out.longest_write_phase = out.longest_write_phase.max(longest);
     }
     out.wall = start.elapsed();
@@ -814,6 +845,8 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
     (out.read_phases, out.longest_read_phase) = (p.0, p.2);
     out.read_waits.sort_unstable();
     out.write_waits.sort_unstable();
+    out.write_waits_per_turn.sort_unstable();
+    out.writers_ahead.sort_unstable();
     out.overlaps = overlaps.load(Ordering::SeqCst);
     Ok(out)
 }
@@ -882,7 +915,7 @@ async fn main() -> Result<ExitCode, BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "usage: rwlock [--pairs N] [--tasks N] [--seconds N] [--hold-ms N] [--writer-pause-ms N] [--readers N] [--rounds N]"
+            "usage: rwlock [--pairs N] [--tasks N] [--seconds N] [--hold-ms N] [--writer-pause-ms N] [--readers N] [--rounds N] [--part 1-4]"
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -912,7 +945,7 @@ async fn main() -> Result<ExitCode, BoxError> {
 
     // Part 1.
     let mut pairs = Vec::new();
-    for contender in Contender::ALL {
+    for contender in Contender::ALL.into_iter().filter(|_| settings.runs(1)) {
         println!();
         println!("## 1. {} — {}", contender.name(), contender.describe());
         reset(&fred, &target).await?;
@@ -937,38 +970,40 @@ async fn main() -> Result<ExitCode, BoxError> {
     }
 
     // Part 2.
-    println!();
-    println!("## 2a. one hand-off: a reader (client 1) releases, a waiting writer (client 2) gets in; 20 tries");
-    reset(&fred, &target).await?;
-    let handoffs = match measure_handoff(&clients, 20).await {
-        Ok(handoffs) => {
-            println!(
-                "reader unlock() returned -> writer's guard: p50 {} ms, max {} ms",
-                ms(percentile(&handoffs, 50.0)),
-                ms(handoffs.last().copied().unwrap_or(0))
-            );
-            handoffs
-        }
-        Err(error) => {
-            problems.push(format!("hand-off: {error}"));
-            Vec::new()
-        }
-    };
-    let writer_own = Client::builder().url(&url).connect().await?;
     let mut mixed = Vec::new();
-    for (shape, writer_client) in
-        [("writer on client 2, with 4 readers", &clients[1]), ("writer on a 3rd client of its own", &writer_own)]
-    {
+    let mut handoffs = Vec::new();
+    if settings.runs(2) {
         println!();
-        println!(
+        println!("## 2a. one hand-off: a reader (client 1) releases, a waiting writer (client 2) gets in; 20 tries");
+        reset(&fred, &target).await?;
+        handoffs = match measure_handoff(&clients, 20).await {
+            Ok(handoffs) => {
+                println!(
+                    "reader unlock() returned -> writer's guard: p50 {} ms, max {} ms",
+                    ms(percentile(&handoffs, 50.0)),
+                    ms(handoffs.last().copied().unwrap_or(0))
+                );
+                handoffs
+            }
+            Err(error) => {
+                problems.push(format!("hand-off: {error}"));
+                Vec::new()
+            }
+        };
+        let writer_own = Client::builder().url(&url).connect().await?;
+        for (shape, writer_client) in
+            [("writer on client 2, with 4 readers", &clients[1]), ("writer on a 3rd client of its own", &writer_own)]
+        {
+            println!();
+            println!(
             "## 2. 8 readers (4 per client, read() + hold {:?} + unlock()) and 1 writer (write() + hold 1 ms + unlock(), pause {:?}) for {:?}; {shape}",
             settings.hold, settings.writer_pause, settings.run_for
         );
-        reset(&fred, &target).await?;
-        let name = format!("rw:bench:mixed:{}", mixed.len());
-        match measure_mixed(&clients, writer_client, &name, &settings).await {
-            Ok(outcome) => {
-                println!(
+            reset(&fred, &target).await?;
+            let name = format!("rw:bench:mixed:{}", mixed.len());
+            match measure_mixed(&clients, writer_client, &name, &settings).await {
+                Ok(outcome) => {
+                    println!(
                     "{} reads, {} writes in {:.2} s; overlaps {} (must be 0); writer waits p50 / p99 / max {} / {} / {} ms",
                     outcome.reads,
                     outcome.writes,
@@ -978,39 +1013,43 @@ async fn main() -> Result<ExitCode, BoxError> {
                     ms(percentile(&outcome.writer_waits, 99.0)),
                     ms(outcome.writer_waits.last().copied().unwrap_or(0))
                 );
-                if outcome.overlaps > 0 {
-                    problems
-                        .push(format!("{shape}: a reader and the writer inside at once {} times", outcome.overlaps));
+                    if outcome.overlaps > 0 {
+                        problems.push(format!(
+                            "{shape}: a reader and the writer inside at once {} times",
+                            outcome.overlaps
+                        ));
+                    }
+                    if outcome.writes == 0 {
+                        problems.push(format!("{shape}: the writer never got the lock"));
+                    }
+                    mixed.push((shape, outcome));
                 }
-                if outcome.writes == 0 {
-                    problems.push(format!("{shape}: the writer never got the lock"));
-                }
-                mixed.push((shape, outcome));
+                Err(error) => problems.push(format!("{shape}: readers and writer: {error}")),
             }
-            Err(error) => problems.push(format!("{shape}: readers and writer: {error}")),
         }
+        writer_own.shutdown().await?;
     }
-    writer_own.shutdown().await?;
 
     // Part 3.
-    println!();
-    println!(
+    let mut rounds = Vec::new();
+    let mut redisson_rounds = Vec::new();
+    if settings.runs(3) {
+        println!();
+        println!(
         "## 3. {} readers on {WAKE_CLIENTS} clients behind 1 writer that releases, {} rounds, alternating with Redisson 4.7's pattern (bare fred: its scripts, one subscription per client, every reader retrying on the message)",
         settings.readers, settings.rounds
     );
-    reset(&fred, &target).await?;
-    let mut wake_clients = Vec::with_capacity(WAKE_CLIENTS);
-    let mut redisson_clients = Vec::with_capacity(WAKE_CLIENTS);
-    for _ in 0..WAKE_CLIENTS {
-        wake_clients.push(Client::builder().url(&url).connect().await?);
-        redisson_clients.push(RedissonClient::connect(&url).await?);
-    }
-    let mut rounds = Vec::new();
-    let mut redisson_rounds = Vec::new();
-    for round in 0..settings.rounds {
-        match measure_wake(&wake_clients, &fred, &settings, round).await {
-            Ok(outcome) => {
-                println!(
+        reset(&fred, &target).await?;
+        let mut wake_clients = Vec::with_capacity(WAKE_CLIENTS);
+        let mut redisson_clients = Vec::with_capacity(WAKE_CLIENTS);
+        for _ in 0..WAKE_CLIENTS {
+            wake_clients.push(Client::builder().url(&url).connect().await?);
+            redisson_clients.push(RedissonClient::connect(&url).await?);
+        }
+        for round in 0..settings.rounds {
+            match measure_wake(&wake_clients, &fred, &settings, round).await {
+                Ok(outcome) => {
+                    println!(
                     "leasehold round {round}: RTT {:?} µs; {} queued before the release; unlock() took {} ms (its script {} µs on the server); first / last reader in {} / {} ms after the call; from the call, in RTTs: p50 {:.2}, max {:.2}; from its return: p50 {:.2}, max {:.2}; in before the call {}; server calls per reader: wake-up {:.2} ({}), whole round {:.2}; floor (the same {} try_read() at once on a free lock) p50 {:.2}, max {:.2} RTTs",
                     outcome.rtt_us,
                     outcome.queued,
@@ -1030,16 +1069,17 @@ async fn main() -> Result<ExitCode, BoxError> {
                     percentile(&outcome.burst_rtts, 50.0),
                     outcome.burst_rtts.last().copied().unwrap_or(0.0)
                 );
-                if outcome.early > 0 {
-                    problems.push(format!("round {round}: {} readers in before the writer released", outcome.early));
+                    if outcome.early > 0 {
+                        problems
+                            .push(format!("round {round}: {} readers in before the writer released", outcome.early));
+                    }
+                    rounds.push(outcome);
                 }
-                rounds.push(outcome);
+                Err(error) => problems.push(format!("round {round}: {error}")),
             }
-            Err(error) => problems.push(format!("round {round}: {error}")),
-        }
-        match measure_redisson_wake(&redisson_clients, &fred, &scripts, &settings, round).await {
-            Ok(outcome) => {
-                println!(
+            match measure_redisson_wake(&redisson_clients, &fred, &scripts, &settings, round).await {
+                Ok(outcome) => {
+                    println!(
                     "redisson  round {round}: first / last reader in {} / {} ms after the call; server calls per reader: wake-up {:.2} ({}), whole round {:.2}",
                     ms(outcome.first_last_us.0),
                     ms(outcome.first_last_us.1),
@@ -1047,30 +1087,34 @@ async fn main() -> Result<ExitCode, BoxError> {
                     outcome.wake_calls.breakdown(),
                     outcome.round_calls.total_calls() as f64 / settings.readers as f64,
                 );
-                if outcome.early > 0 {
-                    problems.push(format!("Redisson round {round}: {} readers in before the release", outcome.early));
+                    if outcome.early > 0 {
+                        problems
+                            .push(format!("Redisson round {round}: {} readers in before the release", outcome.early));
+                    }
+                    redisson_rounds.push(outcome);
                 }
-                redisson_rounds.push(outcome);
+                Err(error) => problems.push(format!("Redisson round {round}: {error}")),
             }
-            Err(error) => problems.push(format!("Redisson round {round}: {error}")),
         }
-    }
-    for client in wake_clients {
-        client.shutdown().await?;
+        for client in wake_clients {
+            client.shutdown().await?;
+        }
     }
 
     // Part 4.
-    println!();
-    println!(
+    let mut phases = None;
+    if settings.runs(4) {
+        println!();
+        println!(
         "## 4. phases: {PHASE_WRITERS} looping writers and {PHASE_READERS} looping readers on 3 clients (write()/read() + hold {:?} + unlock()) for {:?}",
         settings.hold, settings.run_for
     );
-    reset(&fred, &target).await?;
-    let third = Client::builder().url(&url).connect().await?;
-    let phase_clients = [clients[0].clone(), clients[1].clone(), third.clone()];
-    let phases = match measure_phases(&phase_clients, "rw:bench:phases", &settings).await {
-        Ok(outcome) => {
-            println!(
+        reset(&fred, &target).await?;
+        let third = Client::builder().url(&url).connect().await?;
+        let phase_clients = [clients[0].clone(), clients[1].clone(), third.clone()];
+        phases = match measure_phases(&phase_clients, "rw:bench:phases", &settings).await {
+            Ok(outcome) => {
+                println!(
                 "{} reads ({} read phases), {} writes in {:.2} s; overlaps {} (must be 0); reads per reader {:?}; writes per writer {:?}",
                 outcome.reads_per_reader.iter().sum::<u64>(),
                 outcome.read_phases,
@@ -1080,17 +1124,18 @@ async fn main() -> Result<ExitCode, BoxError> {
                 outcome.reads_per_reader,
                 outcome.writes_per_writer
             );
-            if outcome.overlaps > 0 {
-                problems.push(format!("phases: a reader and a writer inside at once {} times", outcome.overlaps));
+                if outcome.overlaps > 0 {
+                    problems.push(format!("phases: a reader and a writer inside at once {} times", outcome.overlaps));
+                }
+                Some(outcome)
             }
-            Some(outcome)
-        }
-        Err(error) => {
-            problems.push(format!("phases: {error}"));
-            None
-        }
-    };
-    third.shutdown().await?;
+            Err(error) => {
+                problems.push(format!("phases: {error}"));
+                None
+            }
+        };
+        third.shutdown().await?;
+    }
     let keys_left = dbsize(&fred).await?;
     if target.is_own() && keys_left > 0 {
         problems.push(format!("{keys_left} keys left after parts 2 and 3"));
@@ -1237,6 +1282,16 @@ async fn main() -> Result<ExitCode, BoxError> {
                 percentile(&p.write_waits, 99.0) as f64,
                 (PHASE_WRITERS as u64 * (p.longest_write_phase + p.longest_read_phase)) as f64
             )
+        );
+        println!(
+            "  phases: writers ahead of a write (other writers' writes while it waited) p50 / p99 / max {} / {} / {}; write wait per turn (wait / (1 + writers ahead)) p50 / p99 / max {} / {} / {} ms (p99 / 2 x longest phase {:.2}, target <= 1)",
+            percentile(&p.writers_ahead, 50.0),
+            percentile(&p.writers_ahead, 99.0),
+            p.writers_ahead.last().copied().unwrap_or(0),
+            ms(percentile(&p.write_waits_per_turn, 50.0)),
+            ms(percentile(&p.write_waits_per_turn, 99.0)),
+            ms(p.write_waits_per_turn.last().copied().unwrap_or(0)),
+            ratio(percentile(&p.write_waits_per_turn, 99.0) as f64, 2.0 * longest as f64)
         );
     }
     for problem in &problems {
