@@ -46,7 +46,9 @@ use crate::rwlock::guard::{ReadGuard, WriteGuard};
 /// Phase-fair: while a leasehold writer waits (`leasehold_rwlock_writers:{NAME}`), no
 /// new leasehold reader enters, so a writer waits for at most the read phase it arrived
 /// in; the readers waiting when a write hold ends get in before the next writer.
-/// Readers that already hold a read re-enter. Redisson's readers know neither: a Java
+/// Waiting writers get in in the order they came, across clients
+/// (`leasehold_rwlock_writers:order:{NAME}`); one whose process died holds the others
+/// back at most its queue keep-alive. Readers that already hold a read re-enter. Redisson's readers know neither: a Java
 /// reader passes a waiting leasehold writer, and is never granted (it retries on the
 /// release message). Take nested reads through the same handle: a fresh read through a
 /// second handle while the first holds one and a writer waits would wait for that
