@@ -742,6 +742,11 @@ struct PhaseOutcome {
     read_phases: u64,
     longest_read_phase: u64,
     longest_write_phase: u64,
+    /// Every read phase's length and every write hold's, µs, sorted: the longest alone
+    /// is one outlier on a loaded machine (a 3 ms hold that took 60 ms), so the p99 is
+    /// printed beside it.
+    read_phase_lengths: Vec<u64>,
+    write_phase_lengths: Vec<u64>,
     overlaps: u64,
     wall: Duration,
 }
@@ -756,6 +761,7 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
     let writes_in = Arc::new(AtomicU64::new(0));
     // The read phase now running: when it started (its first reader in), µs since `start`.
     let phase = Arc::new(Mutex::new((0_u64, 0_u64, 0_u64))); // (phases, started_at_us, longest_us)
+    let read_phase_lengths = Arc::new(Mutex::new(Vec::new()));
     let start = Instant::now();
     let end = start + settings.run_for;
     let n = clients.len();
@@ -763,8 +769,8 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
     let mut readers = Vec::new();
     for r in 0..PHASE_READERS {
         let rw = clients[r % n].read_write_lock(name);
-        let (readers_in, writer_in, overlaps, phase) =
-            (readers_in.clone(), writer_in.clone(), overlaps.clone(), phase.clone());
+        let (readers_in, writer_in, overlaps, phase, lengths) =
+            (readers_in.clone(), writer_in.clone(), overlaps.clone(), phase.clone(), read_phase_lengths.clone());
         readers.push(tokio::spawn(async move {
             let mut waits = Vec::new();
             while Instant::now() < end {
@@ -788,6 +794,7 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
                     if readers_in.fetch_sub(1, Ordering::SeqCst) == 1 {
                         let length = micros(Instant::now() - start).saturating_sub(p.1);
                         p.2 = p.2.max(length);
+                        lengths.lock().map_err(|_| "poisoned")?.push(length);
                     }
                 }
                 guard.unlock().await?;
@@ -801,7 +808,7 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
         let (readers_in, writer_in, overlaps, writes_in) =
             (readers_in.clone(), writer_in.clone(), overlaps.clone(), writes_in.clone());
         writers.push(tokio::spawn(async move {
-            let (mut waits, mut longest, mut turns) = (Vec::new(), 0_u64, Vec::new());
+            let (mut waits, mut holds, mut turns) = (Vec::new(), Vec::new(), Vec::new());
             while Instant::now() < end {
                 let asked = Instant::now();
                 let before = writes_in.load(Ordering::SeqCst);
@@ -818,10 +825,10 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
                     overlaps.fetch_add(1, Ordering::SeqCst);
                 }
                 writer_in.store(false, Ordering::SeqCst);
-                longest = longest.max(micros(got.elapsed()));
+                holds.push(micros(got.elapsed()));
                 guard.unlock().await?;
             }
-            Ok::<(Vec<u64>, u64, Vec<(u64, u64)>), BoxError>((waits, longest, turns))
+            Ok::<(Vec<u64>, Vec<u64>, Vec<(u64, u64)>), BoxError>((waits, holds, turns))
         }));
     }
     let mut out = PhaseOutcome::default();
@@ -831,7 +838,9 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
         out.read_waits.extend(waits);
     }
     for handle in writers {
-        let (waits, longest, turns) = handle.await.map_err(|e| format!("writer task: {e}"))??;
+        let (waits, holds, turns) = handle.await.map_err(|e| format!("writer task: {e}"))??;
+        let longest = holds.iter().copied().max().unwrap_or(0);
+        out.write_phase_lengths.extend(holds);
         out.writes_per_writer.push(waits.len() as u64);
         out.write_waits.extend(waits);
         for (per_turn, ahead) in turns {
@@ -846,6 +855,9 @@ async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> 
     out.read_waits.sort_unstable();
     out.write_waits.sort_unstable();
     out.write_waits_per_turn.sort_unstable();
+    out.read_phase_lengths = std::mem::take(&mut *read_phase_lengths.lock().map_err(|_| "poisoned")?);
+    out.read_phase_lengths.sort_unstable();
+    out.write_phase_lengths.sort_unstable();
     out.writers_ahead.sort_unstable();
     out.overlaps = overlaps.load(Ordering::SeqCst);
     Ok(out)
@@ -1292,6 +1304,18 @@ async fn main() -> Result<ExitCode, BoxError> {
             ms(percentile(&p.write_waits_per_turn, 99.0)),
             ms(p.write_waits_per_turn.last().copied().unwrap_or(0)),
             ratio(percentile(&p.write_waits_per_turn, 99.0) as f64, 2.0 * longest as f64)
+        );
+        let p99_phase = percentile(&p.read_phase_lengths, 99.0).max(percentile(&p.write_phase_lengths, 99.0));
+        println!(
+            "  phases: read phase p50 / p99 {} / {} ms, write hold p50 / p99 {} / {} ms; against 2 x the p99 phase ({} ms): read wait p99 {:.2}, write wait p99 {:.2}, write wait per turn p99 {:.2}",
+            ms(percentile(&p.read_phase_lengths, 50.0)),
+            ms(percentile(&p.read_phase_lengths, 99.0)),
+            ms(percentile(&p.write_phase_lengths, 50.0)),
+            ms(percentile(&p.write_phase_lengths, 99.0)),
+            ms(2 * p99_phase),
+            ratio(percentile(&p.read_waits, 99.0) as f64, 2.0 * p99_phase as f64),
+            ratio(percentile(&p.write_waits, 99.0) as f64, 2.0 * p99_phase as f64),
+            ratio(percentile(&p.write_waits_per_turn, 99.0) as f64, 2.0 * p99_phase as f64)
         );
     }
     for problem in &problems {

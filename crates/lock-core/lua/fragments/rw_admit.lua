@@ -28,8 +28,12 @@ local function admit_readers(readers, prefix, channel, publish, present)
   local granted, longest, names, fields = 0, 0, {}, {'mode', 'read'}
   for i = 1, #entries, 2 do
     local owner = entries[i]
-    local deadline, lease, ticket = string.match(entries[i + 1], '^(%d+):(%d+):(%d+)$')
-    deadline, lease = tonumber(deadline), tonumber(lease)
+    -- The lease stays text for the SET and the message (a Lua number given to
+    -- redis.call or concatenated is formatted with sprintf, twice per reader); the
+    -- pattern takes it only without a leading zero, as Redis reads an integer.
+    local deadline, lease_text, ticket = string.match(entries[i + 1], '^(%d+):([1-9]%d*):(%d+)$')
+    local lease
+    deadline, lease = tonumber(deadline), tonumber(lease_text)
     -- A dead waiter (its deadline passed: its client stopped refreshing) gets nothing,
     -- and an owner that holds a read already keeps its count.
     local fresh = false
@@ -42,12 +46,12 @@ local function admit_readers(readers, prefix, channel, publish, present)
       end
     end
     if fresh then
-      redis.call('set', prefix .. ':' .. owner .. ':rwlock_timeout:1', '1', 'px', lease)
+      redis.call('set', prefix .. ':' .. owner .. ':rwlock_timeout:1', '1', 'px', lease_text)
       granted = granted + 1
       if lease > longest then
         longest = lease
       end
-      names[granted] = owner .. ':' .. lease .. ':' .. ticket
+      names[granted] = owner .. ':' .. lease_text .. ':' .. ticket
       if present ~= nil then
         fields[#fields + 1] = owner
         fields[#fields + 1] = '1'
