@@ -113,3 +113,43 @@ async fn a_killed_waiting_writer_blocks_later_writers_only_for_its_keepalive(on:
     guard.unlock().await.expect("unlock");
 }
 both_servers!(a_killed_waiting_writer_blocks_later_writers_only_for_its_keepalive);
+
+/// Two writers of one client whose order on the server is not their order in the
+/// client's local line (two fast paths answered in another order than they were sent;
+/// made here by moving the second to the front of the writers' order by hand). When the
+/// read phase ends, the read-unlock `0` gives every writer of the line a turn, so the
+/// server's first gets in at once; waking only the line's first (a `Lock`'s unlock) would
+/// leave it asleep until its refresh, a third of the keep-alive (3.3 s) later.
+async fn the_servers_first_writer_gets_in_when_its_client_line_is_in_another_order(on: ServerKind) {
+    let server = on.start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let name = "rw:writerlines";
+    let phase = a.read_write_lock(name).read().await.expect("read");
+    let (first, second) = (b.read_write_lock(name), b.read_write_lock(name));
+    let second_field = format!("{}:write", second.owner());
+    let first_task = tokio::spawn(async move {
+        let guard = first.try_write_with(Duration::from_secs(20), LEASE).await.expect("wait").expect("in");
+        let at = Instant::now();
+        guard.unlock().await.expect("unlock");
+        at
+    });
+    assert!(wait_until(Duration::from_secs(5), || waiting_writers(&server, name) == 1).await, "the first waits");
+    let second_task = tokio::spawn(async move {
+        let guard = second.try_write_with(Duration::from_secs(20), LEASE).await.expect("wait").expect("in");
+        let at = Instant::now();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        guard.unlock().await.expect("unlock");
+        at
+    });
+    assert!(wait_until(Duration::from_secs(5), || waiting_writers(&server, name) == 2).await, "the second waits");
+    raw(&server, &["LREM", &order_key(name), "0", &second_field]);
+    raw(&server, &["LPUSH", &order_key(name), &second_field]);
+    let released = Instant::now();
+    phase.unlock().await.expect("unlock");
+    let second_in = timeout(Duration::from_secs(10), second_task).await.expect("in").expect("task");
+    let first_in = timeout(Duration::from_secs(10), first_task).await.expect("in").expect("task");
+    let waited = second_in.duration_since(released);
+    assert!(waited < Duration::from_millis(1_500), "the server's first got in at the phase's end: {waited:?}");
+    assert!(first_in > second_in, "then the other");
+}
+both_servers!(the_servers_first_writer_gets_in_when_its_client_line_is_in_another_order);
