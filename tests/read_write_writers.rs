@@ -72,7 +72,7 @@ async fn waiting_writers_get_in_in_the_order_they_came_across_clients(on: Server
 }
 both_servers!(waiting_writers_get_in_in_the_order_they_came_across_clients);
 
-/// A waiting writer whose process is SIGKILLed stays first in the writers' order until
+/// A waiting writer whose process is killed (`SIGKILL`) stays first in the writers' order until
 /// its entry's deadline (its keep-alive, 2 s, after its last refresh) passes: the
 /// writer behind it is refused until then, retries at that deadline (the wait its reply
 /// gave), drops the dead entry and gets in: never later than the keep-alive (+ slack for
