@@ -464,6 +464,9 @@ struct WakeRound {
     queued: usize,
     /// µs from the `unlock()` call to the first and to the last reader in.
     first_last_us: (u64, u64),
+    /// The same per client: where the spread comes from (the message reaching each
+    /// client, or the claims after it).
+    per_client_us: Vec<(u64, u64)>,
     /// The PING p50 of each client, µs.
     rtt_us: Vec<u64>,
     /// The floor: the same readers' `try_read()`s sent all at once on a free lock, per
@@ -520,6 +523,7 @@ async fn measure_wake(
     let returned = Instant::now();
     let mut out = WakeRound { unlock_us: micros(returned - called), queued, ..WakeRound::default() };
     let (mut first, mut last) = (u64::MAX, 0);
+    let mut per_client = vec![(u64::MAX, 0_u64); n];
     let mut guards = Vec::with_capacity(settings.readers);
     let mut arrivals = Vec::with_capacity(settings.readers);
     for handle in handles {
@@ -535,6 +539,7 @@ async fn measure_wake(
         }
         let since_call = micros(got.saturating_duration_since(called));
         (first, last) = (first.min(since_call), last.max(since_call));
+        per_client[client] = (per_client[client].0.min(since_call), per_client[client].1.max(since_call));
         out.from_call_rtts.push(since_call as f64 / rtt);
         let from_return = leasehold_benches::signed_nanos(returned, got) as f64 / 1000.0;
         out.from_return_rtts.push(from_return / rtt);
@@ -544,6 +549,7 @@ async fn measure_wake(
         guard.unlock().await?;
     }
     out.first_last_us = (first, last);
+    out.per_client_us = per_client;
     out.burst_rtts = burst(clients, settings, &format!("rw:bench:burst:{round}"), &rtt_us).await?;
     out.rtt_us = rtt_us;
     out.from_call_rtts.sort_by(f64::total_cmp);
@@ -1062,13 +1068,14 @@ async fn main() -> Result<ExitCode, BoxError> {
             match measure_wake(&wake_clients, &fred, &settings, round).await {
                 Ok(outcome) => {
                     println!(
-                    "leasehold round {round}: RTT {:?} µs; {} queued before the release; unlock() took {} ms (its script {} µs on the server); first / last reader in {} / {} ms after the call; from the call, in RTTs: p50 {:.2}, max {:.2}; from its return: p50 {:.2}, max {:.2}; in before the call {}; server calls per reader: wake-up {:.2} ({}), whole round {:.2}; floor (the same {} try_read() at once on a free lock) p50 {:.2}, max {:.2} RTTs",
+                    "leasehold round {round}: RTT {:?} µs; {} queued before the release; unlock() took {} ms (its script {} µs on the server); first / last reader in {} / {} ms after the call (per client {:?} µs); from the call, in RTTs: p50 {:.2}, max {:.2}; from its return: p50 {:.2}, max {:.2}; in before the call {}; server calls per reader: wake-up {:.2} ({}), whole round {:.2}; floor (the same {} try_read() at once on a free lock) p50 {:.2}, max {:.2} RTTs",
                     outcome.rtt_us,
                     outcome.queued,
                     ms(outcome.unlock_us),
                     outcome.wake_calls.usec("evalsha"),
                     ms(outcome.first_last_us.0),
                     ms(outcome.first_last_us.1),
+                    outcome.per_client_us,
                     percentile(&outcome.from_call_rtts, 50.0),
                     outcome.from_call_rtts.last().copied().unwrap_or(0.0),
                     percentile(&outcome.from_return_rtts, 50.0),
