@@ -97,6 +97,11 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "~leasehold_rwlock_writers:*",
         "~redisson_rwlock:*",
         "&redisson_rwlock:*",
+        // The waiting readers (a Hash a refused waiting read registers in, which a write
+        // release grants and empties) and the grant channel (the write release names the
+        // readers it granted there; in ARGV, not a key).
+        "~leasehold_rwlock_readers:*",
+        "&leasehold_rwlock__grants:*",
         // Only for CountDownLatch: latch_count_down.lua counts down (DECR), every latch
         // script checks the key is a String (TYPE); its channel is built literally by
         // Redisson, redisson_countdownlatch__channel__{NAME}, and is a key argument too.
@@ -463,6 +468,11 @@ async fn read_write(first: &Client, second: &Client, name: &str) -> Result<(), S
     }
     let reader = first.read_write_lock(&name);
     let reading = tokio::spawn(async move { reader.try_read_with(Duration::from_secs(3), lease).await });
+    // The reader registered for a grant and listens on the grant channel: the release
+    // grants it its hold.
+    let grants = format!("leasehold_rwlock__grants:{{{name}}}");
+    wait_until(Duration::from_secs(2), || first.subscribed_channels().contains(&grants) && first.stats().waiters >= 1)
+        .await;
     write.unlock().await.map_err(step("write unlock"))?;
     let read = reading
         .await

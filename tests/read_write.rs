@@ -403,7 +403,7 @@ both_servers!(readers_behind_an_expired_writer_enter_together);
 /// back by another client's writer, which then gives up), the writer of its client
 /// waits behind it, and the last read release lets the writer in at once, not at its
 /// next keep-alive refresh (a third of the 10 s keep-alive). Readers wait as shared
-/// waiters, in no line (`QueueKind::Shared`).
+/// waiters, in no line (`QueueKind::Readers`).
 async fn a_reader_held_back_by_a_writer_does_not_stall_it(on: ServerKind) {
     let server = on.start();
     let (a, b) = (client(&server).await, client(&server).await);

@@ -582,6 +582,55 @@ async fn read_write_lock_readers_share_writers_exclude_releases_wake_across() {
     assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
 }
 
+/// What a Java reader does against leasehold's phases (docs/architecture/read-write-lock.md,
+/// "What a Java (Redisson) reader or writer does against it"): Redisson's read acquire
+/// knows no queue, so a Java reader passes a waiting leasehold writer (a leasehold reader
+/// that comes then waits behind it), and the writer waits for the Java read too. Behind a
+/// leasehold write, a registered leasehold reader is granted by the release and the Java
+/// reader, never granted, gets in on the release's `1`: both read together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_java_reader_passes_a_waiting_leasehold_writer_and_joins_a_granted_phase() {
+    let server = RedisServer::start();
+    let java = java_on!(server, WATCHDOG);
+    let (a, b) = (client_with(&server.url(), WATCHDOG).await, client_with(&server.url(), WATCHDOG).await);
+    let name = "rj:phases";
+    let read = a.read_write_lock(name).read().await.expect("read");
+    let writer = tokio::spawn({
+        let rw = b.read_write_lock(name);
+        async move { rw.try_write_for(Duration::from_secs(60)).await.expect("wait").expect("written") }
+    });
+    let writers = format!("leasehold_rwlock_writers:{{{name}}}");
+    assert!(wait_until(WITHIN, || raw(&server, &["ZCARD", &writers]).as_int() == Some(1)).await, "writer waits");
+    assert!(a.read_write_lock(name).try_read().await.expect("try_read").is_none(), "a leasehold reader waits");
+    assert!(java.ok_bool("jr", &format!("trylock read {name} 0")).await, "a Java reader passes the waiting writer");
+    read.unlock().await.expect("unlock");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!writer.is_finished(), "the leasehold writer waits for the Java read too");
+    let released = Instant::now();
+    java.ok("jr", &format!("unlock read {name}")).await;
+    let write = timeout(WITHIN, writer).await.expect("in time").expect("task");
+    assert!(released.elapsed() < WAKE, "woken by Redisson's read release: {:?}", released.elapsed());
+
+    // Behind the leasehold write: a leasehold reader (registered) and a Java reader.
+    let reader = tokio::spawn({
+        let rw = a.read_write_lock(name);
+        async move { rw.try_read_for(Duration::from_secs(60)).await.expect("wait").expect("read") }
+    });
+    let readers = format!("leasehold_rwlock_readers:{{{name}}}");
+    assert!(wait_until(WITHIN, || raw(&server, &["HLEN", &readers]).as_int() == Some(1)).await, "registered");
+    java.send("jr", &format!("trylock read {name} 60000")).await;
+    java_waiting(&java, &server, "jr", &format!("redisson_rwlock:{{{name}}}")).await;
+    let released = Instant::now();
+    write.unlock().await.expect("unlock");
+    let leasehold_read = timeout(WITHIN, reader).await.expect("granted").expect("task");
+    assert_eq!(java.reply_within("jr", WITHIN).await, Some(Ok("true".to_owned())), "the Java reader is in");
+    assert!(released.elapsed() < WAKE, "both in at the release: {:?}", released.elapsed());
+    assert_eq!(raw(&server, &["HGET", name, "mode"]).as_str(), Some("read"));
+    leasehold_read.unlock().await.expect("unlock");
+    java.ok("jr", &format!("unlock read {name}")).await;
+    assert_eq!(raw(&server, &["EXISTS", name]).as_int(), Some(0));
+}
+
 /// Each side's watchdog renews only its own read holds: with both watchdogs at 2 s, both
 /// read holds outlive 2.5 leases; once Java is killed (`SIGKILL`) its hold's timeout key expires
 /// within its lease while leasehold's stays renewed, and after leasehold's read release

@@ -1,7 +1,10 @@
 //! A queued waiter in its own process (a `FairLock`, or with `KIND` = `lock` a `Lock`,
 //! `fenced` a `FencedLock`), for the cross-process FIFO and dead-waiter tests.
 //!
-//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced]`. It prints
+//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced|read:LEASE_MS|write]`.
+//! With `read:LEASE_MS` it waits for a read of the read/write lock `NAME` with that
+//! lease (`read_with_lease`) and prints `QUEUING <reader owner>` first; with `write`,
+//! for its write (`write()`), printing `QUEUING <writer field>` (`OWNER:write`). It prints
 //! `QUEUING <owner>`, waits for `NAME` with `lock()` (command timeout 1 s, the given
 //! keep-alive),
 //! then `RPUSH NAME:order ID` while holding it (a fenced lock also `RPUSH NAME:tokens
@@ -47,6 +50,28 @@ async fn main() {
         }
     };
     let hold = millis(hold_ms);
+    if let Some(lease) = kind.strip_prefix("read:") {
+        let rw = client.read_write_lock(name);
+        say(&format!("QUEUING {}", rw.owner()));
+        let guard = rw.read_with_lease(millis(lease)).await.expect("read");
+        push(format!("{name}:order"), id.clone()).await;
+        say("LOCKED");
+        tokio::time::sleep(hold).await;
+        guard.unlock().await.expect("unlock");
+        say("UNLOCKED");
+        return;
+    }
+    if kind == "write" {
+        let rw = client.read_write_lock(name);
+        say(&format!("QUEUING {}:write", rw.owner()));
+        let guard = rw.write().await.expect("write");
+        push(format!("{name}:order"), id.clone()).await;
+        say("LOCKED");
+        tokio::time::sleep(hold).await;
+        guard.unlock().await.expect("unlock");
+        say("UNLOCKED");
+        return;
+    }
     if kind == "fenced" {
         let lock = client.fenced_lock(name);
         say(&format!("QUEUING {}", lock.owner()));

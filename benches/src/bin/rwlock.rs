@@ -44,7 +44,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fred::prelude::{Builder, Client as FredClient, ClientLike, Config, KeysInterface, LuaInterface, ReconnectPolicy};
+use fred::prelude::{
+    Builder, Client as FredClient, ClientLike, Config, EventInterface, KeysInterface, LuaInterface, PubsubInterface,
+    ReconnectPolicy,
+};
 use fred::types::{ClusterHash, CustomCommand, InfoKind, Value};
 use leasehold::Client;
 use leasehold_benches::{
@@ -55,7 +58,8 @@ use leasehold_test_support::redisson_rwlock::{
     REDISSON_READ_ACQUIRE, REDISSON_READ_UNLOCK, REDISSON_WRITE_ACQUIRE, REDISSON_WRITE_UNLOCK,
 };
 
-const FLAGS: &[&str] = &["--pairs", "--tasks", "--seconds", "--hold-ms", "--writer-pause-ms", "--readers", "--rounds"];
+const FLAGS: &[&str] =
+    &["--pairs", "--tasks", "--seconds", "--hold-ms", "--writer-pause-ms", "--readers", "--rounds", "--part"];
 /// Redisson's default lease (its watchdog timeout), sent by the Redisson contenders.
 const REDISSON_LEASE_MS: &str = "30000";
 /// The latch TTL Redisson's unlock scripts get (its default timeout × retries, about).
@@ -74,6 +78,15 @@ struct Settings {
     writer_pause: Duration,
     readers: usize,
     rounds: usize,
+    /// `--part N`: run part N only (1 to 4; its summary lines too); 0 (the default): all.
+    part: usize,
+}
+
+impl Settings {
+    /// Whether part `n` runs.
+    fn runs(&self, n: usize) -> bool {
+        self.part == 0 || self.part == n
+    }
 }
 
 impl Settings {
@@ -87,7 +100,11 @@ impl Settings {
             writer_pause: Duration::from_millis(flag(args, "--writer-pause-ms")?.unwrap_or(20)),
             readers: flag(args, "--readers")?.unwrap_or(64),
             rounds: flag(args, "--rounds")?.unwrap_or(5),
+            part: flag(args, "--part")?.unwrap_or(0),
         };
+        if settings.part > 4 {
+            return Err("--part is 1 to 4 (0: all)".into());
+        }
         if settings.pairs == 0
             || settings.tasks == 0
             || settings.run_for.is_zero()
@@ -447,30 +464,45 @@ struct WakeRound {
     queued: usize,
     /// µs from the `unlock()` call to the first and to the last reader in.
     first_last_us: (u64, u64),
+    /// The same per client: where the spread comes from (the message reaching each
+    /// client, or the claims after it).
+    per_client_us: Vec<(u64, u64)>,
     /// The PING p50 of each client, µs.
-    rtt_us: [u64; 2],
-    /// The floor: the same readers' `try_read()`s sent all at once on the free lock, per
+    rtt_us: Vec<u64>,
+    /// The floor: the same readers' `try_read()`s sent all at once on a free lock, per
     /// reader the time from the start to its guard, in round trips, sorted.
     burst_rtts: Vec<f64>,
+    /// Server calls from the `unlock()` call to the last reader in (the wake-up).
+    wake_calls: CommandStats,
+    /// Server calls from before the first reader's call to the last reader in.
+    round_calls: CommandStats,
 }
 
-/// Part 3: `readers` readers (half per client) queued behind a writer that releases.
-async fn measure_wake(clients: &[Client; 2], settings: &Settings, round: usize) -> Result<WakeRound, BoxError> {
+/// Part 3: `readers` readers (spread over the clients) queued behind a writer that
+/// releases.
+async fn measure_wake(
+    clients: &[Client],
+    fred: &FredClient,
+    settings: &Settings,
+    round: usize,
+) -> Result<WakeRound, BoxError> {
     let name = format!("rw:bench:wake:{round}");
+    let n = clients.len();
     // One round trip per client, just before.
-    let mut rtt_us = [0_u64; 2];
-    for (i, client) in clients.iter().enumerate() {
-        rtt_us[i] = percentile(&ping_rtts(client.fred(), 200).await?, 50.0).max(1);
+    let mut rtt_us = Vec::with_capacity(n);
+    for client in clients {
+        rtt_us.push(percentile(&ping_rtts(client.fred(), 200).await?, 50.0).max(1));
     }
     let writer = clients[0].read_write_lock(&name).write().await?;
     let waiting_before: usize = clients.iter().map(|c| c.stats().waiters).sum();
+    let round_before = CommandStats::fetch(fred).await?;
     let mut handles = Vec::with_capacity(settings.readers);
     for r in 0..settings.readers {
-        let rw = clients[r % 2].read_write_lock(&name);
+        let rw = clients[r % n].read_write_lock(&name);
         handles.push(tokio::spawn(async move {
             let guard = rw.read().await?;
             let got = Instant::now();
-            Ok::<_, BoxError>((r % 2, got, guard))
+            Ok::<_, BoxError>((r % n, got, guard))
         }));
     }
     // Every reader queued (its first attempt answered "held"), within a deadline.
@@ -485,20 +517,29 @@ async fn measure_wake(clients: &[Client; 2], settings: &Settings, round: usize) 
     }
     // A little more, so that every queued reader is listening, not mid-call.
     tokio::time::sleep(Duration::from_millis(100)).await;
+    let wake_before = CommandStats::fetch(fred).await?;
     let called = Instant::now();
     writer.unlock().await?;
     let returned = Instant::now();
-    let mut out = WakeRound { unlock_us: micros(returned - called), queued, rtt_us, ..WakeRound::default() };
+    let mut out = WakeRound { unlock_us: micros(returned - called), queued, ..WakeRound::default() };
     let (mut first, mut last) = (u64::MAX, 0);
+    let mut per_client = vec![(u64::MAX, 0_u64); n];
     let mut guards = Vec::with_capacity(settings.readers);
+    let mut arrivals = Vec::with_capacity(settings.readers);
     for handle in handles {
-        let (client, got, guard) = handle.await.map_err(|e| format!("reader task: {e}"))??;
+        arrivals.push(handle.await.map_err(|e| format!("reader task: {e}"))??);
+    }
+    let after = CommandStats::fetch(fred).await?;
+    out.wake_calls = after.since(&wake_before);
+    out.round_calls = after.since(&round_before);
+    for (client, got, guard) in arrivals {
         let rtt = rtt_us[client] as f64;
         if got < called {
             out.early += 1;
         }
         let since_call = micros(got.saturating_duration_since(called));
         (first, last) = (first.min(since_call), last.max(since_call));
+        per_client[client] = (per_client[client].0.min(since_call), per_client[client].1.max(since_call));
         out.from_call_rtts.push(since_call as f64 / rtt);
         let from_return = leasehold_benches::signed_nanos(returned, got) as f64 / 1000.0;
         out.from_return_rtts.push(from_return / rtt);
@@ -508,26 +549,29 @@ async fn measure_wake(clients: &[Client; 2], settings: &Settings, round: usize) 
         guard.unlock().await?;
     }
     out.first_last_us = (first, last);
-    out.burst_rtts = burst(clients, settings, &format!("rw:bench:burst:{round}"), rtt_us).await?;
+    out.per_client_us = per_client;
+    out.burst_rtts = burst(clients, settings, &format!("rw:bench:burst:{round}"), &rtt_us).await?;
+    out.rtt_us = rtt_us;
     out.from_call_rtts.sort_by(f64::total_cmp);
     out.from_return_rtts.sort_by(f64::total_cmp);
     Ok(out)
 }
 
-/// The floor of part 3: `settings.readers` tasks (half per client) each send one
+/// The floor of part 3: `settings.readers` tasks (spread over the clients) each send one
 /// `try_read()` at the same moment on a free lock; per reader, the time from that moment
 /// to its guard in round trips of its client, sorted. Every guard is released after.
-async fn burst(clients: &[Client; 2], settings: &Settings, name: &str, rtt_us: [u64; 2]) -> Result<Vec<f64>, BoxError> {
+async fn burst(clients: &[Client], settings: &Settings, name: &str, rtt_us: &[u64]) -> Result<Vec<f64>, BoxError> {
+    let n = clients.len();
     let barrier = Arc::new(tokio::sync::Barrier::new(settings.readers + 1));
     let started = Arc::new(Mutex::new(None::<Instant>));
     let mut handles = Vec::with_capacity(settings.readers);
     for r in 0..settings.readers {
-        let rw = clients[r % 2].read_write_lock(name);
+        let rw = clients[r % n].read_write_lock(name);
         let barrier = barrier.clone();
         handles.push(tokio::spawn(async move {
             barrier.wait().await;
             let guard = rw.try_read().await?.ok_or("a try_read() on a lock only read did not acquire")?;
-            Ok::<_, BoxError>((r % 2, Instant::now(), guard))
+            Ok::<_, BoxError>((r % n, Instant::now(), guard))
         }));
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -547,6 +591,289 @@ async fn burst(clients: &[Client; 2], settings: &Settings, name: &str, rtt_us: [
     rtts.sort_by(f64::total_cmp);
     Ok(rtts)
 }
+
+/// One Redisson 4.7 client of part 3's contender: a command connection and a subscriber
+/// connection whose messages on the lock's channel wake every local waiter (Redisson's
+/// `LockPubSub`: a `1` releases every waiting thread of the entry), as a counter.
+struct RedissonClient {
+    fred: FredClient,
+    subscriber: fred::clients::SubscriberClient,
+    heard: tokio::sync::watch::Sender<u64>,
+}
+
+impl RedissonClient {
+    async fn connect(url: &str) -> Result<Arc<Self>, BoxError> {
+        let fred = Builder::from_config(Config::from_url(url)?).build()?;
+        fred.init().await?;
+        let subscriber = Builder::from_config(Config::from_url(url)?).build_subscriber_client()?;
+        subscriber.init().await?;
+        let (heard, _) = tokio::sync::watch::channel(0_u64);
+        let client = Arc::new(RedissonClient { fred, subscriber, heard });
+        let mut messages = client.subscriber.message_rx();
+        let pump = client.clone();
+        tokio::spawn(async move {
+            while messages.recv().await.is_ok() {
+                pump.heard.send_modify(|n| *n += 1);
+            }
+        });
+        Ok(client)
+    }
+}
+
+/// What one round of part 3's Redisson contender measured.
+#[derive(Debug, Default)]
+struct RedissonWakeRound {
+    /// µs from the write unlock's call to the first and to the last reader in.
+    first_last_us: (u64, u64),
+    early: usize,
+    wake_calls: CommandStats,
+    round_calls: CommandStats,
+}
+
+/// Part 3's contender: the same shape with Redisson 4.7's pattern through bare fred. A
+/// writer holds (`RedissonWriteLock`'s acquire script); each client subscribes the
+/// channel once (Redisson's shared entry); each reader runs the read acquire script,
+/// then (held) again once subscribed, and while it answers a TTL waits for a message
+/// (or that TTL) and runs it again (`RedissonLock.lock()`'s loop); the
+/// write unlock script (and the `DEL` of its latch, as Redisson sends it) releases.
+async fn measure_redisson_wake(
+    clients: &[Arc<RedissonClient>],
+    fred: &FredClient,
+    scripts: &Arc<Scripts>,
+    settings: &Settings,
+    round: usize,
+) -> Result<RedissonWakeRound, BoxError> {
+    let name = format!("rw:bench:rwake:{round}");
+    let channel = format!("redisson_rwlock:{{{name}}}");
+    let writer = format!("{REDISSON_ID}:9999:write");
+    let reply: Value = fred
+        .evalsha(scripts.write_acquire.as_str(), vec![name.clone()], vec![REDISSON_LEASE_MS.to_owned(), writer.clone()])
+        .await?;
+    if !reply.is_null() {
+        return Err(format!("Redisson's write acquire did not acquire {name}: {reply:?}").into());
+    }
+    let round_before = CommandStats::fetch(fred).await?;
+    for client in clients {
+        client.subscriber.subscribe(channel.clone()).await?;
+    }
+    let asked = Arc::new(AtomicUsize::new(0));
+    let n = clients.len();
+    let mut handles = Vec::with_capacity(settings.readers);
+    for r in 0..settings.readers {
+        let (client, scripts, name, asked) = (clients[r % n].clone(), scripts.clone(), name.clone(), asked.clone());
+        handles.push(tokio::spawn(async move {
+            let owner = format!("{REDISSON_ID}:{r}");
+            let prefix = format!("{{{name}}}:{owner}:rwlock_timeout");
+            let args = vec![REDISSON_LEASE_MS.to_owned(), owner.clone(), format!("{owner}:write")];
+            let mut heard = client.heard.subscribe();
+            // Redisson's `lock()`: one try, then (held) the subscription, then tries in
+            // a loop, waiting for a message or the TTL between them.
+            let keys = vec![name.clone(), prefix.clone()];
+            let reply: Value = client.fred.evalsha(scripts.read_acquire.as_str(), keys.clone(), args.clone()).await?;
+            asked.fetch_add(1, Ordering::SeqCst);
+            if reply.is_null() {
+                return Ok::<_, BoxError>((Instant::now(), owner));
+            }
+            loop {
+                heard.borrow_and_update();
+                let reply: Value =
+                    client.fred.evalsha(scripts.read_acquire.as_str(), keys.clone(), args.clone()).await?;
+                let Some(ttl) = reply.as_i64() else { return Ok::<_, BoxError>((Instant::now(), owner)) };
+                let wait = Duration::from_millis(u64::try_from(ttl).unwrap_or(1).max(1));
+                let _ = tokio::time::timeout(wait, heard.changed()).await;
+            }
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while asked.load(Ordering::SeqCst) < settings.readers && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let wake_before = CommandStats::fetch(fred).await?;
+    let called = Instant::now();
+    let latch = format!("redisson_unlock_latch:{{{name}}}:{round:032x}");
+    let keys = vec![name.clone(), channel.clone(), latch.clone()];
+    let args =
+        vec!["1".to_owned(), REDISSON_LEASE_MS.to_owned(), writer, "publish".to_owned(), LATCH_TTL_MS.to_owned()];
+    let released: Value = fred.evalsha(scripts.write_unlock.as_str(), keys, args).await?;
+    if released.as_i64() != Some(1) {
+        return Err(format!("Redisson's write unlock of {name} answered {released:?}").into());
+    }
+    let _: i64 = fred.del(latch).await?;
+    let mut out = RedissonWakeRound::default();
+    let mut owners = Vec::with_capacity(settings.readers);
+    let (mut first, mut last) = (u64::MAX, 0);
+    for handle in handles {
+        let (got, owner) = handle.await.map_err(|e| format!("Redisson reader task: {e}"))??;
+        if got < called {
+            out.early += 1;
+        }
+        let since_call = micros(got.saturating_duration_since(called));
+        (first, last) = (first.min(since_call), last.max(since_call));
+        owners.push(owner);
+    }
+    let after = CommandStats::fetch(fred).await?;
+    out.wake_calls = after.since(&wake_before);
+    out.round_calls = after.since(&round_before);
+    out.first_last_us = (first, last);
+    for client in clients {
+        client.subscriber.unsubscribe(channel.clone()).await?;
+    }
+    // Readers out (not measured): the hold keys go with the lock.
+    let _: i64 = fred.del(name.clone()).await?;
+    for owner in owners {
+        let _: i64 = fred.del(format!("{{{name}}}:{owner}:rwlock_timeout:1")).await?;
+    }
+    Ok(out)
+}
+
+/// What part 4 measured.
+#[derive(Debug, Default)]
+struct PhaseOutcome {
+    /// Per task: acquisitions (readers first, then writers).
+    reads_per_reader: Vec<u64>,
+    writes_per_writer: Vec<u64>,
+    /// Sorted waits (call to guard), µs.
+    read_waits: Vec<u64>,
+    write_waits: Vec<u64>,
+    /// Per write: its wait divided by (1 + the writes of other writers that got in
+    /// while it waited), µs, sorted: the wait per turn. Writers are served in order
+    /// among themselves, so a looping writer also waits for the writers ahead of it
+    /// (each with the read phase before it); the phase-fair bound is per turn.
+    write_waits_per_turn: Vec<u64>,
+    /// Per write: the writes of other writers that got in while it waited, sorted.
+    writers_ahead: Vec<u64>,
+    /// Phases seen: a write phase per write hold, a read phase from the first reader in
+    /// to the last out; their longest, µs.
+    read_phases: u64,
+    longest_read_phase: u64,
+    longest_write_phase: u64,
+    /// Every read phase's length and every write hold's, µs, sorted: the longest alone
+    /// is one outlier on a loaded machine (a 3 ms hold that took 60 ms), so the p99 is
+    /// printed beside it.
+    read_phase_lengths: Vec<u64>,
+    write_phase_lengths: Vec<u64>,
+    overlaps: u64,
+    wall: Duration,
+}
+
+/// Part 4: `PHASE_WRITERS` writers and `PHASE_READERS` readers, each its own handle, on
+/// 3 clients, looping `write()`/`read()`, hold `--hold-ms`, `unlock()`, for `--seconds`.
+async fn measure_phases(clients: &[Client], name: &str, settings: &Settings) -> Result<PhaseOutcome, BoxError> {
+    let readers_in = Arc::new(AtomicUsize::new(0));
+    let writer_in = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicU64::new(0));
+    // Writes in so far (every writer's): how many went ahead of a waiting writer.
+    let writes_in = Arc::new(AtomicU64::new(0));
+    // The read phase now running: when it started (its first reader in), µs since `start`.
+    let phase = Arc::new(Mutex::new((0_u64, 0_u64, 0_u64))); // (phases, started_at_us, longest_us)
+    let read_phase_lengths = Arc::new(Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let end = start + settings.run_for;
+    let n = clients.len();
+    let hold = settings.hold;
+    let mut readers = Vec::new();
+    for r in 0..PHASE_READERS {
+        let rw = clients[r % n].read_write_lock(name);
+        let (readers_in, writer_in, overlaps, phase, lengths) =
+            (readers_in.clone(), writer_in.clone(), overlaps.clone(), phase.clone(), read_phase_lengths.clone());
+        readers.push(tokio::spawn(async move {
+            let mut waits = Vec::new();
+            while Instant::now() < end {
+                let asked = Instant::now();
+                let guard = rw.read().await?;
+                let got = Instant::now();
+                waits.push(micros(got - asked));
+                {
+                    let mut p = phase.lock().map_err(|_| "poisoned")?;
+                    if readers_in.fetch_add(1, Ordering::SeqCst) == 0 {
+                        p.0 += 1;
+                        p.1 = micros(got - start);
+                    }
+                }
+                if writer_in.load(Ordering::SeqCst) {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(hold).await;
+                {
+                    let mut p = phase.lock().map_err(|_| "poisoned")?;
+                    if readers_in.fetch_sub(1, Ordering::SeqCst) == 1 {
+                        let length = micros(Instant::now() - start).saturating_sub(p.1);
+                        p.2 = p.2.max(length);
+                        lengths.lock().map_err(|_| "poisoned")?.push(length);
+                    }
+                }
+                guard.unlock().await?;
+            }
+            Ok::<Vec<u64>, BoxError>(waits)
+        }));
+    }
+    let mut writers = Vec::new();
+    for w in 0..PHASE_WRITERS {
+        let rw = clients[w % n].read_write_lock(name);
+        let (readers_in, writer_in, overlaps, writes_in) =
+            (readers_in.clone(), writer_in.clone(), overlaps.clone(), writes_in.clone());
+        writers.push(tokio::spawn(async move {
+            let (mut waits, mut holds, mut turns) = (Vec::new(), Vec::new(), Vec::new());
+            while Instant::now() < end {
+                let asked = Instant::now();
+                let before = writes_in.load(Ordering::SeqCst);
+                let guard = rw.write().await?;
+                let got = Instant::now();
+                let ahead = writes_in.fetch_add(1, Ordering::SeqCst) - before;
+                waits.push(micros(got - asked));
+                turns.push((micros(got - asked) / (ahead + 1), ahead));
+                if writer_in.swap(true, Ordering::SeqCst) || readers_in.load(Ordering::SeqCst) > 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(hold).await;
+                if readers_in.load(Ordering::SeqCst) > 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                writer_in.store(false, Ordering::SeqCst);
+                holds.push(micros(got.elapsed()));
+                guard.unlock().await?;
+            }
+            Ok::<(Vec<u64>, Vec<u64>, Vec<(u64, u64)>), BoxError>((waits, holds, turns))
+        }));
+    }
+    let mut out = PhaseOutcome::default();
+    for handle in readers {
+        let waits = handle.await.map_err(|e| format!("reader task: {e}"))??;
+        out.reads_per_reader.push(waits.len() as u64);
+        out.read_waits.extend(waits);
+    }
+    for handle in writers {
+        let (waits, holds, turns) = handle.await.map_err(|e| format!("writer task: {e}"))??;
+        let longest = holds.iter().copied().max().unwrap_or(0);
+        out.write_phase_lengths.extend(holds);
+        out.writes_per_writer.push(waits.len() as u64);
+        out.write_waits.extend(waits);
+        for (per_turn, ahead) in turns {
+            out.write_waits_per_turn.push(per_turn);
+            out.writers_ahead.push(ahead);
+        }
+        out.longest_write_phase = out.longest_write_phase.max(longest);
+    }
+    out.wall = start.elapsed();
+    let p = *phase.lock().map_err(|_| "poisoned")?;
+    (out.read_phases, out.longest_read_phase) = (p.0, p.2);
+    out.read_waits.sort_unstable();
+    out.write_waits.sort_unstable();
+    out.write_waits_per_turn.sort_unstable();
+    out.read_phase_lengths = std::mem::take(&mut *read_phase_lengths.lock().map_err(|_| "poisoned")?);
+    out.read_phase_lengths.sort_unstable();
+    out.write_phase_lengths.sort_unstable();
+    out.writers_ahead.sort_unstable();
+    out.overlaps = overlaps.load(Ordering::SeqCst);
+    Ok(out)
+}
+
+/// Part 4's shape: looping writers and readers.
+const PHASE_WRITERS: usize = 6;
+/// Part 3's clients (the shape: 64 readers on 4 clients).
+const WAKE_CLIENTS: usize = 4;
+const PHASE_READERS: usize = 12;
 
 /// Redis's CPU time so far (`used_cpu_sys + used_cpu_user` of `INFO cpu`), µs.
 async fn redis_cpu_us(fred: &FredClient) -> Result<f64, BoxError> {
@@ -606,7 +933,7 @@ async fn main() -> Result<ExitCode, BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "usage: rwlock [--pairs N] [--tasks N] [--seconds N] [--hold-ms N] [--writer-pause-ms N] [--readers N] [--rounds N]"
+            "usage: rwlock [--pairs N] [--tasks N] [--seconds N] [--hold-ms N] [--writer-pause-ms N] [--readers N] [--rounds N] [--part 1-4]"
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -636,7 +963,7 @@ async fn main() -> Result<ExitCode, BoxError> {
 
     // Part 1.
     let mut pairs = Vec::new();
-    for contender in Contender::ALL {
+    for contender in Contender::ALL.into_iter().filter(|_| settings.runs(1)) {
         println!();
         println!("## 1. {} — {}", contender.name(), contender.describe());
         reset(&fred, &target).await?;
@@ -661,38 +988,40 @@ async fn main() -> Result<ExitCode, BoxError> {
     }
 
     // Part 2.
-    println!();
-    println!("## 2a. one hand-off: a reader (client 1) releases, a waiting writer (client 2) gets in; 20 tries");
-    reset(&fred, &target).await?;
-    let handoffs = match measure_handoff(&clients, 20).await {
-        Ok(handoffs) => {
-            println!(
-                "reader unlock() returned -> writer's guard: p50 {} ms, max {} ms",
-                ms(percentile(&handoffs, 50.0)),
-                ms(handoffs.last().copied().unwrap_or(0))
-            );
-            handoffs
-        }
-        Err(error) => {
-            problems.push(format!("hand-off: {error}"));
-            Vec::new()
-        }
-    };
-    let writer_own = Client::builder().url(&url).connect().await?;
     let mut mixed = Vec::new();
-    for (shape, writer_client) in
-        [("writer on client 2, with 4 readers", &clients[1]), ("writer on a 3rd client of its own", &writer_own)]
-    {
+    let mut handoffs = Vec::new();
+    if settings.runs(2) {
         println!();
-        println!(
+        println!("## 2a. one hand-off: a reader (client 1) releases, a waiting writer (client 2) gets in; 20 tries");
+        reset(&fred, &target).await?;
+        handoffs = match measure_handoff(&clients, 20).await {
+            Ok(handoffs) => {
+                println!(
+                    "reader unlock() returned -> writer's guard: p50 {} ms, max {} ms",
+                    ms(percentile(&handoffs, 50.0)),
+                    ms(handoffs.last().copied().unwrap_or(0))
+                );
+                handoffs
+            }
+            Err(error) => {
+                problems.push(format!("hand-off: {error}"));
+                Vec::new()
+            }
+        };
+        let writer_own = Client::builder().url(&url).connect().await?;
+        for (shape, writer_client) in
+            [("writer on client 2, with 4 readers", &clients[1]), ("writer on a 3rd client of its own", &writer_own)]
+        {
+            println!();
+            println!(
             "## 2. 8 readers (4 per client, read() + hold {:?} + unlock()) and 1 writer (write() + hold 1 ms + unlock(), pause {:?}) for {:?}; {shape}",
             settings.hold, settings.writer_pause, settings.run_for
         );
-        reset(&fred, &target).await?;
-        let name = format!("rw:bench:mixed:{}", mixed.len());
-        match measure_mixed(&clients, writer_client, &name, &settings).await {
-            Ok(outcome) => {
-                println!(
+            reset(&fred, &target).await?;
+            let name = format!("rw:bench:mixed:{}", mixed.len());
+            match measure_mixed(&clients, writer_client, &name, &settings).await {
+                Ok(outcome) => {
+                    println!(
                     "{} reads, {} writes in {:.2} s; overlaps {} (must be 0); writer waits p50 / p99 / max {} / {} / {} ms",
                     outcome.reads,
                     outcome.writes,
@@ -702,55 +1031,129 @@ async fn main() -> Result<ExitCode, BoxError> {
                     ms(percentile(&outcome.writer_waits, 99.0)),
                     ms(outcome.writer_waits.last().copied().unwrap_or(0))
                 );
-                if outcome.overlaps > 0 {
-                    problems
-                        .push(format!("{shape}: a reader and the writer inside at once {} times", outcome.overlaps));
+                    if outcome.overlaps > 0 {
+                        problems.push(format!(
+                            "{shape}: a reader and the writer inside at once {} times",
+                            outcome.overlaps
+                        ));
+                    }
+                    if outcome.writes == 0 {
+                        problems.push(format!("{shape}: the writer never got the lock"));
+                    }
+                    mixed.push((shape, outcome));
                 }
-                if outcome.writes == 0 {
-                    problems.push(format!("{shape}: the writer never got the lock"));
-                }
-                mixed.push((shape, outcome));
+                Err(error) => problems.push(format!("{shape}: readers and writer: {error}")),
             }
-            Err(error) => problems.push(format!("{shape}: readers and writer: {error}")),
         }
+        writer_own.shutdown().await?;
     }
-    writer_own.shutdown().await?;
 
     // Part 3.
-    println!();
-    println!(
-        "## 3. {} readers (half per client) behind 1 writer that releases, {} rounds",
+    let mut rounds = Vec::new();
+    let mut redisson_rounds = Vec::new();
+    if settings.runs(3) {
+        println!();
+        println!(
+        "## 3. {} readers on {WAKE_CLIENTS} clients behind 1 writer that releases, {} rounds, alternating with Redisson 4.7's pattern (bare fred: its scripts, one subscription per client, every reader retrying on the message)",
         settings.readers, settings.rounds
     );
-    reset(&fred, &target).await?;
-    let mut rounds = Vec::new();
-    for round in 0..settings.rounds {
-        match measure_wake(&clients, &settings, round).await {
-            Ok(outcome) => {
-                println!(
-                    "round {round}: RTT {} / {} ms; {} queued before the release; unlock() took {} ms; first / last reader in {} / {} ms after the call; from the call, in RTTs: p50 {:.2}, max {:.2}; from its return: p50 {:.2}, max {:.2}; in before the call {}; floor (the same {} try_read() at once on a free lock) p50 {:.2}, max {:.2} RTTs",
-                    ms(outcome.rtt_us[0]),
-                    ms(outcome.rtt_us[1]),
+        reset(&fred, &target).await?;
+        let mut wake_clients = Vec::with_capacity(WAKE_CLIENTS);
+        let mut redisson_clients = Vec::with_capacity(WAKE_CLIENTS);
+        for _ in 0..WAKE_CLIENTS {
+            wake_clients.push(Client::builder().url(&url).connect().await?);
+            redisson_clients.push(RedissonClient::connect(&url).await?);
+        }
+        for round in 0..settings.rounds {
+            match measure_wake(&wake_clients, &fred, &settings, round).await {
+                Ok(outcome) => {
+                    println!(
+                    "leasehold round {round}: RTT {:?} µs; {} queued before the release; unlock() took {} ms (its script {} µs on the server); first / last reader in {} / {} ms after the call (per client {:?} µs); from the call, in RTTs: p50 {:.2}, max {:.2}; from its return: p50 {:.2}, max {:.2}; in before the call {}; server calls per reader: wake-up {:.2} ({}), whole round {:.2}; floor (the same {} try_read() at once on a free lock) p50 {:.2}, max {:.2} RTTs",
+                    outcome.rtt_us,
                     outcome.queued,
                     ms(outcome.unlock_us),
+                    outcome.wake_calls.usec("evalsha"),
                     ms(outcome.first_last_us.0),
                     ms(outcome.first_last_us.1),
+                    outcome.per_client_us,
                     percentile(&outcome.from_call_rtts, 50.0),
                     outcome.from_call_rtts.last().copied().unwrap_or(0.0),
                     percentile(&outcome.from_return_rtts, 50.0),
                     outcome.from_return_rtts.last().copied().unwrap_or(0.0),
                     outcome.early,
+                    outcome.wake_calls.total_calls() as f64 / settings.readers as f64,
+                    outcome.wake_calls.breakdown(),
+                    outcome.round_calls.total_calls() as f64 / settings.readers as f64,
                     settings.readers,
                     percentile(&outcome.burst_rtts, 50.0),
                     outcome.burst_rtts.last().copied().unwrap_or(0.0)
                 );
-                if outcome.early > 0 {
-                    problems.push(format!("round {round}: {} readers in before the writer released", outcome.early));
+                    if outcome.early > 0 {
+                        problems
+                            .push(format!("round {round}: {} readers in before the writer released", outcome.early));
+                    }
+                    rounds.push(outcome);
                 }
-                rounds.push(outcome);
+                Err(error) => problems.push(format!("round {round}: {error}")),
             }
-            Err(error) => problems.push(format!("round {round}: {error}")),
+            match measure_redisson_wake(&redisson_clients, &fred, &scripts, &settings, round).await {
+                Ok(outcome) => {
+                    println!(
+                    "redisson  round {round}: first / last reader in {} / {} ms after the call; server calls per reader: wake-up {:.2} ({}), whole round {:.2}",
+                    ms(outcome.first_last_us.0),
+                    ms(outcome.first_last_us.1),
+                    outcome.wake_calls.total_calls() as f64 / settings.readers as f64,
+                    outcome.wake_calls.breakdown(),
+                    outcome.round_calls.total_calls() as f64 / settings.readers as f64,
+                );
+                    if outcome.early > 0 {
+                        problems
+                            .push(format!("Redisson round {round}: {} readers in before the release", outcome.early));
+                    }
+                    redisson_rounds.push(outcome);
+                }
+                Err(error) => problems.push(format!("Redisson round {round}: {error}")),
+            }
         }
+        for client in wake_clients {
+            client.shutdown().await?;
+        }
+    }
+
+    // Part 4.
+    let mut phases = None;
+    if settings.runs(4) {
+        println!();
+        println!(
+        "## 4. phases: {PHASE_WRITERS} looping writers and {PHASE_READERS} looping readers on 3 clients (write()/read() + hold {:?} + unlock()) for {:?}",
+        settings.hold, settings.run_for
+    );
+        reset(&fred, &target).await?;
+        let third = Client::builder().url(&url).connect().await?;
+        let phase_clients = [clients[0].clone(), clients[1].clone(), third.clone()];
+        phases = match measure_phases(&phase_clients, "rw:bench:phases", &settings).await {
+            Ok(outcome) => {
+                println!(
+                "{} reads ({} read phases), {} writes in {:.2} s; overlaps {} (must be 0); reads per reader {:?}; writes per writer {:?}",
+                outcome.reads_per_reader.iter().sum::<u64>(),
+                outcome.read_phases,
+                outcome.writes_per_writer.iter().sum::<u64>(),
+                outcome.wall.as_secs_f64(),
+                outcome.overlaps,
+                outcome.reads_per_reader,
+                outcome.writes_per_writer
+            );
+                if outcome.overlaps > 0 {
+                    problems.push(format!("phases: a reader and a writer inside at once {} times", outcome.overlaps));
+                }
+                Some(outcome)
+            }
+            Err(error) => {
+                problems.push(format!("phases: {error}"));
+                None
+            }
+        };
+        third.shutdown().await?;
     }
     let keys_left = dbsize(&fred).await?;
     if target.is_own() && keys_left > 0 {
@@ -818,7 +1221,7 @@ async fn main() -> Result<ExitCode, BoxError> {
         let mut floor: Vec<f64> = rounds.iter().flat_map(|r| r.burst_rtts.iter().copied()).collect();
         floor.sort_by(f64::total_cmp);
         println!(
-            "  readers woken by a write release ({} readers x {} rounds), in RTTs of their client: from the unlock() call p50 / p99 / max {:.2} / {:.2} / {:.2}; from its return {:.2} / {:.2} / {:.2}; within 3 RTTs of the call: {} of {} (target: all)",
+            "  readers woken by a write release ({} readers on {WAKE_CLIENTS} clients x {} rounds), in RTTs of their client: from the unlock() call p50 / p99 / max {:.2} / {:.2} / {:.2}; from its return {:.2} / {:.2} / {:.2}; within 3 RTTs of the call: {} of {} (target: all)",
             settings.readers,
             rounds.len(),
             percentile(&from_call, 50.0),
@@ -835,6 +1238,91 @@ async fn main() -> Result<ExitCode, BoxError> {
             percentile(&floor, 50.0),
             percentile(&floor, 99.0),
             floor.last().copied().unwrap_or(0.0)
+        );
+        let mut ours: Vec<u64> = rounds.iter().map(|r| r.first_last_us.1).collect();
+        let mut theirs: Vec<u64> = redisson_rounds.iter().map(|r| r.first_last_us.1).collect();
+        ours.sort_unstable();
+        theirs.sort_unstable();
+        let per_reader = |calls: u64, n: usize| calls as f64 / (n * settings.readers).max(1) as f64;
+        let wake = |rs: &[&CommandStats]| rs.iter().map(|c| c.total_calls()).sum::<u64>();
+        let our_wake = per_reader(wake(&rounds.iter().map(|r| &r.wake_calls).collect::<Vec<_>>()), rounds.len());
+        let our_round = per_reader(wake(&rounds.iter().map(|r| &r.round_calls).collect::<Vec<_>>()), rounds.len());
+        let their_wake =
+            per_reader(wake(&redisson_rounds.iter().map(|r| &r.wake_calls).collect::<Vec<_>>()), redisson_rounds.len());
+        let their_round = per_reader(
+            wake(&redisson_rounds.iter().map(|r| &r.round_calls).collect::<Vec<_>>()),
+            redisson_rounds.len(),
+        );
+        println!(
+            "  the last of {} readers on {WAKE_CLIENTS} clients in, from the write unlock's call: leasehold median {} ms (rounds {:?} µs), Redisson's pattern median {} ms (rounds {:?} µs): {:.2}x (target <= 0.5)",
+            settings.readers,
+            ms(percentile(&ours, 50.0)),
+            ours,
+            ms(percentile(&theirs, 50.0)),
+            theirs,
+            ratio(percentile(&ours, 50.0) as f64, percentile(&theirs, 50.0) as f64)
+        );
+        println!(
+            "  server calls per admitted reader: wake-up (unlock call to last in) {our_wake:.2} against Redisson's {their_wake:.2}; whole round (first call to last in) {our_round:.2} against {their_round:.2} (target <= Redisson's)"
+        );
+    }
+    if let Some(p) = &phases {
+        let reads: u64 = p.reads_per_reader.iter().sum();
+        let writes: u64 = p.writes_per_writer.iter().sum();
+        // Phase-fair: read and write phases alternate, so each side's fair share is half
+        // the phases.
+        let fair = (writes + p.read_phases) as f64 / 2.0;
+        let longest = p.longest_read_phase.max(p.longest_write_phase);
+        let spread = |v: &[u64]| {
+            let (min, max) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
+            (min, max)
+        };
+        println!(
+            "  phases ({PHASE_WRITERS} writers, {PHASE_READERS} readers, 3 clients): {reads} reads in {} read phases, {writes} writes; read phases / fair share {:.2}, write phases / fair share {:.2} (target 0.5-2); per reader min/max {:?}, per writer min/max {:?}",
+            p.read_phases,
+            ratio(p.read_phases as f64, fair),
+            ratio(writes as f64, fair),
+            spread(&p.reads_per_reader),
+            spread(&p.writes_per_writer)
+        );
+        println!(
+            "  phases: longest read phase {} ms, longest write phase {} ms; read wait p50 / p99 / max {} / {} / {} ms (p99 / 2 x longest phase {:.2}, target <= 1); write wait p50 / p99 / max {} / {} / {} ms (p99 / 2 x longest phase {:.2}; p99 / ({PHASE_WRITERS} writers x (longest write + longest read phase)) {:.2})",
+            ms(p.longest_read_phase),
+            ms(p.longest_write_phase),
+            ms(percentile(&p.read_waits, 50.0)),
+            ms(percentile(&p.read_waits, 99.0)),
+            ms(p.read_waits.last().copied().unwrap_or(0)),
+            ratio(percentile(&p.read_waits, 99.0) as f64, 2.0 * longest as f64),
+            ms(percentile(&p.write_waits, 50.0)),
+            ms(percentile(&p.write_waits, 99.0)),
+            ms(p.write_waits.last().copied().unwrap_or(0)),
+            ratio(percentile(&p.write_waits, 99.0) as f64, 2.0 * longest as f64),
+            ratio(
+                percentile(&p.write_waits, 99.0) as f64,
+                (PHASE_WRITERS as u64 * (p.longest_write_phase + p.longest_read_phase)) as f64
+            )
+        );
+        println!(
+            "  phases: writers ahead of a write (other writers' writes while it waited) p50 / p99 / max {} / {} / {}; write wait per turn (wait / (1 + writers ahead)) p50 / p99 / max {} / {} / {} ms (p99 / 2 x longest phase {:.2}, target <= 1)",
+            percentile(&p.writers_ahead, 50.0),
+            percentile(&p.writers_ahead, 99.0),
+            p.writers_ahead.last().copied().unwrap_or(0),
+            ms(percentile(&p.write_waits_per_turn, 50.0)),
+            ms(percentile(&p.write_waits_per_turn, 99.0)),
+            ms(p.write_waits_per_turn.last().copied().unwrap_or(0)),
+            ratio(percentile(&p.write_waits_per_turn, 99.0) as f64, 2.0 * longest as f64)
+        );
+        let p99_phase = percentile(&p.read_phase_lengths, 99.0).max(percentile(&p.write_phase_lengths, 99.0));
+        println!(
+            "  phases: read phase p50 / p99 {} / {} ms, write hold p50 / p99 {} / {} ms; against 2 x the p99 phase ({} ms): read wait p99 {:.2}, write wait p99 {:.2}, write wait per turn p99 {:.2}",
+            ms(percentile(&p.read_phase_lengths, 50.0)),
+            ms(percentile(&p.read_phase_lengths, 99.0)),
+            ms(percentile(&p.write_phase_lengths, 50.0)),
+            ms(percentile(&p.write_phase_lengths, 99.0)),
+            ms(2 * p99_phase),
+            ratio(percentile(&p.read_waits, 99.0) as f64, 2.0 * p99_phase as f64),
+            ratio(percentile(&p.write_waits, 99.0) as f64, 2.0 * p99_phase as f64),
+            ratio(percentile(&p.write_waits_per_turn, 99.0) as f64, 2.0 * p99_phase as f64)
         );
     }
     for problem in &problems {

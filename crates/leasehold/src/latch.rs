@@ -273,6 +273,7 @@ impl<'a> LatchAttempt<'a> {
             queue: QueueKind::Local,
             keepalive: Duration::ZERO,
             kind: Kind::Latch,
+            grants: None,
             permits: None,
         };
         LatchAttempt { client, names, recheck, plan }
@@ -301,7 +302,7 @@ impl Attempt for LatchAttempt<'_> {
             return Ok(Ok(()));
         }
         // Read again after the recheck interval (the first in line keeps this timer).
-        Ok(Err(NotAcquired { pttl: Some(self.recheck), position: None }))
+        Ok(Err(NotAcquired { pttl: Some(self.recheck), position: None, ticket: None }))
     }
 
     /// An open latch excludes nobody: the next in line reads the count at once.

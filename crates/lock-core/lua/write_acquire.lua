@@ -18,8 +18,17 @@
 -- ends without the lock removes it with write_release.lua (ARGV[7]). A writer that died
 -- stops blocking readers when its deadline passes.
 --
+-- Writers in order (issue 29): a waiting writer also takes its place at the end of
+-- KEYS[3] (a List, first come first; a refresh keeps the place), and a waiting call
+-- takes a free lock only when no live writer is ahead of it there: when the lock turns
+-- to write, the earliest live waiting writer gets in. Dead writers in front are dropped
+-- (rw_writer_order.lua), so a writer whose process died blocks the others at most until
+-- its deadline, and a refused writer retries then. A single try ignores the order (as
+-- a Lock's try_lock ignores its queue).
+--
 -- KEYS[1]  lock key NAME (Hash)
 -- KEYS[2]  waiting writers "leasehold_rwlock_writers:{NAME}" (ZSet writer -> deadline ms)
+-- KEYS[3]  their order "leasehold_rwlock_writers:order:{NAME}" (List of writers)
 -- ARGV[1]  lease in ms (> 0)
 -- ARGV[2]  writer field "CLIENT_UUID:N:write"
 -- ARGV[3]  the owner's write hold count after this acquire (>= 1)
@@ -33,7 +42,8 @@
 --   {1, ARGV[3]}  re-entered: the owner's count is now ARGV[3]
 --   {0, pttl}     held by readers or another writer; pttl = in read mode the longest
 --                 live read hold's remaining lease, else the Hash's PTTL (-1: no
---                 expiry)
+--                 expiry); free but a live writer is ahead in KEYS[3]: ms until that
+--                 writer's entry expires (it is woken by the message that freed the lock)
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type, or a Hash without "mode"; nothing written
 local mode = redis.call('hget', KEYS[1], 'mode')
@@ -41,7 +51,7 @@ if mode == false and redis.call('exists', KEYS[1]) == 1 then
   return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a lock that is not a read/write lock (a Hash without a mode field)')
 end
 local function prune_readers(prefix)
-  local live, longest = 0, 0
+  local live, longest, present = 0, 0, {}
   local fields = redis.call('hgetall', KEYS[1])
   for i = 1, #fields, 2 do
     local field, count = fields[i], tonumber(fields[i + 1])
@@ -56,29 +66,66 @@ local function prune_readers(prefix)
       end
       if alive then
         live = live + 1
+        present[field] = true
       else
         redis.call('hdel', KEYS[1], field)
       end
     end
   end
-  return live, longest
+  return live, longest, present
+end
+local function first_writer(writers, order, clock)
+  while true do
+    local head = redis.call('lindex', order, 0)
+    if not head then
+      return nil, nil
+    end
+    local deadline = tonumber(redis.call('zscore', writers, head))
+    if deadline and deadline > clock() then
+      return head, deadline
+    end
+    -- Dead (its client stopped refreshing, or its entry was purged): it blocks nobody.
+    redis.call('lpop', order)
+    redis.call('zrem', writers, head)
+  end
+end
+local function enter_writer(writers, order, writer, deadline)
+  if redis.call('zadd', writers, deadline, writer) == 1 then
+    -- New (or back after its entry was purged as dead): the end of the line.
+    redis.call('lrem', order, 0, writer)
+    redis.call('rpush', order, writer)
+  end
+end
+local function leave_writers_order(order, writer)
+  redis.call('lrem', order, 0, writer)
 end
 local waiting = ARGV[5] ~= '0'
--- Not acquired: a waiting writer records (or refreshes) its intent.
+-- The server's clock in ms (TIME), read once and only when needed.
+local now
+local function clock()
+  if not now then
+    local t = redis.call('time')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
+-- Not acquired: a waiting writer records (or refreshes) its intent and its place.
 local function held(wait)
   if waiting then
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call('zadd', KEYS[2], now + tonumber(ARGV[5]), ARGV[2])
-    if redis.call('pttl', KEYS[2]) < tonumber(ARGV[5]) then
-      redis.call('pexpire', KEYS[2], ARGV[5])
+    enter_writer(KEYS[2], KEYS[3], ARGV[2], clock() + tonumber(ARGV[5]))
+    for _, key in ipairs({KEYS[2], KEYS[3]}) do
+      if redis.call('pttl', key) < tonumber(ARGV[5]) then
+        redis.call('pexpire', key, ARGV[5])
+      end
     end
   end
   return {0, wait}
 end
 local function acquired(count)
   if waiting then
-    redis.call('zrem', KEYS[2], ARGV[2])
+    if redis.call('zrem', KEYS[2], ARGV[2]) == 1 then
+      leave_writers_order(KEYS[3], ARGV[2])
+    end
   end
   return {1, count}
 end
@@ -95,6 +142,13 @@ if mode == 'read' then
   mode = false
 end
 if mode == false then
+  if waiting then
+    -- Free: the earliest live waiting writer takes it; the others wait behind it.
+    local first, deadline = first_writer(KEYS[2], KEYS[3], clock)
+    if first and first ~= ARGV[2] then
+      return held(math.max(deadline - now, 1))
+    end
+  end
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return acquired(1)

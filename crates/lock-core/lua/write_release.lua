@@ -6,13 +6,25 @@
 --
 -- Replay-safe as release.lua (the client sends the count it wants).
 --
+-- Phase-fair (leasehold's): when the last write hold ends (or a downgrade), every live
+-- reader registered in KEYS[4] (see read_acquire.lua) is granted its read hold in the
+-- same call (rw_admit.lua: Redisson's field and timeout key, with the lease it asked
+-- for) and named on the grant channel ARGV[8], before any waiting writer can take the
+-- lock: the readers waiting at a write release get in before the next writer, and none
+-- of them runs a script to get in. "1" is published on Redisson's channel as before
+-- (Java waiters, and leasehold readers not registered, retry on it).
+--
 -- Better than Redisson: a downgrade publishes too (Redisson publishes nothing, and
 -- waiting readers sleep up to a PTTL), and the Hash's TTL then becomes the longest
--- live read hold's; dead reader fields are pruned.
+-- live read hold's; dead reader fields are pruned (only the writer's own reads can be
+-- there: the prune is as short as the Hash).
 --
 -- KEYS[1]  lock key NAME (Hash)
 -- KEYS[2]  channel "redisson_rwlock:{NAME}"
 -- KEYS[3]  waiting writers "leasehold_rwlock_writers:{NAME}" (see write_acquire.lua)
+-- KEYS[4]  waiting readers "leasehold_rwlock_readers:{NAME}" (see read_acquire.lua)
+-- KEYS[5]  the waiting writers' order "leasehold_rwlock_writers:order:{NAME}" (see
+--          write_acquire.lua): a wait's clean-up (ARGV[7]) removes the writer from it
 -- ARGV[1]  writer field "CLIENT_UUID:N:write"
 -- ARGV[2]  the owner's write hold count after this release (>= 0)
 -- ARGV[3]  TTL in ms the remaining holds need, or 0: while holds remain the Hash's
@@ -22,18 +34,88 @@
 -- ARGV[5]  the publish command: "publish" or "spublish" (sharded, in a cluster)
 -- ARGV[6]  write-unlock message ("1", Redisson's READ_UNLOCK_MESSAGE: wakes all)
 -- ARGV[7]  "1": also remove the writer's entry from KEYS[3] (a wait that ended without
---          the lock), publishing ARGV[6] if there was one, so that the readers it held
---          back retry; else "0"
+--          the lock) and, if it was there, let in the readers it held back: when no
+--          write is held and no other live writer waits, the registered readers are
+--          granted as above; ARGV[6] is published either way; else "0"
+-- ARGV[8]  grant channel "leasehold_rwlock__grants:{NAME}" (NAME's hash tag; a channel,
+--          never a key)
 --
 -- Replies:
 --   -1  the owner holds no write on KEYS[1] (or KEYS[1] is not write-locked): nothing
 --       written, nothing published
---    0  released: the writer's field removed, ARGV[6] published; the lock deleted, or
---       left in read mode for the owner's own live reads
+--    0  released: the writer's field removed, the registered readers granted (named on
+--       ARGV[8]), ARGV[6] published; the lock deleted, or left in read mode for the
+--       owner's own live reads and the granted readers
 --    N  N = ARGV[2] > 0 write holds remain; the Hash's TTL is at least ARGV[3]
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type; nothing written
+local function admit_readers(readers, prefix, channel, publish, present)
+  local entries = redis.call('hgetall', readers)
+  if #entries == 0 then
+    return 0, 0
+  end
+  redis.call('del', readers)
+  local clock = redis.call('time')
+  local at = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  local granted, longest, names, fields = 0, 0, {}, {'mode', 'read'}
+  for i = 1, #entries, 2 do
+    local owner = entries[i]
+    -- The lease stays text for the SET and the message (a Lua number given to
+    -- redis.call or concatenated is formatted with sprintf, twice per reader); the
+    -- pattern takes it only without a leading zero, as Redis reads an integer.
+    local deadline, lease_text, ticket = string.match(entries[i + 1], '^(%d+):([1-9]%d*):(%d+)$')
+    local lease
+    deadline, lease = tonumber(deadline), tonumber(lease_text)
+    -- A dead waiter (its deadline passed: its client stopped refreshing) gets nothing,
+    -- and an owner that holds a read already keeps its count.
+    local fresh = false
+    if deadline ~= nil and lease ~= nil and lease > 0 and deadline > at then
+      if present ~= nil then
+        fresh = not present[owner]
+      elseif redis.call('hexists', KEYS[1], owner) == 0 then
+        redis.call('hset', KEYS[1], owner, 1)
+        fresh = true
+      end
+    end
+    if fresh then
+      redis.call('set', prefix .. ':' .. owner .. ':rwlock_timeout:1', '1', 'px', lease_text)
+      granted = granted + 1
+      if lease > longest then
+        longest = lease
+      end
+      names[granted] = owner .. ':' .. lease_text .. ':' .. ticket
+      if present ~= nil then
+        fields[#fields + 1] = owner
+        fields[#fields + 1] = '1'
+      end
+    end
+  end
+  if granted > 0 then
+    -- The fields in as few HSETs as Lua's stack allows (unpack of at most 1000 values).
+    for first = 1, #fields, 1000 do
+      redis.call('hset', KEYS[1], unpack(fields, first, math.min(first + 999, #fields)))
+    end
+    redis.call(publish, channel, table.concat(names, ' '))
+  end
+  return granted, longest
+end
+if ARGV[7] == '1' then
+  -- The writer's place in line goes too (even if its deadline entry was purged).
+  redis.call('lrem', KEYS[5], 0, ARGV[1])
+end
 if ARGV[7] == '1' and redis.call('zrem', KEYS[3], ARGV[1]) == 1 then
+  local mode = redis.call('hget', KEYS[1], 'mode')
+  if mode == 'read' or (mode == false and redis.call('exists', KEYS[1]) == 0) then
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('zremrangebyscore', KEYS[3], '-inf', now)
+    if redis.call('zcard', KEYS[3]) == 0 then
+      local granted, longest = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5], nil)
+      if granted > 0 and redis.call('pttl', KEYS[1]) < longest then
+        redis.call('pexpire', KEYS[1], longest)
+      end
+    end
+  end
   redis.call(ARGV[5], KEYS[2], ARGV[6])
 end
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' then
@@ -53,7 +135,7 @@ if target > 0 then
 end
 redis.call('hdel', KEYS[1], ARGV[1])
 local function prune_readers(prefix)
-  local live, longest = 0, 0
+  local live, longest, present = 0, 0, {}
   local fields = redis.call('hgetall', KEYS[1])
   for i = 1, #fields, 2 do
     local field, count = fields[i], tonumber(fields[i + 1])
@@ -68,17 +150,24 @@ local function prune_readers(prefix)
       end
       if alive then
         live = live + 1
+        present[field] = true
       else
         redis.call('hdel', KEYS[1], field)
       end
     end
   end
-  return live, longest
+  return live, longest, present
 end
-local live, longest = prune_readers(ARGV[4])
-if live > 0 then
-  -- A downgrade: the owner's reads remain, and readers may join them now.
-  redis.call('hset', KEYS[1], 'mode', 'read')
+local live, longest, present = prune_readers(ARGV[4])
+-- Phase-fair: the readers waiting now get in before any writer can.
+local granted, granted_lease = admit_readers(KEYS[4], ARGV[4], ARGV[8], ARGV[5], present)
+if live > 0 or granted > 0 then
+  -- A downgrade (the owner's reads remain) and the granted readers: read mode
+  -- (admit_readers set it when it granted).
+  if granted == 0 then
+    redis.call('hset', KEYS[1], 'mode', 'read')
+  end
+  longest = math.max(longest, granted_lease)
   if longest > 0 then
     redis.call('pexpire', KEYS[1], longest)
   end

@@ -62,9 +62,14 @@ pub enum LockKind {
     /// A read hold of Redisson's `RReadWriteLock` (`read_acquire.lua`,
     /// `read_release.lua`, `rw_force_release.lua`): the owner is the reader field
     /// `CLIENT_UUID:N`, each hold has its timeout key
-    /// `{NAME}:OWNER:rwlock_timeout:k`. Waiters listen on `redisson_rwlock:{NAME}` in a
-    /// local line; nothing is queued on the server.
-    Read,
+    /// `{NAME}:OWNER:rwlock_timeout:k`. Waiters listen on `redisson_rwlock:{NAME}` and
+    /// its grant channel `leasehold_rwlock__grants:{NAME}`; a waiting reader that is
+    /// refused registers in `leasehold_rwlock_readers:{NAME}` ([`QueueKind::Readers`]),
+    /// and the next write release grants it its hold in one step.
+    Read {
+        /// The life of the reader's registration without a refresh, in ms (> 0).
+        queue_keepalive_ms: u64,
+    },
     /// The write hold of Redisson's `RReadWriteLock` (`write_acquire.lua`,
     /// `write_release.lua`, `rw_force_release.lua`): the owner is the writer field
     /// `CLIENT_UUID:N:write`. Waits on [`LockKind::Read`]'s channel; a waiting writer
@@ -107,16 +112,24 @@ pub enum QueueKind {
     /// Redisson's fair queue (`redisson_lock_queue:{NAME}`, `redisson_lock_timeout:{NAME}`).
     Fair,
     /// A read/write lock's waiting writers (`leasehold_rwlock_writers:{NAME}`, writer ->
-    /// deadline): no order among waiters (a local line per client), but while a live
-    /// writer waits no new leasehold reader enters. Kept alive by the waiter's calls and
-    /// removed when its wait ends, as a queue entry.
+    /// deadline, and their order `leasehold_rwlock_writers:order:{NAME}`): a free lock
+    /// goes to the earliest live waiting writer (every client's writers are in one
+    /// order; each client also keeps a local line), and while a live writer waits no new
+    /// leasehold reader enters. Kept alive by the waiter's calls and removed when its
+    /// wait ends, as a queue entry.
     WriterIntent,
-    /// Waiters that exclude none of their own kind (a read/write lock's readers):
-    /// nothing on the server and no line order. Every release message wakes every such
-    /// local waiter, each keeps its own timers, and none stands in front of another
-    /// waiter of the lock (a reader kept out by a waiting writer must not keep that
-    /// writer from its turn).
+    /// Waiters that exclude none of their own kind: nothing on the server and no line
+    /// order. Every release message wakes every such local waiter, each keeps its own
+    /// timers, and none stands in front of another waiter of the lock.
     Shared,
+    /// A read/write lock's readers: shared waiters (as [`QueueKind::Shared`]: in no
+    /// line, standing in front of nobody; a reader kept out by a waiting writer must not
+    /// keep that writer from its turn) that are also registered on the server
+    /// (`leasehold_rwlock_readers:{NAME}`, owner -> deadline and lease), kept alive by
+    /// the waiter's calls and removed when its wait ends, as a queue entry. A write
+    /// release grants every registered reader its hold and names it on the grant
+    /// channel: the waiter takes the hold over without a script.
+    Readers,
 }
 
 /// How to acquire: the lock's kind (which script, its KEYS and ARGV, how its reply is
@@ -130,6 +143,13 @@ pub struct AcquireSpec {
     /// so that its release wakes this waiter. A single try writes nothing when the lock
     /// is held.
     pub waiting: bool,
+    /// A waiting call of a wait whose earlier call was answered "held": a reader's
+    /// registration may exist, and an acquire removes it (a reader's first call has
+    /// none to remove, and skips that).
+    pub registered: bool,
+    /// The call's ticket (its owner's turn number): a reader's registration keeps it
+    /// and a grant names it back.
+    pub ticket: u64,
     /// Follow the script with `WAIT`.
     pub sync: Option<ReplicaSync>,
 }
@@ -153,7 +173,7 @@ impl LockKind {
             LockKind::Reentrant { .. } => "lock",
             LockKind::Fenced { .. } => "fenced",
             LockKind::Fair { .. } => "fair",
-            LockKind::Read => "read",
+            LockKind::Read { .. } => "read",
             LockKind::Write { .. } => "write",
         }
     }
@@ -163,7 +183,7 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => WaitChannel::Lock,
             LockKind::Fair { .. } => WaitChannel::Own,
-            LockKind::Read | LockKind::Write { .. } => WaitChannel::ReadWrite,
+            LockKind::Read { .. } | LockKind::Write { .. } => WaitChannel::ReadWrite,
         }
     }
 
@@ -172,21 +192,20 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => QueueKind::Server,
             LockKind::Fair { .. } => QueueKind::Fair,
-            LockKind::Read => QueueKind::Shared,
+            LockKind::Read { .. } => QueueKind::Readers,
             LockKind::Write { .. } => QueueKind::WriterIntent,
         }
     }
 
     /// The life of a queue entry without a refresh, in ms, for the kinds whose waiters
-    /// hold a place in a server queue (`None`: a read hold's, [`QueueKind::Shared`]).
+    /// hold a place in a server queue (every kind's now: a reader's registration too).
     pub fn queue_keepalive_ms(&self) -> Option<u64> {
         match *self {
             LockKind::Reentrant { queue_keepalive_ms } | LockKind::Fenced { queue_keepalive_ms, .. } => {
                 Some(queue_keepalive_ms)
             }
             LockKind::Fair { keepalive_ms } => Some(keepalive_ms),
-            LockKind::Write { queue_keepalive_ms } => Some(queue_keepalive_ms),
-            LockKind::Read => None,
+            LockKind::Write { queue_keepalive_ms } | LockKind::Read { queue_keepalive_ms } => Some(queue_keepalive_ms),
         }
     }
 
@@ -199,6 +218,9 @@ impl LockKind {
     /// re-enter the lock for `owner`, ending with `target` holds. `waiting`: a waiting
     /// call (not a single try), which a server-queued kind queues up (or refreshes) when
     /// it does not acquire, a fair one too, and a fenced one uses to flag the holder.
+    /// `registered`: an earlier call of the same wait was answered "held" (a reader's
+    /// registration may exist: its acquire removes it).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn acquire_args(
         &self,
         names: &LockNames,
@@ -206,6 +228,8 @@ impl LockKind {
         lease_ms: u64,
         target: u64,
         waiting: bool,
+        registered: bool,
+        ticket: u64,
         settings: CallSettings,
     ) -> ScriptArgs {
         match *self {
@@ -250,14 +274,31 @@ impl LockKind {
                 ];
                 (fair_keys(names), args)
             }
-            LockKind::Read => {
+            LockKind::Read { queue_keepalive_ms } => {
                 // The owner's timeout-key prefix is built by the script from ARGV (a key
                 // that never exists must not be declared: TRYAGAIN in a migrating slot).
-                let keys = vec![Key::from(names.key_arg()), Key::from(names.rw_writers_key())];
-                (keys, rw_acquire_args(names, owner, lease_ms, target))
+                let keys = vec![
+                    Key::from(names.key_arg()),
+                    Key::from(names.rw_writers_key()),
+                    Key::from(names.rw_readers_key()),
+                ];
+                let mut args = rw_acquire_args(names, owner, lease_ms, target);
+                let flag = match (waiting, registered) {
+                    (false, _) => "0",
+                    (true, false) => "1",
+                    (true, true) => "2",
+                };
+                args.push(static_arg(flag));
+                args.push(int_arg(if waiting { queue_keepalive_ms.max(1) } else { 0 }));
+                args.push(int_arg(ticket));
+                (keys, args)
             }
             LockKind::Write { queue_keepalive_ms } => {
-                let keys = vec![Key::from(names.key_arg()), Key::from(names.rw_writers_key())];
+                let keys = vec![
+                    Key::from(names.key_arg()),
+                    Key::from(names.rw_writers_key()),
+                    Key::from(names.rw_writers_order_key()),
+                ];
                 let mut args = rw_acquire_args(names, owner, lease_ms, target);
                 args.push(int_arg(if waiting { queue_keepalive_ms.max(1) } else { 0 }));
                 (keys, args)
@@ -288,7 +329,7 @@ impl LockKind {
             LockKind::Reentrant { .. } => &scripts::ACQUIRE,
             LockKind::Fenced { .. } => &scripts::FENCED_ACQUIRE,
             LockKind::Fair { .. } => &scripts::FAIR_ACQUIRE,
-            LockKind::Read => &scripts::READ_ACQUIRE,
+            LockKind::Read { .. } => &scripts::READ_ACQUIRE,
             LockKind::Write { .. } => &scripts::WRITE_ACQUIRE,
         }
     }
@@ -299,7 +340,7 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => &scripts::RELEASE,
             LockKind::Fair { .. } => &scripts::FAIR_RELEASE,
-            LockKind::Read => &scripts::READ_RELEASE,
+            LockKind::Read { .. } => &scripts::READ_RELEASE,
             LockKind::Write { .. } => &scripts::WRITE_RELEASE,
         }
     }
@@ -345,17 +386,24 @@ impl LockKind {
                 ];
                 (fair_keys(names), args)
             }
-            LockKind::Read | LockKind::Write { .. } => {
-                let reads = *self == LockKind::Read;
+            LockKind::Read { .. } | LockKind::Write { .. } => {
+                let reads = matches!(self, LockKind::Read { .. });
                 // A read release declares only the lock key: it builds the owner's
                 // timeout-key prefix from ARGV and takes the channel in ARGV (a key that
                 // never exists makes the call TRYAGAIN in a migrating slot; see
                 // `read_release.lua`); a write release names the channel and the waiting
                 // writers.
+                // A read wait's clean-up also names the waiting readers (it removes the
+                // owner's registration); a write release names the waiting readers it
+                // grants.
                 let mut keys = vec![Key::from(names.key_arg())];
                 if !reads {
                     keys.push(Key::from(names.rwlock_channel()));
                     keys.push(Key::from(names.rw_writers_key()));
+                    keys.push(Key::from(names.rw_readers_key()));
+                    keys.push(Key::from(names.rw_writers_order_key()));
+                } else if leave_queue {
+                    keys.push(Key::from(names.rw_readers_key()));
                 }
                 let message = if reads { unlock_message() } else { read_unlock_message() };
                 let mut args = vec![
@@ -368,8 +416,12 @@ impl LockKind {
                 ];
                 if reads {
                     args.push(Value::from(names.rwlock_channel()));
+                    if leave_queue {
+                        args.push(int_arg(1));
+                    }
                 } else {
                     args.push(int_arg(u64::from(leave_queue)));
+                    args.push(Value::from(names.rw_grants_channel()));
                 }
                 (keys, args)
             }
@@ -382,7 +434,7 @@ impl LockKind {
         match self {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => &scripts::FORCE_RELEASE,
             LockKind::Fair { .. } => &scripts::FAIR_FORCE_RELEASE,
-            LockKind::Read | LockKind::Write { .. } => &scripts::RW_FORCE_RELEASE,
+            LockKind::Read { .. } | LockKind::Write { .. } => &scripts::RW_FORCE_RELEASE,
         }
     }
 
@@ -390,7 +442,7 @@ impl LockKind {
     pub(crate) fn force_release_args(&self, names: &LockNames, settings: CallSettings) -> ScriptArgs {
         let args = vec![unlock_message(), static_arg(settings.publish)];
         match self {
-            LockKind::Read | LockKind::Write { .. } => (
+            LockKind::Read { .. } | LockKind::Write { .. } => (
                 // Only the lock key is declared; the channel is in ARGV (see
                 // `rw_force_release.lua`).
                 vec![Key::from(names.key_arg())],
@@ -471,10 +523,10 @@ mod tests {
     fn a_single_try_of_the_plain_lock_names_only_its_key() {
         let names = LockNames::new("k").expect("valid");
         let owner = crate::ClientId::new_random().next_owner();
-        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, false, settings());
+        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, false, false, 9, settings());
         assert_eq!(key_text(&keys), ["k"]);
         assert_eq!(text(&args), ["30000", owner.as_str(), "2", "0"]);
-        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, true, settings());
+        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, true, false, 9, settings());
         assert_eq!(keys.len(), 4);
         assert_eq!(text(&args), ["30000", owner.as_str(), "2", "10000", "spublish"]);
     }
@@ -486,13 +538,13 @@ mod tests {
         // acquire.lua's KEYS and ARGV, then the counter and its TTL; a single try names
         // the queue keys too (the counter stays KEYS[5]) with a keep-alive of 0.
         let queue = ["leasehold_lock_queue:{k}", "leasehold_lock_waiters:{k}", "leasehold_lock__queue:{k}"];
-        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, true, settings());
+        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, true, false, 9, settings());
         assert_eq!(key_text(&keys), ["k", queue[0], queue[1], queue[2], "redisson_lock_token:{k}"]);
         assert_eq!(text(&args), ["30000", owner.as_str(), "1", "9000", "spublish", "5000"]);
-        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, false, settings());
+        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, false, false, 9, settings());
         assert_eq!(keys.len(), 5);
         assert_eq!(text(&args), ["30000", owner.as_str(), "1", "0", "spublish", "5000"]);
-        let (keys, args) = FAIR.acquire_args(&names, &owner, 30_000, 1, false, settings());
+        let (keys, args) = FAIR.acquire_args(&names, &owner, 30_000, 1, false, false, 9, settings());
         assert_eq!(
             key_text(&keys),
             ["k", "redisson_lock_queue:{k}", "redisson_lock_timeout:{k}", "redisson_lock__channel:{k}"]
@@ -508,6 +560,7 @@ mod tests {
     #[test]
     fn read_and_write_holds_use_the_rwlock_layout() {
         const WRITE: LockKind = LockKind::Write { queue_keepalive_ms: 8_000 };
+        const READ: LockKind = LockKind::Read { queue_keepalive_ms: 7_000 };
         let names = LockNames::new("k").expect("valid");
         let reader = crate::ClientId::new_random().next_owner();
         let writer = reader.writer();
@@ -515,31 +568,43 @@ mod tests {
         let scripts = |kind: LockKind| {
             (kind.acquire_script().name(), kind.release_script().name(), kind.force_release_script().name())
         };
-        assert_eq!(scripts(LockKind::Read), ("read_acquire.lua", "read_release.lua", "rw_force_release.lua"));
+        assert_eq!(scripts(READ), ("read_acquire.lua", "read_release.lua", "rw_force_release.lua"));
         assert_eq!(scripts(WRITE), ("write_acquire.lua", "write_release.lua", "rw_force_release.lua"));
         let plan = |kind: LockKind| (kind.wait_channel(), kind.queue(), kind.queue_keepalive_ms());
-        assert_eq!(plan(LockKind::Read), (WaitChannel::ReadWrite, QueueKind::Shared, None));
+        assert_eq!(plan(READ), (WaitChannel::ReadWrite, QueueKind::Readers, Some(7_000)));
         assert_eq!(plan(WRITE), (WaitChannel::ReadWrite, QueueKind::WriterIntent, Some(8_000)));
         let writers = "leasehold_rwlock_writers:{k}";
-        let (keys, args) = LockKind::Read.acquire_args(&names, &reader, 30_000, 2, true, settings());
+        let (keys, args) = READ.acquire_args(&names, &reader, 30_000, 2, true, false, 9, settings());
         // No timeout-key prefix among the keys: it never exists (TRYAGAIN in a migrating
         // slot); the script builds it from ARGV[4] and the owner.
-        assert_eq!(key_text(&keys), ["k", writers]);
-        assert_eq!(text(&args), ["30000", reader.as_str(), "2", "{k}"]);
-        let (keys, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, false, settings());
-        assert_eq!(key_text(&keys), ["k", writers]);
+        let readers = "leasehold_rwlock_readers:{k}";
+        assert_eq!(key_text(&keys), ["k", writers, readers]);
+        assert_eq!(text(&args), ["30000", reader.as_str(), "2", "{k}", "1", "7000", "9"]);
+        let (_, args) = READ.acquire_args(&names, &reader, 30_000, 1, true, true, 9, settings());
+        assert_eq!(text(&args)[4..], ["2", "7000", "9"], "a registered wait removes its entry when it acquires");
+        let (_, args) = READ.acquire_args(&names, &reader, 30_000, 1, false, false, 9, settings());
+        assert_eq!(text(&args)[4..], ["0", "0", "9"], "a single try registers nothing");
+        let order = "leasehold_rwlock_writers:order:{k}";
+        let (keys, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, false, false, 9, settings());
+        assert_eq!(key_text(&keys), ["k", writers, order]);
         assert_eq!(text(&args), ["30000", writer.as_str(), "1", "{k}", "0"], "a single try records no intent");
-        let (_, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, true, settings());
+        let (_, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, true, false, 9, settings());
         assert_eq!(text(&args)[4], "8000");
-        let (keys, args) = LockKind::Read.release_args(&names, &reader, 0, 0, true, settings());
-        assert_eq!(key_text(&keys), ["k"]);
-        assert_eq!(text(&args), [reader.as_str(), "0", "0", "{k}", "spublish", "0", "redisson_rwlock:{k}"]);
+        let (keys, args) = READ.release_args(&names, &reader, 0, 0, true, settings());
+        assert_eq!(key_text(&keys), ["k", readers], "a wait's clean-up leaves the waiting readers");
+        assert_eq!(text(&args), [reader.as_str(), "0", "0", "{k}", "spublish", "0", "redisson_rwlock:{k}", "1"]);
+        let (keys, args) = READ.release_args(&names, &reader, 0, 0, false, settings());
+        assert_eq!(key_text(&keys), ["k"], "an unlock declares only the lock");
+        assert_eq!(text(&args).len(), 7);
         let (keys, args) = WRITE.release_args(&names, &writer, 1, 30_000, false, settings());
-        assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", writers]);
-        assert_eq!(text(&args), [writer.as_str(), "1", "30000", "{k}", "spublish", "1", "0"]);
+        assert_eq!(key_text(&keys), ["k", "redisson_rwlock:{k}", writers, readers, order]);
+        assert_eq!(
+            text(&args),
+            [writer.as_str(), "1", "30000", "{k}", "spublish", "1", "0", "leasehold_rwlock__grants:{k}"]
+        );
         let (_, args) = WRITE.release_args(&names, &writer, 0, 0, true, settings());
         assert_eq!(text(&args)[6], "1", "a wait's clean-up leaves the waiting writers");
-        let (keys, args) = LockKind::Read.force_release_args(&names, settings());
+        let (keys, args) = READ.force_release_args(&names, settings());
         assert_eq!(
             (key_text(&keys), text(&args)),
             (vec!["k".to_owned()], vec!["1".to_owned(), "spublish".to_owned(), "redisson_rwlock:{k}".to_owned()])
@@ -548,13 +613,14 @@ mod tests {
         let tagged = LockNames::new("{a}b").expect("valid");
         assert_eq!(tagged.rw_timeout_prefix("o"), "{a}b:o:rwlock_timeout");
         assert_eq!(tagged.rwlock_channel(), "redisson_rwlock:{a}b");
-        let tagged_writers = tagged.rw_writers_key();
-        assert_eq!(
-            crate::names::key_slot(tagged_writers.as_bytes()),
-            crate::names::key_slot(b"{a}b"),
-            "{tagged_writers}"
-        );
-        assert_eq!([LockKind::Read.name(), WRITE.name()], ["read", "write"]);
+        for tagged_writers in [tagged.rw_writers_key(), tagged.rw_writers_order_key()] {
+            assert_eq!(
+                crate::names::key_slot(tagged_writers.as_bytes()),
+                crate::names::key_slot(b"{a}b"),
+                "{tagged_writers}"
+            );
+        }
+        assert_eq!([READ.name(), WRITE.name()], ["read", "write"]);
     }
 
     #[test]

@@ -60,6 +60,19 @@ pub const UNLOCK_MESSAGE: &str = "0";
 /// The prefix of a read/write lock's waiting writers, `leasehold_rwlock_writers:{NAME}`
 /// (a sorted set writer -> deadline, leasehold's writer preference; Redisson ignores it).
 pub const RW_WRITERS_PREFIX: &str = "leasehold_rwlock_writers";
+/// The prefix of the order of a read/write lock's waiting writers,
+/// `leasehold_rwlock_writers:order:{NAME}` (a List of writers, first come first: a
+/// free lock goes to the earliest live one). Under [`RW_WRITERS_PREFIX`]'s ACL pattern
+/// (`leasehold_rwlock_writers:*`), and never a writers key (those go on with `{`).
+pub const RW_WRITERS_ORDER_PREFIX: &str = "leasehold_rwlock_writers:order";
+/// The prefix of a read/write lock's waiting readers, `leasehold_rwlock_readers:{NAME}`
+/// (a Hash reader owner -> `DEADLINE_MS:LEASE_MS:TICKET`, which a write release grants in one
+/// step; Redisson ignores it).
+pub const RW_READERS_PREFIX: &str = "leasehold_rwlock_readers";
+/// The prefix of a read/write lock's grant channel, `leasehold_rwlock__grants:{NAME}`:
+/// a write release that granted waiting readers their holds names them there
+/// (`OWNER:LEASE_MS:TICKET` separated by spaces), beside Redisson's channel.
+pub const RW_GRANTS_CHANNEL_PREFIX: &str = "leasehold_rwlock__grants";
 /// The prefix of a read/write lock's channel, `redisson_rwlock:{NAME}` (Redisson's
 /// `RReadWriteLock`; readers and writers share it).
 pub const RWLOCK_CHANNEL_PREFIX: &str = "redisson_rwlock";
@@ -346,6 +359,27 @@ impl LockNames {
     /// [`RW_WRITERS_PREFIX`]; one per lock key, [`unique_key`]).
     pub fn rw_writers_key(&self) -> String {
         unique_key(RW_WRITERS_PREFIX, &self.key)
+    }
+
+    /// The order of the read/write lock's waiting writers,
+    /// `leasehold_rwlock_writers:order:{NAME}` (see [`RW_WRITERS_ORDER_PREFIX`]; one per
+    /// lock key, [`unique_key`]).
+    pub fn rw_writers_order_key(&self) -> String {
+        unique_key(RW_WRITERS_ORDER_PREFIX, &self.key)
+    }
+
+    /// The read/write lock's waiting readers, `leasehold_rwlock_readers:{NAME}` (see
+    /// [`RW_READERS_PREFIX`]; one per lock key, [`unique_key`]).
+    pub fn rw_readers_key(&self) -> String {
+        unique_key(RW_READERS_PREFIX, &self.key)
+    }
+
+    /// The read/write lock's grant channel, `leasehold_rwlock__grants:{NAME}` (see
+    /// [`RW_GRANTS_CHANNEL_PREFIX`]). Derived like the lock's channel, so locks that
+    /// share `redisson_rwlock:{NAME}` (`x` and `{x}`) share it too: it is that
+    /// channel's companion in the subscriber.
+    pub fn rw_grants_channel(&self) -> String {
+        derived_key(RW_GRANTS_CHANNEL_PREFIX, &self.key)
     }
 
     /// One reader owner's timeout-key prefix, `{NAME}:OWNER:rwlock_timeout` (the read

@@ -252,7 +252,8 @@ impl LockStore {
     ) -> Result<AcquireReply> {
         let kind = spec.kind;
         let settings = self.call_settings();
-        let build = || kind.acquire_args(names, owner, lease_ms, target, spec.waiting, settings);
+        let build =
+            || kind.acquire_args(names, owner, lease_ms, target, spec.waiting, spec.registered, spec.ticket, settings);
         let (reply, acknowledged): (Vec<i64>, _) =
             self.run_script(names.key(), kind.acquire_script(), build, spec.sync).await?;
         let (acquire, token) = kind.parse_acquire(names, &reply)?;

@@ -95,6 +95,13 @@ struct SharedSlot {
     lock: Arc<str>,
     woken: bool,
     signal: Arc<Notify>,
+    /// A reader registered on the server for a grant (see
+    /// [`crate::Subscriber::register_reader`]): its owner field, which grant messages
+    /// name. `None` for a shared waiter the server does not know.
+    owner: Option<Arc<str>>,
+    /// The read hold a grant message says the server gave `owner`, until the waiter
+    /// takes it over.
+    granted: Option<Grant>,
 }
 
 impl SharedSlot {
@@ -102,7 +109,58 @@ impl SharedSlot {
         self.woken = true;
         self.signal.notify_one();
     }
+
+    /// Applies a grant message: when it names this waiter's owner, the waiter is in.
+    fn apply_grants(&mut self, payload: &str) {
+        let Some(owner) = self.owner.as_deref() else { return };
+        if let Some(grant) = grant_for(payload, owner) {
+            self.granted = Some(grant);
+            self.wake();
+        }
+    }
+
+    /// Whether an unlock message (`0`, the last read release) concerns it. A reader
+    /// registered for a grant is never let in by one: it is refused only while the lock
+    /// is write-locked or a writer waits, and that writer takes the freed lock; its
+    /// release (or its giving up) grants the reader, and the reader's own timers cover a
+    /// writer that died.
+    fn woken_by_unlock(&self) -> bool {
+        self.owner.is_none()
+    }
 }
+
+/// A read hold that a write release granted a registered reader (see
+/// [`crate::Subscriber::register_reader`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The hold's lease on the server, in ms (its timeout key's TTL when granted).
+    pub lease_ms: u64,
+    /// The ticket of the call whose registration was granted (the owner's turn number
+    /// it sent).
+    pub ticket: u64,
+}
+
+/// The grant a grant message (`OWNER:LEASE_MS:TICKET` entries separated by spaces)
+/// gives `owner`, if it names it.
+pub(crate) fn grant_for(payload: &str, owner: &str) -> Option<Grant> {
+    payload.split(' ').find_map(|entry| {
+        let mut parts = entry.rsplitn(3, ':');
+        let ticket = parts.next()?.parse().ok()?;
+        let lease_ms = parts.next()?.parse().ok()?;
+        (parts.next()? == owner).then_some(Grant { lease_ms, ticket })
+    })
+}
+
+/// A grant message kept for a reader that registers just after it arrived.
+#[derive(Debug)]
+struct RecentGrant {
+    at: Instant,
+    payload: Box<str>,
+}
+
+/// How many grant messages a channel keeps for late registrations (one per write
+/// release that granted readers).
+const RECENT_GRANTS: usize = 64;
 
 /// A message on a lock's queue channel (`release.lua`): `"GRANTED NEXT WAIT_MS"`.
 #[derive(Debug, PartialEq, Eq)]
@@ -150,6 +208,8 @@ struct State {
     queued: Vec<QueuedSlot>,
     /// Shared waiters (readers), in no particular order.
     shared: Vec<SharedSlot>,
+    /// The latest grant messages, oldest first (see [`ChannelWaiters::join_shared`]).
+    recent_grants: VecDeque<RecentGrant>,
     /// The latest queue messages, oldest first, and when the latest unlock message
     /// came: a server-queued waiter's first call is answered before it registers here,
     /// and what arrived in between must not be lost (see [`ChannelWaiters::join_queued`]).
@@ -157,6 +217,9 @@ struct State {
     last_unlock: Option<Instant>,
     /// When the latest message of any kind came (a shared waiter's catch-up).
     last_message: Option<Instant>,
+    /// When the latest message that wakes every waiter came (a write release, lost
+    /// messages): a registered reader's catch-up.
+    last_message_all: Option<Instant>,
     subscribed: bool,
     /// Since when the subscription has been confirmed without a break.
     subscribed_since: Option<Instant>,
@@ -200,6 +263,9 @@ pub(crate) struct ChannelWaiters {
     /// Whether the channel's messages are counts of available permits (a semaphore's
     /// `redisson_sc:{NAME}`), dispatched to [`ChannelWaiters::wake_permits`].
     pub(crate) counted: bool,
+    /// Whether the companion's messages are a read/write lock's grants
+    /// ([`ChannelWaiters::grant_message`]) rather than queue messages.
+    pub(crate) grants: bool,
     state: Mutex<State>,
     subscribed_signal: Notify,
 }
@@ -219,6 +285,7 @@ impl ChannelWaiters {
             companion,
             broadcast: false,
             counted: false,
+            grants: false,
             state: Mutex::new(State::default()),
             subscribed_signal: Notify::new(),
         }
@@ -227,6 +294,12 @@ impl ChannelWaiters {
     /// A channel whose every message wakes every waiter (see [`ChannelWaiters::broadcast`]).
     pub(crate) fn new_broadcast(name: Arc<str>) -> Self {
         ChannelWaiters { broadcast: true, ..ChannelWaiters::new(name, None) }
+    }
+
+    /// The waiters of a read/write lock's channel, whose companion `grants` carries the
+    /// grant messages of write releases.
+    pub(crate) fn new_rwlock(name: Arc<str>, grants: Arc<str>) -> Self {
+        ChannelWaiters { grants: true, ..ChannelWaiters::new(name, Some(grants)) }
     }
 
     /// The waiters of a semaphore's channel, whose messages are counts.
@@ -358,14 +431,73 @@ impl ChannelWaiters {
     /// on the channel. It starts with a turn unless `sent_at` says when its last attempt
     /// was sent and the channel has heard everything since, with no message in that
     /// time: then nothing can have let it in unheard.
-    pub(crate) fn join_shared(&self, lock: &Arc<str>, signal: Arc<Notify>, sent_at: Option<Instant>) -> u64 {
+    ///
+    /// With `owner` (a reader registered on the server for a grant), grant messages
+    /// naming it let it in ([`ChannelWaiters::take_granted`]); those that came after
+    /// `sent_at` are replayed for it when the channel heard everything since (else it
+    /// starts with a turn, and its attempt finds the grant on the server). Unlock
+    /// messages (`0`) do not wake it (see `SharedSlot::woken_by_unlock`).
+    pub(crate) fn join_shared(
+        &self,
+        lock: &Arc<str>,
+        signal: Arc<Notify>,
+        sent_at: Option<Instant>,
+        owner: Option<&Arc<str>>,
+    ) -> u64 {
         let mut state = self.state.lock();
         let id = state.next_id;
         state.next_id += 1;
-        let quiet_since = sent_at
-            .is_some_and(|sent_at| state.heard_since(sent_at) && state.last_message.is_none_or(|at| at < sent_at));
-        state.shared.push(SharedSlot { id, lock: lock.clone(), woken: !quiet_since, signal });
+        let heard = sent_at.is_some_and(|sent_at| state.heard_since(sent_at));
+        let quiet_since = sent_at.is_some_and(|sent_at| {
+            heard
+                && if owner.is_some() {
+                    // Only a write-release message can let a registered reader in.
+                    state.last_message_all.is_none_or(|at| at < sent_at)
+                } else {
+                    state.last_message.is_none_or(|at| at < sent_at)
+                }
+        });
+        let mut slot =
+            SharedSlot { id, lock: lock.clone(), woken: !quiet_since, signal, owner: owner.cloned(), granted: None };
+        if let (Some(sent_at), true) = (sent_at, heard) {
+            for grant in state.recent_grants.iter().filter(|grant| grant.at >= sent_at) {
+                slot.apply_grants(&grant.payload);
+            }
+        }
+        state.shared.push(slot);
         id
+    }
+
+    /// A grant message (a write release let registered readers in): every shared waiter
+    /// whose owner it names takes its hold over ([`ChannelWaiters::take_granted`]).
+    pub(crate) fn grant_message(&self, payload: &str) {
+        // Parsed once (a release may name hundreds of readers, and a client may wait
+        // with as many): each waiter looks its owner up.
+        let grants: HashMap<&str, Grant> = payload
+            .split(' ')
+            .filter_map(|entry| {
+                let mut parts = entry.rsplitn(3, ':');
+                let ticket = parts.next()?.parse().ok()?;
+                let lease_ms = parts.next()?.parse().ok()?;
+                Some((parts.next()?, Grant { lease_ms, ticket }))
+            })
+            .collect();
+        let mut state = self.state.lock();
+        let now = Instant::now();
+        for slot in &mut state.shared {
+            let Some(grant) = slot.owner.as_deref().and_then(|owner| grants.get(owner)) else { continue };
+            slot.granted = Some(*grant);
+            slot.wake();
+        }
+        if state.recent_grants.len() == RECENT_GRANTS {
+            state.recent_grants.pop_front();
+        }
+        state.recent_grants.push_back(RecentGrant { at: now, payload: Box::from(payload) });
+    }
+
+    /// Takes the read hold a grant message gave this waiter, if one did.
+    pub(crate) fn take_granted(&self, id: u64) -> Option<Grant> {
+        self.state.lock().shared_slot(id).and_then(|slot| slot.granted.take())
     }
 
     /// Records a server-queued waiter's place, as its last call reported it.
@@ -463,8 +595,34 @@ impl ChannelWaiters {
         for queue in state.locks.values_mut() {
             wake_first(queue);
         }
-        // A lock's release may let every reader of it in.
-        for slot in &mut state.shared {
+        // A lock's release may let every reader of it in (not one registered for a
+        // grant: see `SharedSlot::woken_by_unlock`).
+        for slot in state.shared.iter_mut().filter(|slot| slot.woken_by_unlock()) {
+            slot.wake();
+        }
+        for slot in state.queued.iter_mut().filter(|slot| slot.woken_by_unlock()) {
+            slot.wake();
+        }
+    }
+
+    /// A read/write lock's unlock message (`0`, its last read release): as
+    /// [`ChannelWaiters::wake_one`], but every waiter of every line gets a turn, not
+    /// only the first. The lines hold writers, whom the server orders among every
+    /// client's (`leasehold_rwlock_writers:order:{NAME}`: the earliest live waiting
+    /// writer takes the free lock, a writer behind it is refused): a client's local
+    /// line may be in another order (two fast paths answered in another order than
+    /// they were sent), and waking only its first would leave the server's first
+    /// asleep until its refresh.
+    pub(crate) fn wake_writers(&self) {
+        let mut state = self.state.lock();
+        let now = Instant::now();
+        state.last_unlock = Some(now);
+        state.last_message = Some(now);
+        for slot in state.locks.values_mut().flatten() {
+            slot.woken = true;
+            slot.signal.notify_one();
+        }
+        for slot in state.shared.iter_mut().filter(|slot| slot.woken_by_unlock()) {
             slot.wake();
         }
         for slot in state.queued.iter_mut().filter(|slot| slot.woken_by_unlock()) {
@@ -505,7 +663,9 @@ impl ChannelWaiters {
     /// reconnect).
     pub(crate) fn wake_all(&self) {
         let mut state = self.state.lock();
-        state.last_message = Some(Instant::now());
+        let now = Instant::now();
+        state.last_message = Some(now);
+        state.last_message_all = Some(now);
         for slot in &mut state.shared {
             slot.wake();
         }
@@ -792,8 +952,8 @@ mod tests {
     fn shared_waiters_are_all_woken_by_any_message_and_stand_before_nobody() {
         let ch = ChannelWaiters::new(Arc::from("c"), None);
         let lock: Arc<str> = Arc::from("x");
-        let reader = ch.join_shared(&lock, Arc::new(Notify::new()), None);
-        let other_reader = ch.join_shared(&lock, Arc::new(Notify::new()), None);
+        let reader = ch.join_shared(&lock, Arc::new(Notify::new()), None, None);
+        let other_reader = ch.join_shared(&lock, Arc::new(Notify::new()), None, None);
         let writer = ch.join(&lock, Arc::new(Notify::new()), None);
         // Readers joined first, yet the writer is first of its line, with the turn.
         assert!(ch.is_first(&lock, writer) && ch.take_wake(&lock, writer));
@@ -820,10 +980,39 @@ mod tests {
         ch.set_subscribed(true);
         tokio::time::advance(std::time::Duration::from_millis(5)).await;
         let sent_at = Instant::now();
-        let quiet = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at));
+        let quiet = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at), None);
         assert!(!ch.take_wake(&lock, quiet), "nothing was heard since its attempt was sent");
         ch.wake_one();
-        let late = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at));
+        let late = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at), None);
         assert!(ch.take_wake(&lock, late), "a message came after its attempt was sent");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_grant_lets_in_only_the_reader_it_names_and_an_unlock_wakes_no_registered_reader() {
+        let ch = ChannelWaiters::new_rwlock(Arc::from("c"), Arc::from("g"));
+        let lock: Arc<str> = Arc::from("x");
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("u:1"), Arc::from("u:12"));
+        ch.set_subscribed(true);
+        tokio::time::advance(std::time::Duration::from_millis(5)).await;
+        let sent_at = Instant::now();
+        let ra = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at), Some(&a));
+        let rb = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at), Some(&b));
+        let plain = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at), None);
+        assert!(!ch.has_wake(&lock, ra) && !ch.has_wake(&lock, rb), "nothing heard since their attempts");
+        ch.wake_one();
+        assert!(!ch.has_wake(&lock, ra) && !ch.has_wake(&lock, rb), "a read release lets no registered reader in");
+        assert!(ch.take_wake(&lock, plain));
+        ch.grant_message("u:12:30000:7 v:3:100:2");
+        assert_eq!(ch.take_granted(ra), None, "u:1 is not u:12");
+        assert_eq!(ch.take_granted(rb), Some(Grant { lease_ms: 30_000, ticket: 7 }));
+        assert!(ch.take_wake(&lock, rb) && !ch.has_wake(&lock, ra));
+        assert_eq!(ch.take_granted(rb), None, "taken once");
+        // A reader that registers after the grant came (its attempt was sent before)
+        // gets it replayed; one whose attempt was sent after it does not.
+        let late = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at), Some(&b));
+        assert_eq!(ch.take_granted(late).map(|g| g.ticket), Some(7));
+        tokio::time::advance(std::time::Duration::from_millis(5)).await;
+        let later = ch.join_shared(&lock, Arc::new(Notify::new()), Some(Instant::now()), Some(&b));
+        assert_eq!(ch.take_granted(later), None);
     }
 }

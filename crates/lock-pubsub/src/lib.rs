@@ -46,5 +46,6 @@ mod channel;
 mod subscriber;
 mod waiter;
 
+pub use channel::Grant;
 pub use subscriber::{PubsubMode, Subscriber, SubscriberStats, LINGER, TOPOLOGY_CHECK};
 pub use waiter::Waiter;

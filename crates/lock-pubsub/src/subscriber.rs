@@ -282,7 +282,55 @@ impl Subscriber {
     /// `sent_at` (its last attempt, answered "held", was sent then) it starts without a
     /// turn if the channel has heard everything since and no message came.
     pub fn register_shared(&self, channel: &Arc<str>, lock_key: &Arc<str>, sent_at: Option<Instant>) -> Waiter {
-        self.join(channel, None, |waiters, signal| waiters.join_shared(lock_key, signal, sent_at), lock_key)
+        self.join(channel, None, |waiters, signal| waiters.join_shared(lock_key, signal, sent_at, None), lock_key)
+    }
+
+    /// Joins as a read/write lock's reader that the server registered for a grant
+    /// (`owner` in `leasehold_rwlock_readers:{NAME}`): a shared waiter (as
+    /// [`Subscriber::register_shared`]) on the lock's channel `channel`, whose grant
+    /// channel `grants` is subscribed with it. A grant message on `grants` naming
+    /// `owner` gives it a turn and the granted lease ([`Waiter::take_granted`]): the
+    /// write release took the hold for it, and it takes the hold over without a
+    /// script. Grant messages that came after `sent_at` (its last attempt's send time)
+    /// are replayed for it when the channel heard everything since. An unlock message
+    /// (`0`) does not wake it; a write-release message (`1`), lost messages and its own
+    /// timers do.
+    ///
+    /// Every registration on a read/write lock's channel names its grant channel: the
+    /// writers' through [`Subscriber::register_rw_writer`].
+    pub fn register_reader(
+        &self,
+        channel: &Arc<str>,
+        grants: &Arc<str>,
+        lock_key: &Arc<str>,
+        owner: &Arc<str>,
+        sent_at: Option<Instant>,
+    ) -> Waiter {
+        self.join_with(
+            channel,
+            || ChannelWaiters::new_rwlock(channel.clone(), grants.clone()),
+            |waiters, signal| waiters.join_shared(lock_key, signal, sent_at, Some(owner)),
+            lock_key,
+        )
+    }
+
+    /// Joins the local line of a read/write lock's writer (as
+    /// [`Subscriber::register_lock`], or [`Subscriber::register_lock_after`] with
+    /// `sent_at`) on the lock's channel, whose grant channel `grants` is subscribed with
+    /// it (see [`Subscriber::register_reader`]).
+    pub fn register_rw_writer(
+        &self,
+        channel: &Arc<str>,
+        grants: &Arc<str>,
+        lock_key: &Arc<str>,
+        sent_at: Option<Instant>,
+    ) -> Waiter {
+        self.join_with(
+            channel,
+            || ChannelWaiters::new_rwlock(channel.clone(), grants.clone()),
+            |waiters, signal| waiters.join(lock_key, signal, sent_at),
+            lock_key,
+        )
     }
 
     /// Joins as a waiter whose place the server's wait queue keeps (a `Lock` waiter:
@@ -494,6 +542,11 @@ impl Shared {
             }
         };
         if let Some(payload) = queue {
+            if waiters.grants {
+                // A read/write lock's grants: the readers named are in.
+                waiters.grant_message(&payload);
+                return;
+            }
             match QueueMessage::parse(&payload) {
                 Some(queue_message) => waiters.queue_message(&queue_message),
                 // Not ours to read: waking everyone costs at most a retry each.
@@ -516,7 +569,12 @@ impl Shared {
             return;
         }
         let unlock = message.value.as_str().is_some_and(|payload| payload == lock_core::names::UNLOCK_MESSAGE);
-        if unlock {
+        if unlock && waiters.grants {
+            // A read/write lock's last read release: the server orders its waiting
+            // writers (the earliest live one takes the free lock), and a client's local
+            // line may not be in that order, so every writer of every line tries.
+            waiters.wake_writers();
+        } else if unlock {
             // The message does not say which of the channel's locks was released: the
             // first waiter of each gets a turn (and every shared waiter: readers share).
             waiters.wake_one();

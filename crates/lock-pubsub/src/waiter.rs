@@ -55,6 +55,14 @@ impl Waiter {
         self.waiters.take_held_until(&self.lock, self.id)
     }
 
+    /// The read hold a grant message says a write release gave this waiter's owner, if
+    /// one did (only for a waiter made by
+    /// [`Subscriber::register_reader`](crate::Subscriber::register_reader)). Taking it
+    /// clears it.
+    pub fn take_granted(&self) -> Option<crate::Grant> {
+        self.waiters.take_granted(self.id)
+    }
+
     /// `true` if this waiter may try to acquire now: it was first in line when it
     /// registered, became first, or a release message woke it. Consumes the turn.
     pub fn take_turn(&self) -> bool {

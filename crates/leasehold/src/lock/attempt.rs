@@ -25,6 +25,10 @@ struct LockAttempt<'a> {
     lease_ms: u64,
     mode: LeaseMode,
     plan: WaitPlan,
+    /// A waiting reader's latest call answered "held" (its registration on the server):
+    /// its ticket and send time. A grant that names another ticket is not this wait's;
+    /// one that names it is counted from that send (no later than the grant).
+    registration: parking_lot::Mutex<Option<(u64, Instant)>>,
 }
 
 impl<'a> LockAttempt<'a> {
@@ -49,9 +53,11 @@ impl<'a> LockAttempt<'a> {
             queue: kind.queue(),
             keepalive: lock.queue_keepalive(),
             kind: lock.telemetry_kind(),
+            // A read/write lock's readers and writers subscribe its grant channel too.
+            grants: (kind.wait_channel() == WaitChannel::ReadWrite).then(|| Arc::from(names.rw_grants_channel())),
             permits: None,
         };
-        LockAttempt { lock, names, lease, lease_ms, mode, plan }
+        LockAttempt { lock, names, lease, lease_ms, mode, plan, registration: parking_lot::Mutex::new(None) }
     }
 }
 
@@ -66,11 +72,34 @@ impl Attempt for LockAttempt<'_> {
         ServerQueue { channel: Arc::from(self.names.lock_queue_channel()), owner: Arc::from(self.lock.owner.as_str()) }
     }
 
-    fn attempt(
-        &self,
-        waiting: bool,
-    ) -> impl std::future::Future<Output = Result<std::result::Result<LockGuard, NotAcquired>>> + Send {
-        self.lock.attempt(self.names, self.lease, self.lease_ms, self.mode, waiting)
+    async fn attempt(&self, waiting: bool) -> Result<std::result::Result<LockGuard, NotAcquired>> {
+        let registered = self.registration.lock().is_some();
+        let tried = self.lock.attempt(self.names, self.lease, self.lease_ms, self.mode, waiting, registered).await;
+        if let Ok(Err(NotAcquired { ticket: Some(ticket), .. })) = &tried {
+            *self.registration.lock() = Some(*ticket);
+        }
+        tried
+    }
+
+    /// A write release granted this reader its hold: record it as an acquire the
+    /// server answered with count 1, sent when the granted registration's call was
+    /// (before the grant: the guard's deadline is never later than the server's), with
+    /// the lease the server gave. Under the owner's turn, and only when the grant names
+    /// this wait's latest refused call (a later refused call means the grant was gone by
+    /// then; another call of the owner registered after this one: the grant is its) and
+    /// the owner accounts for no hold (else an attempt sets its count right).
+    async fn claim(&self, grant: lock_pubsub::Grant) -> Option<LockGuard> {
+        let lock = self.lock;
+        let turn = lock.holds.turn().await;
+        let (ticket, sent_at) = (*self.registration.lock())?;
+        if ticket != grant.ticket || lock.holds.accounted() != 0 {
+            tracing::debug!(lock = %self.names.key(), ticket, granted = grant.ticket, "a grant not this wait's to take over; trying instead");
+            return None;
+        }
+        let lease = Duration::from_millis(grant.lease_ms);
+        let guard = lock.record_acquired(self.names, turn.seq, 1, sent_at, lease, self.mode);
+        drop(turn);
+        Some(guard)
     }
 
     fn held_until(guard: &LockGuard) -> Instant {
@@ -228,13 +257,15 @@ impl LockShared {
         lease_ms: u64,
         mode: LeaseMode,
         enqueue: bool,
+        registered: bool,
     ) -> Result<std::result::Result<LockGuard, NotAcquired>> {
         let turn = self.holds.turn().await;
         // Under the turn, the accounted holds are exactly what the server should count.
         let target = self.holds.accounted() + 1;
         let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        let spec = AcquireSpec { kind: self.kind, waiting: enqueue, sync: self.client.sync };
+        let spec =
+            AcquireSpec { kind: self.kind, waiting: enqueue, registered, ticket: turn.seq, sync: self.client.sync };
         let reply = self.client.store.acquire(names, &self.owner, lease_ms, target, spec).await;
         match reply {
             Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {
@@ -251,7 +282,9 @@ impl LockShared {
             }
             Ok(AcquireReply { acquire: Acquire::Held { pttl, position }, .. }) => {
                 pending.armed = false;
-                Ok(Err(NotAcquired { pttl, position }))
+                // A waiting call that was refused left its ticket with the server (a
+                // reader's registration).
+                Ok(Err(NotAcquired { pttl, position, ticket: enqueue.then_some((turn.seq, sent_at)) }))
             }
             Err(error) => {
                 // Definite errors (WRONGTYPE, bad reply) and errors raised before sending

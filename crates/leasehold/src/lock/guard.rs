@@ -94,7 +94,7 @@ impl LockGuard {
     /// Whether this guard is a read hold of a read/write lock (shared: the waiter behind
     /// it may enter at once).
     pub(crate) fn is_shared(&self) -> bool {
-        self.lock.kind == lock_core::LockKind::Read
+        matches!(self.lock.kind, lock_core::LockKind::Read { .. })
     }
 
     /// The fencing token of a fenced acquire.

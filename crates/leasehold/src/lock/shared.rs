@@ -46,7 +46,7 @@ impl LockShared {
     /// the Hash, every other kind's owner field's key.
     pub(crate) fn renew_spec(&self, names: &LockNames) -> lock_watchdog::RenewSpec {
         match self.kind {
-            LockKind::Read => lock_watchdog::RenewSpec::ReadHold {
+            LockKind::Read { .. } => lock_watchdog::RenewSpec::ReadHold {
                 timeout_prefix: Arc::from(names.rw_timeout_prefix(self.owner.as_str())),
             },
             _ => lock_watchdog::RenewSpec::Field,

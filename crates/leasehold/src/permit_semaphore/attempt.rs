@@ -73,7 +73,7 @@ impl Attempt for PermitAttempt {
         }));
         match rx.await {
             Ok(Ok(Ok(permit))) => Ok(Ok(permit)),
-            Ok(Ok(Err(next))) => Ok(Err(NotAcquired { pttl: Some(retry_after(next)), position: None })),
+            Ok(Ok(Err(next))) => Ok(Err(NotAcquired { pttl: Some(retry_after(next)), position: None, ticket: None })),
             Ok(Err(error)) => Err(error),
             Err(_) => {
                 Err(Error::new(ErrorKind::Shutdown, "the runtime stopped the semaphore's call")

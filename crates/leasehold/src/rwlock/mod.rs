@@ -33,18 +33,26 @@ use crate::rwlock::guard::{ReadGuard, WriteGuard};
 /// server whether it still holds a live read (a `force_unlock` or an expiry may have
 /// removed it), and if not, its read guards report lost and the write goes ahead.
 ///
-/// Waiting never polls: waiters listen on `redisson_rwlock:{NAME}`; a write release
-/// wakes every waiting reader and a writer, a downgrade publishes too (Redisson
-/// publishes nothing then), and the last read release wakes a writer. A waiter also
-/// retries when the holder's lease runs out, as for [`Lock`].
+/// Waiting never polls: waiters listen on `redisson_rwlock:{NAME}` (and leasehold's
+/// grant channel beside it). A waiting reader that is refused registers on the server
+/// (`leasehold_rwlock_readers:{NAME}`, beside Redisson's layout), and a write release
+/// (or a downgrade) grants every registered reader its read hold in the release itself,
+/// in Redisson's layout with the lease the reader asked for, and names it on the grant
+/// channel: the reader's guard is made without another call. The last read release
+/// wakes a writer. A waiter also retries when the holder's lease runs out, as for
+/// [`Lock`], and a waiting reader rechecks every third of the queue keep-alive (a grant
+/// whose message was lost is found then).
 ///
-/// Writers are preferred: while a leasehold writer waits
-/// (`leasehold_rwlock_writers:{NAME}`, beside Redisson's layout), no new leasehold
-/// reader enters; readers that already hold a read re-enter. Redisson's readers do not
-/// know it, so a mixed fleet gets no writer preference from its Java readers. Take
-/// nested reads through the same handle: a fresh read through a second handle while the
-/// first holds one and a writer waits would wait for that writer, which waits for the
-/// first read.
+/// Phase-fair: while a leasehold writer waits (`leasehold_rwlock_writers:{NAME}`), no
+/// new leasehold reader enters, so a writer waits for at most the read phase it arrived
+/// in; the readers waiting when a write hold ends get in before the next writer.
+/// Waiting writers get in in the order they came, across clients
+/// (`leasehold_rwlock_writers:order:{NAME}`); one whose process died holds the others
+/// back at most its queue keep-alive. Readers that already hold a read re-enter. Redisson's readers know neither: a Java
+/// reader passes a waiting leasehold writer, and is never granted (it retries on the
+/// release message). Take nested reads through the same handle: a fresh read through a
+/// second handle while the first holds one and a writer waits would wait for that
+/// writer, which waits for the first read.
 ///
 /// # Examples
 /// ```no_run
@@ -80,8 +88,8 @@ impl ReadWriteLock {
     pub(crate) fn new(client: std::sync::Arc<crate::client::shared::ClientShared>, key: &str) -> Self {
         let owner = client.id.next_owner();
         let writer_owner = owner.writer();
-        let reader = Lock::with_owner(client.clone(), key, LockKind::Read, owner);
         let queue_keepalive_ms = crate::lock::shared::keepalive_ms(&client);
+        let reader = Lock::with_owner(client.clone(), key, LockKind::Read { queue_keepalive_ms }, owner);
         let writer = Lock::with_owner(client, key, LockKind::Write { queue_keepalive_ms }, writer_owner);
         ReadWriteLock { reader, writer }
     }

@@ -37,6 +37,7 @@ pub(crate) fn line_plan(key: &Arc<str>, channel: &Arc<str>, permits: u64) -> Wai
         queue: QueueKind::Local,
         keepalive: RECHECK,
         kind: Kind::Semaphore,
+        grants: None,
         permits: Some(permits),
     }
 }
@@ -141,7 +142,7 @@ impl Attempt for PermitsAttempt {
                     kept: false,
                 }))
             }
-            Ok(false) => Ok(Err(NotAcquired { pttl: Some(RECHECK), position: None })),
+            Ok(false) => Ok(Err(NotAcquired { pttl: Some(RECHECK), position: None, ticket: None })),
             Err(error) => {
                 // A timeout or a connection lost after sending: it may have run (or run
                 // later). A retry of the same operation is answered from its record.

@@ -35,7 +35,7 @@ impl Kind {
             lock_core::LockKind::Reentrant { .. } => Kind::Lock,
             lock_core::LockKind::Fenced { .. } => Kind::Fenced,
             lock_core::LockKind::Fair { .. } => Kind::Fair,
-            lock_core::LockKind::Read => Kind::Read,
+            lock_core::LockKind::Read { .. } => Kind::Read,
             lock_core::LockKind::Write { .. } => Kind::Write,
         }
     }

@@ -18,6 +18,9 @@ pub(crate) struct NotAcquired {
     pub(crate) pttl: Option<Duration>,
     /// The owner's place in the server's wait queue, for a queued call.
     pub(crate) position: Option<u64>,
+    /// A waiting reader's call: its ticket (the owner's turn number it sent, which its
+    /// registration keeps and a grant names back) and when it was sent.
+    pub(crate) ticket: Option<(u64, Instant)>,
 }
 
 /// How one wait waits: what it is for, where it hears a release, and what orders it.
@@ -37,6 +40,9 @@ pub(crate) struct WaitPlan {
     pub(crate) keepalive: Duration,
     /// The kind, for spans and metrics.
     pub(crate) kind: Kind,
+    /// A read/write lock's grant channel (`leasehold_rwlock__grants:{NAME}`), subscribed
+    /// with its channel by its readers and writers; `None` for other kinds.
+    pub(crate) grants: Option<Arc<str>>,
     /// A semaphore's waiter: the permits it waits for. Its line is on a channel of
     /// counts (`redisson_sc:{NAME}`), which wakes as many waiters as the count covers
     /// ([`lock_pubsub::Subscriber::register_permits`]). `None` for a lock's waiter.
@@ -94,6 +100,17 @@ pub(crate) trait Attempt: Sync {
     /// Whether the owner holds already: its re-entry never queues behind local waiters
     /// who are waiting for it.
     fn holds_already(&self) -> bool;
+
+    /// Takes over a hold the server granted this waiter ([`QueueKind::Readers`]: a
+    /// write release granted the registered reader its read hold, and a grant message
+    /// named it), without a call to the server. `None` when the grant is not this
+    /// wait's to take (another call of the owner registered later, or this wait's
+    /// later call was refused: the grant was gone by then) or the owner's holds
+    /// changed: the wait then makes an attempt, which finds out. Default: never.
+    fn claim(&self, grant: lock_pubsub::Grant) -> impl Future<Output = Option<Self::Acquired>> + Send {
+        let _ = grant;
+        std::future::ready(None)
+    }
 
     /// A wait that holds a place in a server queue begins; it counts until
     /// [`Attempt::queue_left`], so that no clean-up of the same owner removes the place

@@ -3,6 +3,7 @@
 //! [`Line`] and [`Slot`]; the engine's unit tests use a fake.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use lock_pubsub::{Subscriber, Waiter};
 use tokio::time::Instant;
@@ -21,6 +22,15 @@ pub(crate) enum Join {
     /// woken by every message. With the send time of its last attempt, answered
     /// "held": no turn when nothing was heard since.
     Shared(Option<Instant>),
+    /// As a read/write lock's reader registered on the server for a grant (see
+    /// [`Subscriber::register_reader`]): a shared waiter that grant messages naming
+    /// `owner` let in.
+    Reader {
+        /// The reader's owner field.
+        owner: Arc<str>,
+        /// As [`Join::Shared`]'s.
+        sent_at: Option<Instant>,
+    },
     /// In the line of a semaphore's key, waiting for `permits` permits (see
     /// [`Subscriber::register_permits`]); `sent_at` as [`Join::InLineAfter`]'s, when the
     /// last attempt was answered "not enough".
@@ -72,6 +82,11 @@ pub(crate) trait Slot: Send + Sync {
     fn wait_until(&self, deadline: Instant) -> impl Future<Output = bool> + Send;
     /// Leaves the line because the waiter acquired, holding until about `held_until`.
     fn acquired(self, held_until: Instant);
+    /// The hold a grant message gave the waiter's owner, if one did (a registered
+    /// reader's); taking it clears it. Default: none.
+    fn take_granted(&self) -> Option<lock_pubsub::Grant> {
+        None
+    }
 }
 
 impl Line for Subscriber {
@@ -87,9 +102,22 @@ impl Line for Subscriber {
             Join::InLine if plan.channel_kind == lock_core::WaitChannel::Latch => {
                 self.register_broadcast(&plan.channel, &plan.key)
             }
+            // A read/write lock's writer: its line's channel has the grant channel beside.
+            Join::InLine if plan.grants.is_some() => {
+                let grants = plan.grants.as_ref().unwrap_or(&plan.channel);
+                self.register_rw_writer(&plan.channel, grants, &plan.key, None)
+            }
+            Join::InLineAfter(sent_at) if plan.grants.is_some() => {
+                let grants = plan.grants.as_ref().unwrap_or(&plan.channel);
+                self.register_rw_writer(&plan.channel, grants, &plan.key, Some(sent_at))
+            }
             Join::InLine => self.register_lock(&plan.channel, &plan.key),
             Join::InLineAfter(sent_at) => self.register_lock_after(&plan.channel, &plan.key, sent_at),
             Join::Shared(sent_at) => self.register_shared(&plan.channel, &plan.key, sent_at),
+            Join::Reader { owner, sent_at } => match &plan.grants {
+                Some(grants) => self.register_reader(&plan.channel, grants, &plan.key, &owner, sent_at),
+                None => self.register_shared(&plan.channel, &plan.key, sent_at),
+            },
             Join::Permits { permits, sent_at } => self.register_permits(&plan.channel, &plan.key, permits, sent_at),
             Join::Queued { queue, position, sent_at } => {
                 self.register_queued(&plan.channel, &queue.channel, &plan.key, &queue.owner, position, sent_at)
@@ -125,5 +153,9 @@ impl Slot for Waiter {
 
     fn acquired(self, held_until: Instant) {
         Waiter::acquired(self, held_until);
+    }
+
+    fn take_granted(&self) -> Option<lock_pubsub::Grant> {
+        Waiter::take_granted(self)
     }
 }

@@ -99,7 +99,7 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     // orders every client's waiters, and a release hands the lock to its head.
     let server_queued = plan.queue == QueueKind::Server;
     // Shared waiters (readers) exclude nobody of their kind: none waits behind another.
-    let shared = plan.queue == QueueKind::Shared;
+    let shared = matches!(plan.queue, QueueKind::Shared | QueueKind::Readers);
     // A queued waiter re-attempts at least every third of the keep-alive, which refreshes
     // its queue entry's deadline (a waiter that stops doing so is purged as dead). A fair
     // waiter's refresh is due at once, so one that skipped the fast path queues up as
@@ -164,6 +164,10 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     // sent (or a turn to catch up, if its client was not listening all that time).
     let how = if server_queued {
         Join::Queued { queue: attempt.server_queue(), position, sent_at: first_sent_at }
+    } else if plan.queue == QueueKind::Readers {
+        // A reader registered on the server: a write release grants it its hold and
+        // names it on the grant channel.
+        Join::Reader { owner: attempt.server_queue().owner, sent_at: fast_path_held.then_some(first_sent_at) }
     } else if shared {
         Join::Shared(fast_path_held.then_some(first_sent_at))
     } else if let Some(permits) = plan.permits {
@@ -195,7 +199,26 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     // and this waiter would sleep until the holder's lease ran out. One call flags it.
     let flag_new_holders = !queued && !env.redisson_waiters;
     let mut flag_holder = false;
+    // A grant that was not this wait's to take over: an attempt finds out at once.
+    let mut grant_turn = false;
     loop {
+        if let Some(grant) = slot.take_granted() {
+            // A write release granted this reader its hold (one step, no script): take
+            // it over. Its own checks decide whether the grant is this wait's.
+            let _ = slot.take_turn();
+            waiting.wake_up();
+            let Some(claimed) = before(bound, attempt.claim(grant)).await else {
+                // The deadline came first: the clean-up gives back what the server
+                // granted (the owner accounts for no hold).
+                drop(slot);
+                return leave(entry.take(), last_error.map_or(Ok(None), Err), bound).await;
+            };
+            if let Some(acquired) = claimed {
+                slot.acquired(A::held_until(&acquired));
+                return Ok(Some(disarm(entry, acquired)));
+            }
+            grant_turn = true;
+        }
         if let Some(held_until) = slot.take_held_until() {
             // The waiter ahead just acquired (or a queue message made this waiter the
             // head of a held lock): the lock is held until about then.
@@ -215,7 +238,7 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
             return leave(entry.take(), last_error.map_or(Ok(None), Err), bound).await;
         }
         let flag_now = std::mem::take(&mut flag_holder);
-        if slot.take_turn() || timer_due || flag_now {
+        if slot.take_turn() || timer_due || flag_now || std::mem::take(&mut grant_turn) {
             run.attempts += 1;
             waiting.wake_up();
             let Some(tried) = before(bound, attempt.attempt(true)).await else {

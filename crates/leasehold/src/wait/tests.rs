@@ -67,6 +67,7 @@ impl FakeAttempt {
             queue,
             keepalive,
             kind: Kind::Lock,
+            grants: None,
             permits: None,
         };
         let state = AttemptState { answers: answers.into_iter().collect(), ..AttemptState::default() };
@@ -110,7 +111,7 @@ impl Attempt for FakeAttempt {
         };
         match answer {
             Answer::Acquired => Ok(Ok(Instant::now() + Duration::from_secs(30))),
-            Answer::Held(pttl) => Ok(Err(NotAcquired { pttl, position: Some(1) })),
+            Answer::Held(pttl) => Ok(Err(NotAcquired { pttl, position: Some(1), ticket: None })),
             Answer::Transient => Err(Error::new(ErrorKind::Connection, "fake: connection refused")),
             Answer::Definite => Err(Error::new(ErrorKind::WrongType, "fake: WRONGTYPE")),
             Answer::Hang => {

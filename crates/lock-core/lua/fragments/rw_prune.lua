@@ -6,9 +6,10 @@
 --! k = 1..count; they carry NAME's hash tag, so they are in the script's slot.
 --! Reader fields are the numeric fields other than "mode" and the writer's "OWNER:write".
 --! Sets: local function `prune_readers(prefix)` -> (live reader fields, the longest PTTL
---! of their timeout keys in ms, 0 when none has an expiry).
+--! of their timeout keys in ms, 0 when none has an expiry, the set of live reader
+--! fields: field -> true).
 local function prune_readers(prefix)
-  local live, longest = 0, 0
+  local live, longest, present = 0, 0, {}
   local fields = redis.call('hgetall', KEYS[1])
   for i = 1, #fields, 2 do
     local field, count = fields[i], tonumber(fields[i + 1])
@@ -23,10 +24,11 @@ local function prune_readers(prefix)
       end
       if alive then
         live = live + 1
+        present[field] = true
       else
         redis.call('hdel', KEYS[1], field)
       end
     end
   end
-  return live, longest
+  return live, longest, present
 end

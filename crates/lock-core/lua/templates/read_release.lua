@@ -36,6 +36,11 @@
 -- ARGV[5]  the publish command: "publish" or "spublish" (sharded, in a cluster)
 -- ARGV[6]  read-unlock message ("0", Redisson's UNLOCK_MESSAGE)
 -- ARGV[7]  channel "redisson_rwlock:{NAME}"
+-- ARGV[8]  "1": the clean-up of a wait that ended without its hold: also remove the
+--          owner's registration from the waiting readers KEYS[2] (a grant that came
+--          meanwhile is given back by the count, as any hold the client does not
+--          account for); absent or "0": an unlock, which declares only KEYS[1]
+-- KEYS[2]  (with ARGV[8] = "1") waiting readers "leasehold_rwlock_readers:{NAME}"
 --
 -- Replies:
 --   -1  the owner holds no read on KEYS[1] (or KEYS[1] is not a read/write lock):
@@ -47,6 +52,9 @@
 --       keys' TTLs are at least ARGV[3]
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type; nothing written
+if ARGV[8] == '1' then
+  redis.call('hdel', KEYS[2], ARGV[1])
+end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
   return -1

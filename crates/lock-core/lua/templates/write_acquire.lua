@@ -18,8 +18,17 @@
 -- ends without the lock removes it with write_release.lua (ARGV[7]). A writer that died
 -- stops blocking readers when its deadline passes.
 --
+-- Writers in order (issue 29): a waiting writer also takes its place at the end of
+-- KEYS[3] (a List, first come first; a refresh keeps the place), and a waiting call
+-- takes a free lock only when no live writer is ahead of it there: when the lock turns
+-- to write, the earliest live waiting writer gets in. Dead writers in front are dropped
+-- (rw_writer_order.lua), so a writer whose process died blocks the others at most until
+-- its deadline, and a refused writer retries then. A single try ignores the order (as
+-- a Lock's try_lock ignores its queue).
+--
 -- KEYS[1]  lock key NAME (Hash)
 -- KEYS[2]  waiting writers "leasehold_rwlock_writers:{NAME}" (ZSet writer -> deadline ms)
+-- KEYS[3]  their order "leasehold_rwlock_writers:order:{NAME}" (List of writers)
 -- ARGV[1]  lease in ms (> 0)
 -- ARGV[2]  writer field "CLIENT_UUID:N:write"
 -- ARGV[3]  the owner's write hold count after this acquire (>= 1)
@@ -33,26 +42,40 @@
 --   {1, ARGV[3]}  re-entered: the owner's count is now ARGV[3]
 --   {0, pttl}     held by readers or another writer; pttl = in read mode the longest
 --                 live read hold's remaining lease, else the Hash's PTTL (-1: no
---                 expiry)
+--                 expiry); free but a live writer is ahead in KEYS[3]: ms until that
+--                 writer's entry expires (it is woken by the message that freed the lock)
 -- Errors:
 --   WRONGTYPE   KEYS[1] holds another type, or a Hash without "mode"; nothing written
 --#include fragments/rw_mode.lua
 --#include fragments/rw_prune.lua
+--#include fragments/rw_writer_order.lua
 local waiting = ARGV[5] ~= '0'
--- Not acquired: a waiting writer records (or refreshes) its intent.
+-- The server's clock in ms (TIME), read once and only when needed.
+local now
+local function clock()
+  if not now then
+    local t = redis.call('time')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
+-- Not acquired: a waiting writer records (or refreshes) its intent and its place.
 local function held(wait)
   if waiting then
---#include fragments/time.lua
-    redis.call('zadd', KEYS[2], now + tonumber(ARGV[5]), ARGV[2])
-    if redis.call('pttl', KEYS[2]) < tonumber(ARGV[5]) then
-      redis.call('pexpire', KEYS[2], ARGV[5])
+    enter_writer(KEYS[2], KEYS[3], ARGV[2], clock() + tonumber(ARGV[5]))
+    for _, key in ipairs({KEYS[2], KEYS[3]}) do
+      if redis.call('pttl', key) < tonumber(ARGV[5]) then
+        redis.call('pexpire', key, ARGV[5])
+      end
     end
   end
   return {0, wait}
 end
 local function acquired(count)
   if waiting then
-    redis.call('zrem', KEYS[2], ARGV[2])
+    if redis.call('zrem', KEYS[2], ARGV[2]) == 1 then
+      leave_writers_order(KEYS[3], ARGV[2])
+    end
   end
   return {1, count}
 end
@@ -69,6 +92,13 @@ if mode == 'read' then
   mode = false
 end
 if mode == false then
+  if waiting then
+    -- Free: the earliest live waiting writer takes it; the others wait behind it.
+    local first, deadline = first_writer(KEYS[2], KEYS[3], clock)
+    if first and first ~= ARGV[2] then
+      return held(math.max(deadline - now, 1))
+    end
+  end
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return acquired(1)
