@@ -99,6 +99,20 @@ pub const OP_TAKEN_TTL: Duration = Duration::from_secs(300);
 /// changes nothing.
 pub const OP_DONE_TTL: Duration = Duration::from_secs(60);
 
+/// How long after an acquire's first send the release of its permits may still consume
+/// its `taken` record (`sem_release.lua`'s consume mode: the record is deleted, nothing is
+/// left behind) rather than replace it with a `released` tombstone: [`OP_TAKEN_TTL`] less
+/// three [`OP_DONE_TTL`]s, 2 min. A release decided within it sends every retry (two
+/// calls of [`OP_DONE_TTL`] at most: the guard's release, then its drop's give-back)
+/// before [`CONSUME_LAST_SEND`], so each reaches the server while the record lives unless
+/// held in the network for over a minute, the bound the tombstones assume too.
+pub const CONSUME_WITHIN: Duration = Duration::from_secs(OP_TAKEN_TTL.as_secs() - 3 * OP_DONE_TTL.as_secs());
+
+/// The last moment after an acquire's first send at which a consuming release is sent:
+/// [`OP_TAKEN_TTL`] less one [`OP_DONE_TTL`] (a send after it could find the record
+/// expired and take that for a replay).
+pub const CONSUME_LAST_SEND: Duration = Duration::from_secs(OP_TAKEN_TTL.as_secs() - OP_DONE_TTL.as_secs());
+
 /// One semaphore operation's id: 16 random bytes, made once per acquire or release call
 /// and sent with every retry of it and with its undo. Its record is
 /// [`SemaphoreNames::op_key`].
@@ -180,6 +194,12 @@ impl LockStore {
     /// while they were held), once; a release of an acquire that was cancelled changes
     /// nothing.
     ///
+    /// `consume`: the release of an acquire that answered on its one send (no copy of
+    /// it can run again) within [`CONSUME_WITHIN`] of that send: its `taken` record is
+    /// deleted instead of turned into a `released` tombstone (`permits` must then be
+    /// the acquire's), so the pair leaves no key behind; every send of one operation's
+    /// release must use the same mode.
+    ///
     /// # Errors
     /// As [`LockStore::semaphore_try_acquire`].
     ///
@@ -190,12 +210,14 @@ impl LockStore {
         names: &SemaphoreNames,
         permits: i64,
         op: SemaphoreOp,
+        consume: bool,
     ) -> Result<SemaphoreRelease> {
         let publish = self.call_settings().publish;
         let record = names.op_key(op);
         let build = || {
             let keys = vec![Key::from(&*names.key), Key::from(&*names.channel), Key::from(record.as_str())];
-            (keys, vec![int(permits), crate::call::static_arg(publish), millis(OP_DONE_TTL)])
+            let mode = int(i64::from(consume));
+            (keys, vec![int(permits), crate::call::static_arg(publish), millis(OP_DONE_TTL), mode])
         };
         let (reply, _): (Vec<i64>, _) = self
             .run_script(names.key(), &scripts::SEM_RELEASE, build, None)
@@ -270,6 +292,15 @@ impl LockStore {
         let build = || (names.key_only(), Vec::new());
         let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::SEM_DRAIN, build, None).await?;
         Ok(reply)
+    }
+
+    /// Whether the command client may send one command more than once on its own
+    /// (fred's `max_command_attempts` above 1: a client given to
+    /// `leasehold::Client::from_fred` may replay what was in flight after a reconnect).
+    /// leasehold's own clients never do: an acquire that answered was then sent once,
+    /// and no copy of it can still run.
+    pub fn may_resend(&self) -> bool {
+        fred::prelude::ClientLike::connection_config(self.client()).max_command_attempts > 1
     }
 
     /// `GET NAME`: the count of available permits (0 for a missing key).

@@ -15,7 +15,7 @@ use lock_core::semaphore::{SemaphoreNames, SemaphoreOp};
 use lock_core::{LockStore, QueueKind, Result, WaitChannel};
 use tokio::time::Instant;
 
-use crate::semaphore::ops::cancel_in_background;
+use crate::semaphore::ops::{cancel_in_background, ReleaseMode};
 use crate::telemetry::Kind;
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 
@@ -76,16 +76,20 @@ pub(crate) struct SemaphoreTaken {
     op: SemaphoreOp,
     permits: u32,
     first_sent: Instant,
+    /// The operation answered on its one send, on a client that never resends by
+    /// itself: no copy of it can run again (its release may consume its record).
+    clean: bool,
     kept: bool,
 }
 
 impl SemaphoreTaken {
     /// The caller has the permits now and owes them back: dropping this no longer
     /// undoes the acquire. Returns the acquire's operation id (a release with it gives
-    /// exactly these permits back, once) and how many were taken.
-    pub(crate) fn keep(mut self) -> (SemaphoreOp, u32) {
+    /// exactly these permits back, once), how many were taken, and how their release
+    /// treats the acquire's record.
+    pub(crate) fn keep(mut self) -> (SemaphoreOp, u32, ReleaseMode) {
         self.kept = true;
-        (self.op, self.permits)
+        (self.op, self.permits, ReleaseMode::new(self.first_sent, self.clean))
     }
 }
 
@@ -123,6 +127,8 @@ impl Attempt for PermitsAttempt {
     async fn attempt(&self, _waiting: bool) -> Result<std::result::Result<SemaphoreTaken, NotAcquired>> {
         let first_sent = {
             let mut state = self.state.lock();
+            // An earlier attempt dropped in flight may still run: the call is in doubt.
+            state.unsure |= state.in_flight;
             state.in_flight = true;
             *state.first_sent.get_or_insert_with(Instant::now)
         };
@@ -138,6 +144,9 @@ impl Attempt for PermitsAttempt {
                     op: self.op,
                     permits: self.permits,
                     first_sent,
+                    // Every earlier attempt answered (not enough permits: it wrote no
+                    // record) and this one did: one copy of the operation ran, once.
+                    clean: !state.unsure && !self.store.may_resend(),
                     kept: false,
                 }))
             }

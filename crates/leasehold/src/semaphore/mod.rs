@@ -245,7 +245,9 @@ impl Semaphore {
         let names = self.shared.names()?;
         // One operation id for the call and its retries: a replay gives nothing back twice.
         let (client, op) = (&self.shared.client, lock_core::semaphore::SemaphoreOp::random());
-        crate::semaphore::ops::release(&client.store, client.config.replay_window, names, permits, op).await.map(drop)
+        crate::semaphore::ops::release(&client.store, client.config.replay_window, names, permits, op, None)
+            .await
+            .map(drop)
     }
 
     /// How long a wait for permits waits before it checks, once, whether the
@@ -305,8 +307,8 @@ impl Semaphore {
         );
         // The permits are the guard's now: it gives them back with the acquire's id.
         Ok(result?.map(|taken| {
-            let (op, permits) = taken.keep();
-            SemaphorePermit::new(self.shared.clone(), op, permits)
+            let (op, permits, mode) = taken.keep();
+            SemaphorePermit::new(self.shared.clone(), op, permits, mode)
         }))
     }
 }
