@@ -156,3 +156,31 @@ async fn cancel(store: &LockStore, names: &SemaphoreNames, op: SemaphoreOp, sinc
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use lock_core::semaphore::{CONSUME_LAST_SEND, CONSUME_WITHIN};
+    use tokio::time::Instant;
+
+    use super::ReleaseMode;
+
+    /// A clean acquire's release decided within `CONSUME_WITHIN` consumes the record and
+    /// stops sending at `CONSUME_LAST_SEND`; later, or after an acquire in doubt, it
+    /// leaves a tombstone; the first decision stands for every later send.
+    #[tokio::test(start_paused = true)]
+    async fn the_release_mode_is_decided_once_by_the_acquires_send_and_age() {
+        let sent = Instant::now();
+        let early = ReleaseMode::new(sent, true);
+        tokio::time::advance(CONSUME_WITHIN - Duration::from_secs(1)).await;
+        assert_eq!(early.consume(), Some(sent + CONSUME_LAST_SEND));
+        let late = ReleaseMode::new(sent, true);
+        let in_doubt = ReleaseMode::new(sent, false);
+        assert_eq!(in_doubt.consume(), None, "an acquire in doubt never consumes");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(late.consume(), None, "past CONSUME_WITHIN: a tombstone");
+        assert_eq!(early.consume(), Some(sent + CONSUME_LAST_SEND), "decided once");
+        assert!(CONSUME_WITHIN + 2 * lock_core::semaphore::OP_DONE_TTL <= CONSUME_LAST_SEND);
+    }
+}
