@@ -193,16 +193,19 @@ impl LockStore {
         }
     }
 
-    /// `pes_release.lua`: releases the permit `id`.
+    /// `pes_release.lua`: releases the permit `id`. `check_clock`: tell a permit whose
+    /// lease had run out ([`PesRelease::Expired`]) by the server's clock (one `TIME`);
+    /// without it such a permit answers [`PesRelease::Released`] (given back all the
+    /// same), for a caller that tells by its own lease deadline (a `Permit` guard).
     ///
     /// # Errors
     /// As [`LockStore::pes_try_acquire`].
     ///
     /// # Cancel safety
     /// As [`LockStore::pes_try_acquire`].
-    pub async fn pes_release(&self, names: &PesNames, id: &PermitId) -> Result<PesRelease> {
+    pub async fn pes_release(&self, names: &PesNames, id: &PermitId, check_clock: bool) -> Result<PesRelease> {
         let publish = self.call_settings().publish;
-        let build = || (names.keys(), vec![id_arg(id), crate::call::static_arg(publish)]);
+        let build = || (names.keys(), vec![id_arg(id), crate::call::static_arg(publish), int(i64::from(check_clock))]);
         let (reply, _): (i64, _) = self
             .run_script(names.key(), &scripts::PES_RELEASE, build, None)
             .await

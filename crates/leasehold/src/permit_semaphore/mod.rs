@@ -186,7 +186,8 @@ impl PermitExpirableSemaphore {
     pub async fn try_release(&self, id: &str) -> Result<bool> {
         let id = PermitId::parse(id)?;
         let names = self.shared.names()?;
-        let released = self.shared.client.store.pes_release(names, &id).await?;
+        // A release by id knows no lease deadline: the server's clock tells.
+        let released = self.shared.client.store.pes_release(names, &id, true).await?;
         Ok(released == lock_core::pes::PesRelease::Released)
     }
 
