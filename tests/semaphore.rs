@@ -375,14 +375,29 @@ async fn a_replayed_acquire_takes_once_with_permits_left(on: ServerKind) {
     let script = leasehold_test_support::raw(&server, &["SCRIPT", "LOAD", lock_core_sem_try_acquire()]);
     let sha = script.as_str().expect("sha").to_owned();
     let record = "leasehold_sem_op:{sem:replay}:00000000000000000000000000000001";
-    let run = || raw(&server, &["EVALSHA", &sha, "2", "sem:replay", record, "2", "300000"]).as_int();
+    // A single try (keep-alive 0): the queue keys are named but never read.
+    let args = |sha: &str| -> Vec<String> {
+        [sha, "5", "sem:replay", record, "q", "w", "g", "2", "300000", "0", "publish", "1", "p", "1000"]
+            .iter()
+            .map(|arg| (*arg).to_owned())
+            .collect()
+    };
+    let eval = |args: Vec<String>| {
+        let mut command = vec!["EVALSHA"];
+        command.extend(args.iter().map(String::as_str));
+        raw(&server, &command)
+    };
+    let run = || match eval(args(&sha)) {
+        RespValue::Array(reply) => reply.first().and_then(RespValue::as_int),
+        other => panic!("{other:?}"),
+    };
     assert_eq!(run(), Some(1), "taken");
     assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"));
     assert_eq!(run(), Some(1), "a replay answers from the record");
     assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"), "and takes nothing: 3 left, not 1");
     assert_eq!(get(&server, record).as_deref(), Some("taken 2"));
     raw(&server, &["SET", record, "garbage"]);
-    let refused = raw(&server, &["EVALSHA", &sha, "2", "sem:replay", record, "2", "300000"]);
+    let refused = eval(args(&sha));
     assert!(matches!(refused, RespValue::Error(ref e) if e.contains("WRONGTYPE")), "{refused:?}");
     assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"), "nothing written");
 }

@@ -109,8 +109,35 @@ async fn a_late_run_of_an_acquire_in_doubt_is_refused_after_its_release() {
     assert_eq!(count(&server, "sem:late-acquire"), Some(5));
     // The acquire's copy runs now, late: the same script, the same record.
     let script = include_str!("../crates/lock-core/lua/sem_try_acquire.lua");
-    let late = raw(&server, &["EVAL", script, "2", "sem:late-acquire", &record, "1", "300000"]);
-    assert_eq!(late.as_int(), Some(-1), "refused");
+    let op = record.rsplit(':').next().expect("the op");
+    let (queue, waiters, grants) = (
+        "leasehold_sem_queue:{sem:late-acquire}",
+        "leasehold_sem_waiters:{sem:late-acquire}",
+        "leasehold_sem_grants:{sem:late-acquire}",
+    );
+    let prefix = "leasehold_sem_op:{sem:late-acquire}:";
+    let late = raw(
+        &server,
+        &[
+            "EVAL",
+            script,
+            "5",
+            "sem:late-acquire",
+            &record,
+            queue,
+            waiters,
+            grants,
+            "1",
+            "300000",
+            "3000",
+            "publish",
+            op,
+            prefix,
+            "1000",
+        ],
+    );
+    assert_eq!(late, RespValue::Array(vec![RespValue::Integer(-1)]), "refused");
+    assert_eq!(raw(&server, &["EXISTS", queue]).as_int(), Some(0), "and not queued");
     assert_eq!(count(&server, "sem:late-acquire"), Some(5), "took nothing");
     assert_eq!(records(&server, "sem:late-acquire"), ["released 1"], "the release's tombstone");
 }

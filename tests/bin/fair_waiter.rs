@@ -1,7 +1,8 @@
 //! A queued waiter in its own process (a `FairLock`, or with `KIND` = `lock` a `Lock`,
-//! `fenced` a `FencedLock`), for the cross-process FIFO and dead-waiter tests.
+//! `fenced` a `FencedLock`, `semaphore` one permit of a `Semaphore`, whose queue
+//! keep-alive is fixed), for the cross-process FIFO and dead-waiter tests.
 //!
-//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced]`. It prints
+//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced|semaphore]`. It prints
 //! `QUEUING <owner>`, waits for `NAME` with `lock()` (command timeout 1 s, the given
 //! keep-alive),
 //! then `RPUSH NAME:order ID` while holding it (a fenced lock also `RPUSH NAME:tokens
@@ -26,7 +27,7 @@ async fn main() {
         [_, url, name, id, keepalive_ms, hold_ms] => (url, name, id, keepalive_ms, hold_ms, "fair"),
         [_, url, name, id, keepalive_ms, hold_ms, kind] => (url, name, id, keepalive_ms, hold_ms, kind.as_str()),
         _ => {
-            eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced]");
+            eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced|semaphore]");
             std::process::exit(2);
         }
     };
@@ -47,6 +48,17 @@ async fn main() {
         }
     };
     let hold = millis(hold_ms);
+    if kind == "semaphore" {
+        let sem = client.semaphore(name);
+        say("QUEUING -");
+        let permit = sem.acquire(1).await.expect("semaphore");
+        push(format!("{name}:order"), id.clone()).await;
+        say("LOCKED");
+        tokio::time::sleep(hold).await;
+        permit.release().await.expect("release");
+        say("UNLOCKED");
+        return;
+    }
     if kind == "fenced" {
         let lock = client.fenced_lock(name);
         say(&format!("QUEUING {}", lock.owner()));

@@ -21,6 +21,24 @@
 -- ARGV[2]  the publish command: publish, or spublish (sharded pub/sub)
 -- ARGV[3]  the life of the "released" record, ms (the window for replays)
 -- ARGV[4]  '1' consume the acquire's record, '0' keep a tombstone (above)
+-- KEYS[4]  the wait queue, leasehold_sem_queue:{NAME} (ZSET op -> arrival)
+-- KEYS[5]  the queue's entries, leasehold_sem_waiters:{NAME} (Hash op -> "PERMITS DEADLINE_MS")
+-- KEYS[6]  the grants channel, leasehold_sem_grants:{NAME}
+-- ARGV[5]  '1' serve the queue even when the count message reached nobody (a cluster
+--          with classic pub/sub, whose PUBLISH counts one node's subscribers)
+-- ARGV[6]  the records' prefix, leasehold_sem_op:{NAME}:
+-- ARGV[7]  the life of a "taken" record a grant writes, ms
+-- ARGV[8]  WAIT_MS of a grant message
+--
+-- Waiters (issue 29 item 4): after the count is published, when its PUBLISH reached a
+-- subscriber (a waiting leasehold client, a Java waiter, a lingering subscription) or
+-- ARGV[5] says so, the wait queue is served from its head while the count covers it
+-- (fragments/sem_serve.lua: TIME, ZRANGE, HGET, then per grant ZREM, HDEL, SET, DECRBY,
+-- and one publish on KEYS[6]). The count message goes first because its reply is the
+-- only free sign that anyone waits: so a Java waiter may be woken by a count that a
+-- grant then takes (it tries, finds too few, and waits again); leasehold's waiters wake
+-- on a count only when they head the queue and it covers them, and a grant message that
+-- follows settles it. An uncontended release publishes to nobody and reads no queue.
 --
 -- Replies:
 --   {count, 1}  given back: the count after INCRBY, published on KEYS[2] when above 0;
@@ -46,7 +64,45 @@ if ARGV[4] == '1' then
     return {redis.call('decrby', KEYS[1], ARGV[1]), 0}
   end
   if left > 0 then
-    redis.call(ARGV[2], KEYS[2], string.format('%d', left))
+    local heard = redis.call(ARGV[2], KEYS[2], string.format('%d', left))
+    if heard > 0 or ARGV[5] == '1' then
+      local count = left
+      local t = redis.call('time')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      local served_self = false
+      local next_head = nil
+      local granted = {}
+      while true do
+        local head = redis.call('zrange', KEYS[4], 0, 0)[1]
+        if not head then break end
+        local entry = redis.call('hget', KEYS[5], head)
+        local want, deadline
+        if entry then
+          want, deadline = string.match(entry, '^(%d+) (%d+)$')
+        end
+        if want and tonumber(deadline) > now and tonumber(want) > count then
+          next_head = head
+          break
+        end
+        redis.call('zrem', KEYS[4], head)
+        redis.call('hdel', KEYS[5], head)
+        -- SET NX: an operation that has a record already (it cannot, while queued: the
+        -- enqueue read none, and an undo removes the entry) is never counted twice.
+        if want and tonumber(deadline) > now
+            and redis.call('set', ARGV[6] .. head, 'taken ' .. want, 'nx', 'px', ARGV[7]) then
+          redis.call('decrby', KEYS[1], want)
+          count = count - tonumber(want)
+          if head == '' then
+            served_self = true
+          else
+            granted[#granted + 1] = head
+          end
+        end
+      end
+      for _, op in ipairs(granted) do
+        redis.call(ARGV[2], KEYS[6], op .. ' ' .. (next_head or '-') .. ' ' .. ARGV[8])
+      end
+    end
   end
   return {left, 1}
 end
@@ -80,6 +136,44 @@ end
 local left = redis.call('incrby', KEYS[1], give)
 redis.call('set', KEYS[3], 'released ' .. give, 'px', ARGV[3])
 if left > 0 then
-  redis.call(ARGV[2], KEYS[2], string.format('%d', left))
+  local heard = redis.call(ARGV[2], KEYS[2], string.format('%d', left))
+  if heard > 0 or ARGV[5] == '1' then
+    local count = left
+    local t = redis.call('time')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local served_self = false
+    local next_head = nil
+    local granted = {}
+    while true do
+      local head = redis.call('zrange', KEYS[4], 0, 0)[1]
+      if not head then break end
+      local entry = redis.call('hget', KEYS[5], head)
+      local want, deadline
+      if entry then
+        want, deadline = string.match(entry, '^(%d+) (%d+)$')
+      end
+      if want and tonumber(deadline) > now and tonumber(want) > count then
+        next_head = head
+        break
+      end
+      redis.call('zrem', KEYS[4], head)
+      redis.call('hdel', KEYS[5], head)
+      -- SET NX: an operation that has a record already (it cannot, while queued: the
+      -- enqueue read none, and an undo removes the entry) is never counted twice.
+      if want and tonumber(deadline) > now
+          and redis.call('set', ARGV[6] .. head, 'taken ' .. want, 'nx', 'px', ARGV[7]) then
+        redis.call('decrby', KEYS[1], want)
+        count = count - tonumber(want)
+        if head == '' then
+          served_self = true
+        else
+          granted[#granted + 1] = head
+        end
+      end
+    end
+    for _, op in ipairs(granted) do
+      redis.call(ARGV[2], KEYS[6], op .. ' ' .. (next_head or '-') .. ' ' .. ARGV[8])
+    end
+  end
 end
 return {left, 1}

@@ -55,6 +55,11 @@ struct QueuedSlot {
     woken: bool,
     held_until: Option<Instant>,
     signal: Arc<Notify>,
+    /// A semaphore's queued waiter: the permits it waits for (`None`: a lock's waiter).
+    /// Its queue messages are grants, and count messages wake it only as the head.
+    permits: Option<u64>,
+    /// A grant message named it: the permits are its in Redis (a semaphore's waiter).
+    granted: bool,
 }
 
 impl QueuedSlot {
@@ -65,6 +70,10 @@ impl QueuedSlot {
 
     /// Applies a queue message that arrived at `at`.
     fn apply(&mut self, message: &QueueMessage<'_>, at: Instant) {
+        if self.permits.is_some() {
+            self.apply_grant(message, at);
+            return;
+        }
         if Some(&*self.owner) == message.granted {
             self.position = Some(0);
             self.wake();
@@ -79,6 +88,35 @@ impl QueuedSlot {
                 self.signal.notify_one();
             }
         }
+    }
+
+    /// A semaphore's grant message (`sem_serve.lua`): the granted waiter owns its permits
+    /// (no call needed); the new head gets a timer; a waiter that took itself for the
+    /// head is not (the message names the head), and a turn a count message gave it just
+    /// before (the count the same release published before serving) is taken back.
+    fn apply_grant(&mut self, message: &QueueMessage<'_>, at: Instant) {
+        if Some(&*self.owner) == message.granted {
+            self.granted = true;
+            self.woken = false;
+            self.signal.notify_one();
+        } else if Some(&*self.owner) == message.next {
+            self.position = Some(0);
+            self.woken = false;
+            let wait = std::time::Duration::from_millis(message.wait_ms);
+            self.held_until = Some(at.checked_add(wait).unwrap_or(at));
+            self.signal.notify_one();
+        } else if self.position == Some(0) {
+            self.position = Some(1);
+            self.woken = false;
+        }
+    }
+
+    /// Whether a count message of `available` permits concerns it (a semaphore's
+    /// waiter): only the head (or a waiter not queued yet) that the count covers. A
+    /// leasehold release served the queue already; this is for a count nobody served
+    /// (a Java release, `add_permits`).
+    fn woken_by_count(&self, available: u64) -> bool {
+        self.permits.is_some_and(|permits| permits <= available) && self.position.is_none_or(|p| p == 0)
     }
 
     /// Whether an unlock message concerns it: a Redisson client's unlock hands nothing
@@ -234,6 +272,12 @@ impl ChannelWaiters {
         ChannelWaiters { counted: true, ..ChannelWaiters::new(name, None) }
     }
 
+    /// The waiters of a semaphore's channel whose waiters queue on the server, with the
+    /// grants channel `companion`.
+    pub(crate) fn new_counted_queued(name: Arc<str>, companion: Arc<str>) -> Self {
+        ChannelWaiters { counted: true, ..ChannelWaiters::new(name, Some(companion)) }
+    }
+
     /// Joins the end of `lock`'s queue. The first in line starts woken: it may try at
     /// once (waiters on other locks of the channel do not count) — unless `sent_at`
     /// says when the caller's last attempt was sent and the channel has heard
@@ -317,6 +361,7 @@ impl ChannelWaiters {
         position: Option<u64>,
         sent_at: Instant,
         signal: Arc<Notify>,
+        permits: Option<u64>,
     ) -> u64 {
         let mut state = self.state.lock();
         let id = state.next_id;
@@ -329,6 +374,8 @@ impl ChannelWaiters {
             woken: false,
             held_until: None,
             signal,
+            permits,
+            granted: false,
         };
         let heard_everything = state.subscribed && state.subscribed_since.is_some_and(|since| since <= sent_at);
         if heard_everything {
@@ -340,7 +387,10 @@ impl ChannelWaiters {
                 };
                 slot.apply(&message_ref, message.at);
             }
-            if position.is_none() || (slot.position == Some(0) && state.last_unlock.is_some_and(|at| at >= sent_at)) {
+            if !slot.granted
+                && (position.is_none()
+                    || (slot.position == Some(0) && state.last_unlock.is_some_and(|at| at >= sent_at)))
+            {
                 slot.woken = true;
             }
         } else {
@@ -402,6 +452,12 @@ impl ChannelWaiters {
             return slot.held_until.take();
         }
         state.slot(lock, id).and_then(|slot| slot.held_until.take())
+    }
+
+    /// Consumes this waiter's grant (a semaphore's queued waiter that a grant message
+    /// named), if it has one.
+    pub(crate) fn take_granted(&self, id: u64) -> bool {
+        self.state.lock().queued_slot(id).is_some_and(|slot| std::mem::take(&mut slot.granted))
     }
 
     /// Consumes this waiter's wake-up, if it has one.
@@ -487,6 +543,9 @@ impl ChannelWaiters {
         state.last_unlock = Some(Instant::now());
         if available == 0 {
             return;
+        }
+        for slot in state.queued.iter_mut().filter(|slot| slot.woken_by_count(available)) {
+            slot.wake();
         }
         for queue in state.locks.values_mut() {
             let mut wanted: u64 = 0;

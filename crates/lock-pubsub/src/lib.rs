@@ -46,5 +46,5 @@ mod channel;
 mod subscriber;
 mod waiter;
 
-pub use subscriber::{PubsubMode, Subscriber, SubscriberStats, LINGER, TOPOLOGY_CHECK};
+pub use subscriber::{PubsubMode, QueuedPermits, Subscriber, SubscriberStats, LINGER, TOPOLOGY_CHECK};
 pub use waiter::Waiter;

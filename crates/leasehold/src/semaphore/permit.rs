@@ -144,8 +144,8 @@ impl SemaphorePermit {
         self.held.ended().await;
     }
 
-    /// Gives the permits back and publishes the new count, which wakes at most that
-    /// many waiters of each client. Transient errors (timeouts, connection errors, a
+    /// Gives the permits back and publishes the new count, serving the semaphore's
+    /// waiters in arrival order (see [`Semaphore`](crate::Semaphore)). Transient errors (timeouts, connection errors, a
     /// failover) are retried with the acquire's operation id, as
     /// [`Semaphore::release`](crate::Semaphore::release) retries: the permits come back
     /// once.

@@ -21,6 +21,24 @@
 -- ARGV[2]  the publish command: publish, or spublish (sharded pub/sub)
 -- ARGV[3]  the life of the "released" record, ms (the window for replays)
 -- ARGV[4]  '1' consume the acquire's record, '0' keep a tombstone (above)
+-- KEYS[4]  the wait queue, leasehold_sem_queue:{NAME} (ZSET op -> arrival)
+-- KEYS[5]  the queue's entries, leasehold_sem_waiters:{NAME} (Hash op -> "PERMITS DEADLINE_MS")
+-- KEYS[6]  the grants channel, leasehold_sem_grants:{NAME}
+-- ARGV[5]  '1' serve the queue even when the count message reached nobody (a cluster
+--          with classic pub/sub, whose PUBLISH counts one node's subscribers)
+-- ARGV[6]  the records' prefix, leasehold_sem_op:{NAME}:
+-- ARGV[7]  the life of a "taken" record a grant writes, ms
+-- ARGV[8]  WAIT_MS of a grant message
+--
+-- Waiters (issue 29 item 4): after the count is published, when its PUBLISH reached a
+-- subscriber (a waiting leasehold client, a Java waiter, a lingering subscription) or
+-- ARGV[5] says so, the wait queue is served from its head while the count covers it
+-- (fragments/sem_serve.lua: TIME, ZRANGE, HGET, then per grant ZREM, HDEL, SET, DECRBY,
+-- and one publish on KEYS[6]). The count message goes first because its reply is the
+-- only free sign that anyone waits: so a Java waiter may be woken by a count that a
+-- grant then takes (it tries, finds too few, and waits again); leasehold's waiters wake
+-- on a count only when they head the queue and it covers them, and a grant message that
+-- follows settles it. An uncontended release publishes to nobody and reads no queue.
 --
 -- Replies:
 --   {count, 1}  given back: the count after INCRBY, published on KEYS[2] when above 0;
@@ -45,7 +63,7 @@ if ARGV[4] == '1' then
     -- A replay: the first run consumed the record. Nothing changes.
     return {redis.call('decrby', KEYS[1], ARGV[1]), 0}
   end
-  --#include fragments/sem_publish.lua count=left cmd=2
+  --#include fragments/sem_publish_serve.lua
   return {left, 1}
 end
 --#include fragments/sem_op.lua key=3
@@ -60,5 +78,5 @@ if op_state == 'taken' then
 end
 local left = redis.call('incrby', KEYS[1], give)
 redis.call('set', KEYS[3], 'released ' .. give, 'px', ARGV[3])
---#include fragments/sem_publish.lua count=left cmd=2
+--#include fragments/sem_publish_serve.lua
 return {left, 1}
