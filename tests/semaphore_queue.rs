@@ -356,3 +356,28 @@ async fn java_and_leasehold_waiters_mixed(on: ServerKind) {
     assert_eq!(count(&server, "sem:mixed"), Some(1), "exact");
 }
 both_servers!(java_and_leasehold_waiters_mixed);
+
+/// `x` and `{x}` are two semaphores (two counts) sharing one count channel: they keep
+/// two wait queues, so a release of one never serves the other's waiter with its count.
+async fn two_names_on_one_channel_keep_two_queues(on: ServerKind) {
+    let server = on.start();
+    let client = client(&server).await;
+    let (plain, braced) = (client.semaphore("qx"), client.semaphore("{qx}"));
+    assert!(plain.try_set_permits(1).await.expect("set") && braced.try_set_permits(1).await.expect("set"));
+    let (held_plain, held_braced) = (plain.acquire(1).await.expect("free"), braced.acquire(1).await.expect("free"));
+    let waiter = tokio::spawn({
+        let sem = client.semaphore("{qx}");
+        async move { sem.acquire(1).await }
+    });
+    assert!(wait_until(Duration::from_secs(10), || listening(&server, "qx", 1)).await, "subscribed");
+    assert!(wait_until(Duration::from_secs(10), || braced.local_waiters() == 1).await, "waiting");
+    held_plain.release().await.expect("release");
+    assert_eq!(count(&server, "qx"), Some(1), "the plain count is not given to the braced name's waiter");
+    assert_eq!(count(&server, "{qx}"), Some(0));
+    assert!(!waiter.is_finished(), "still waiting");
+    held_braced.release().await.expect("release");
+    let permit = timeout(Duration::from_secs(5), waiter).await.expect("served").expect("task").expect("ok");
+    permit.release().await.expect("release");
+    assert_eq!((count(&server, "qx"), count(&server, "{qx}")), (Some(1), Some(1)), "both exact");
+}
+both_servers!(two_names_on_one_channel_keep_two_queues);

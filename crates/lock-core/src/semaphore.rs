@@ -18,7 +18,7 @@ use fred::prelude::KeysInterface;
 use fred::types::{Key, Value};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::names::{derived_key, SEMAPHORE_CHANNEL_PREFIX};
+use crate::names::{derived_key, unique_key, SEMAPHORE_CHANNEL_PREFIX};
 use crate::scripts;
 use crate::store::LockStore;
 
@@ -50,15 +50,17 @@ impl SemaphoreNames {
         Ok(SemaphoreNames {
             key: Arc::from(key),
             channel: Arc::from(derived_key(SEMAPHORE_CHANNEL_PREFIX, key)),
-            queue: Arc::from(derived_key(SEMAPHORE_QUEUE_PREFIX, key)),
-            entries: Arc::from(derived_key(SEMAPHORE_WAITERS_PREFIX, key)),
+            // Two semaphores `x` and `{x}` have two counts, so two queues: `unique_key`
+            // (`derived_key` would give them one).
+            queue: Arc::from(unique_key(SEMAPHORE_QUEUE_PREFIX, key)),
+            entries: Arc::from(unique_key(SEMAPHORE_WAITERS_PREFIX, key)),
             grants: Arc::from(derived_key(SEMAPHORE_GRANTS_PREFIX, key)),
             op_prefix: Arc::from(format!("{}:", derived_key(SEMAPHORE_OP_PREFIX, key))),
         })
     }
 
     /// The wait queue, `leasehold_sem_queue:{NAME}` (a ZSET of waiting operations by
-    /// arrival), in `NAME`'s slot.
+    /// arrival), in `NAME`'s slot and distinct for every name (`names::unique_key`).
     pub fn queue(&self) -> &str {
         &self.queue
     }
