@@ -48,8 +48,29 @@ fn listening(server: &RedisServer, name: &str, clients: i64) -> bool {
 /// those leasehold's scripts run inside the server.
 fn requests(calls: &std::collections::BTreeMap<String, u64>) -> u64 {
     const INSIDE: &[&str] = &[
-        "decrby", "del", "exists", "get", "hdel", "hget", "hset", "incrby", "pexpire", "pttl", "publish", "set",
-        "spublish", "time", "zadd", "zrange", "zrank", "zrem", "zcard",
+        "decrby",
+        "del",
+        "exists",
+        "get",
+        "hdel",
+        "hget",
+        "hset",
+        "incrby",
+        "pexpire",
+        "pttl",
+        "publish",
+        "set",
+        "spublish",
+        "time",
+        "zadd",
+        "zrange",
+        "zrank",
+        "zrem",
+        "zcard",
+        "zscore",
+        "zcount",
+        "zrangebyscore",
+        "zremrangebyrank",
     ];
     calls.iter().filter(|(name, _)| !INSIDE.contains(&name.as_str())).map(|(_, n)| n).sum()
 }
@@ -381,3 +402,137 @@ async fn two_names_on_one_channel_keep_two_queues(on: ServerKind) {
     assert_eq!((count(&server, "qx"), count(&server, "{qx}")), (Some(1), Some(1)), "both exact");
 }
 both_servers!(two_names_on_one_channel_keep_two_queues);
+
+fn pes_queued(server: &RedisServer, name: &str) -> i64 {
+    raw(server, &["ZCARD", &format!("leasehold_pes_queue:{{{name}}}")]).as_int().unwrap_or(-1)
+}
+
+fn pes_held(server: &RedisServer, name: &str) -> i64 {
+    raw(server, &["ZCARD", &format!("{{{name}}}:timeout")]).as_int().unwrap_or(-1)
+}
+
+/// The permit semaphore's waiters queue on the server too: two holders that release
+/// and at once acquire again, in a loop, no longer keep a third client's waiter out
+/// (it waited 38 s for a permit of 2 before the queue): once it is queued, the next
+/// release serves it and the releaser's next acquire queues behind it, so the holders
+/// take no permit between its queueing and its grant (2 allowed: an acquisition counted
+/// just after the test read the count, and slack).
+async fn a_permit_semaphore_waiter_is_not_overtaken_by_holders_that_cycle(on: ServerKind) {
+    let server = on.start();
+    let (a, b, c) = (client(&server).await, client(&server).await, client(&server).await);
+    a.permit_expirable_semaphore("pes:cycle").set_permits(2).await.expect("set");
+    let stop = Arc::new(AtomicBool::new(false));
+    let taken = Arc::new(AtomicUsize::new(0));
+    let mut cyclers = Vec::new();
+    for client in [&a, &b] {
+        let (sem, stop, taken) = (client.permit_expirable_semaphore("pes:cycle"), stop.clone(), taken.clone());
+        cyclers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let permit = sem.acquire_with_lease(Duration::from_secs(30)).await.expect("acquire");
+                taken.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                permit.release().await.expect("release");
+            }
+        }));
+    }
+    assert!(wait_until(Duration::from_secs(10), || taken.load(Ordering::SeqCst) >= 20).await, "both cycling");
+    let waiter = tokio::spawn({
+        let sem = c.permit_expirable_semaphore("pes:cycle");
+        async move { sem.acquire_with_lease(Duration::from_secs(30)).await.map(|permit| (permit, Instant::now())) }
+    });
+    assert!(wait_until(Duration::from_secs(10), || pes_queued(&server, "pes:cycle") >= 1).await, "queued");
+    let (queued_at, before) = (Instant::now(), taken.load(Ordering::SeqCst));
+    let got = timeout(Duration::from_secs(5), waiter).await;
+    let overtaken = taken.load(Ordering::SeqCst) - before;
+    stop.store(true, Ordering::SeqCst);
+    let (permit, at) = got.expect("the waiter got in while the others cycled").expect("task").expect("acquire");
+    assert!(overtaken <= 2, "overtaken {overtaken} times in {:?}", at - queued_at);
+    permit.release().await.expect("release");
+    for cycler in cyclers {
+        cycler.await.expect("cycler");
+    }
+    assert!(wait_until(Duration::from_secs(5), || pes_held(&server, "pes:cycle") == 0).await);
+    assert_eq!(count(&server, "pes:cycle"), Some(2), "exact");
+    assert_eq!(pes_queued(&server, "pes:cycle"), 0);
+}
+both_servers!(a_permit_semaphore_waiter_is_not_overtaken_by_holders_that_cycle);
+
+/// 4 clients x 16 tasks on 8 leased permits cost at most 2.5 requests per acquisition,
+/// every task served.
+async fn contended_permit_acquisitions_cost_at_most_two_and_a_half_requests_each(on: ServerKind) {
+    let server = on.start();
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(client(&server).await);
+    }
+    clients[0].permit_expirable_semaphore("pes:busy").set_permits(8).await.expect("set");
+    let per_task = Arc::new(Mutex::new(Vec::new()));
+    let calls = calls_during(&server, async {
+        let end = Instant::now() + Duration::from_millis(1_500);
+        let mut tasks = Vec::new();
+        for client in &clients {
+            for _ in 0..16 {
+                let (sem, per_task) = (client.permit_expirable_semaphore("pes:busy"), per_task.clone());
+                tasks.push(tokio::spawn(async move {
+                    let mut acquisitions = 0u64;
+                    while Instant::now() < end {
+                        let permit = timeout(Duration::from_secs(20), sem.acquire_with_lease(Duration::from_secs(30)))
+                            .await
+                            .expect("served")
+                            .expect("ok");
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        permit.release().await.expect("release");
+                        acquisitions += 1;
+                    }
+                    per_task.lock().expect("lock").push(acquisitions);
+                }));
+            }
+        }
+        for task in tasks {
+            task.await.expect("task");
+        }
+    })
+    .await;
+    assert_eq!(count(&server, "pes:busy"), Some(8), "every permit back");
+    let per_task = per_task.lock().expect("lock").clone();
+    let total: u64 = per_task.iter().sum();
+    let (min, max) = (per_task.iter().min().copied().unwrap_or(0), per_task.iter().max().copied().unwrap_or(0));
+    let per_acquisition = requests(&calls) as f64 / total as f64;
+    assert!(per_acquisition <= 2.5, "{per_acquisition:.2} requests per acquisition ({total} acquisitions): {calls:?}");
+    assert!(min > 0 && min as f64 / max as f64 >= 0.25, "every task served: min {min}, max {max}");
+    assert_eq!(pes_queued(&server, "pes:busy"), 0, "nobody left queued");
+}
+both_servers!(contended_permit_acquisitions_cost_at_most_two_and_a_half_requests_each);
+
+/// A permit-semaphore waiter whose grant comes after it gave up releases the granted
+/// permit (by its id) and leaves the queue: the count is whole again.
+async fn a_permit_granted_to_a_cancelled_waiter_is_released(on: ServerKind) {
+    let server = on.start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let direct = client(&server).await;
+    let slow = client_with(&proxy.url(), Duration::from_secs(30)).await;
+    let sem = direct.permit_expirable_semaphore("pes:cancel");
+    sem.set_permits(1).await.expect("set");
+    let held = sem.acquire_with_lease(Duration::from_secs(60)).await.expect("free");
+    let waiter = tokio::spawn({
+        let sem = slow.permit_expirable_semaphore("pes:cancel");
+        async move { sem.acquire_with_lease(Duration::from_secs(60)).await }
+    });
+    assert!(wait_until(Duration::from_secs(10), || pes_queued(&server, "pes:cancel") == 1).await, "queued");
+    assert!(wait_until(Duration::from_secs(10), || listening(&server, "pes:cancel", 1)).await, "subscribed");
+    proxy.set_latency(Duration::from_millis(1_500));
+    held.release().await.expect("release");
+    assert_eq!(pes_held(&server, "pes:cancel"), 1, "granted to the waiter in Redis");
+    assert_eq!(count(&server, "pes:cancel"), Some(0));
+    waiter.abort();
+    assert!(waiter.await.is_err_and(|e| e.is_cancelled()), "cancelled before it heard of the grant");
+    proxy.set_latency(Duration::ZERO);
+    assert!(
+        wait_until(Duration::from_secs(15), || count(&server, "pes:cancel") == Some(1)).await,
+        "the granted permit released: {:?}",
+        count(&server, "pes:cancel")
+    );
+    assert_eq!(pes_held(&server, "pes:cancel"), 0);
+    assert_eq!(pes_queued(&server, "pes:cancel"), 0);
+}
+both_servers!(a_permit_granted_to_a_cancelled_waiter_is_released);

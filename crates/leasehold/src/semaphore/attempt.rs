@@ -29,21 +29,6 @@ use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 /// are there. One call a second per semaphore per client, from its first waiter only.
 pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
-/// How a waiter for `permits` permits of the permit semaphore `key` waits: in its
-/// client's line on the count channel (`redisson_sc:{NAME}`), woken by a count that
-/// covers it and re-checking every [`RECHECK`].
-pub(crate) fn line_plan(key: &Arc<str>, channel: &Arc<str>, permits: u64) -> WaitPlan {
-    WaitPlan {
-        key: key.clone(),
-        channel: channel.clone(),
-        channel_kind: WaitChannel::Lock,
-        queue: QueueKind::Local,
-        keepalive: RECHECK,
-        kind: Kind::Semaphore,
-        permits: Some(permits),
-    }
-}
-
 /// How a [`Semaphore`](crate::Semaphore)'s waiter for `permits` permits waits: in the
 /// semaphore's wait queue on the server ([`QueueKind::Server`], entry keep-alive
 /// [`QUEUE_KEEPALIVE`], refreshed every third of it), woken by a grant naming its

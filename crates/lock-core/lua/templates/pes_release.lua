@@ -10,6 +10,18 @@
 --          release by id: try_release); '0': do not read the clock (a Permit guard's
 --          release, which tells that by its own lease deadline, never later than the
 --          server's: a reply before it proves the lease was live when this ran)
+-- KEYS[4]  the wait queue, leasehold_pes_queue:{NAME}
+-- KEYS[5]  the queue's entries, leasehold_pes_waiters:{NAME}
+-- KEYS[6]  the grants channel, leasehold_sem_grants:{NAME}
+-- ARGV[4]  '1' serve the queue even when the count message reached nobody (a cluster
+--          with classic pub/sub)
+-- ARGV[5]  WAIT_MS of a grant message
+--
+-- Waiters (issue 29 item 4): when the count's PUBLISH reached a subscriber (or ARGV[4]
+-- says so), the freed permit goes to the wait queue's head (fragments/pes_serve.lua:
+-- TIME, ZRANGE, HGET, ZREM, HDEL, ZSCORE, DECRBY, ZADD, PTTL, and a publish on KEYS[6]),
+-- so a holder that releases and at once acquires again queues behind it. An
+-- uncontended release reaches nobody and reads no queue: still 4 calls.
 --
 -- Replies:
 --   1   released: the count went up by 1 and was published (ARGV[3] = '0': whatever
@@ -42,5 +54,12 @@ if ARGV[3] == '1' and tonumber(score) < 922337203685477 then
     reply = -1
   end
 end
---#include fragments/sem_publish.lua count=left cmd=2
+if left > 0 then
+  local heard = redis.call(ARGV[2], KEYS[2], string.format('%d', left))
+  if heard > 0 or ARGV[4] == '1' then
+    local count = left
+    --#include fragments/time.lua
+    --#include fragments/pes_serve.lua wait=5 cmd=2 self=''
+  end
+end
 return reply
