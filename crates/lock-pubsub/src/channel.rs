@@ -885,4 +885,41 @@ mod tests {
         let late = ch.join_shared(&lock, Arc::new(Notify::new()), Some(sent_at));
         assert!(ch.take_wake(&lock, late), "a message came after its attempt was sent");
     }
+
+    /// A semaphore's queued waiters (issue 29 item 4): a count wakes only the head it
+    /// covers; the grant message that follows gives the named waiter its permits (no
+    /// turn needed), makes NEXT the head with a timer, and takes back the turn the count
+    /// gave a waiter that is no longer the head.
+    #[test]
+    fn a_grant_names_its_waiter_and_a_count_wakes_only_the_head_it_covers() {
+        let ch = ChannelWaiters::new_counted_queued(Arc::from("redisson_sc:{s}"), Arc::from("grants"));
+        let lock: Arc<str> = Arc::from("s");
+        ch.set_subscribed(true);
+        let sent_at = Instant::now();
+        let join = |owner: &str, permits: u64, position: u64| {
+            ch.join_queued(&lock, &Arc::from(owner), Some(position), sent_at, Arc::new(Notify::new()), Some(permits))
+        };
+        let (head, second, big) = (join("a", 1, 0), join("b", 1, 1), join("c", 5, 2));
+        assert!(!ch.take_wake(&lock, head) && !ch.take_wake(&lock, second), "heard everything: no catch-up");
+        ch.wake_permits(1);
+        assert!(ch.has_wake(&lock, head), "the head is covered by 1");
+        assert!(!ch.has_wake(&lock, second) && !ch.has_wake(&lock, big), "nobody behind the head");
+        // The release that published that count granted the head; b is the head now.
+        ch.queue_message(&QueueMessage { granted: Some("a"), next: Some("b"), wait_ms: 1000 });
+        assert!(ch.take_granted(head), "a has its permits");
+        assert!(!ch.take_wake(&lock, head), "no call: the count's turn is taken back");
+        assert!(!ch.take_granted(head), "consumed");
+        assert!(ch.is_first(&lock, second) && ch.take_held_until(&lock, second).is_some(), "b heads, with a timer");
+        assert!(!ch.take_wake(&lock, second), "a timer, not a turn");
+        ch.wake_permits(4);
+        assert!(ch.take_wake(&lock, second), "b is covered by 4");
+        // A grant to someone else with another head: b is not the head any more.
+        ch.wake_permits(1);
+        ch.queue_message(&QueueMessage { granted: Some("z"), next: Some("c"), wait_ms: 1000 });
+        assert!(!ch.take_wake(&lock, second) && !ch.is_first(&lock, second), "b's turn taken back");
+        ch.wake_permits(4);
+        assert!(!ch.take_wake(&lock, big), "c heads but waits for 5");
+        ch.wake_permits(5);
+        assert!(ch.take_wake(&lock, big), "5 cover it");
+    }
 }
