@@ -55,7 +55,9 @@ use crate::wait::WaitEnv;
 /// `leasehold_sem_grants:{NAME}`: the waiter has its permits without another request
 /// (two requests per contended acquisition: the acquire that queued, the release that
 /// served it). A holder that releases and at once acquires again queues behind the
-/// waiters its release served. Each waiter also looks again every second on its own,
+/// waiters its release served. The order is strict, as tokio's `acquire_many`: a waiter
+/// for more permits than are free holds up the smaller requests behind it, so bound a
+/// wait for more permits than the semaphore may ever have (`try_acquire_for`). Each waiter also looks again every second on its own,
 /// which keeps its place alive (a place not refreshed for 3 s is dropped, so a waiter
 /// whose process died stops blocking the queue) and covers a lost message, an expired
 /// or deleted key, a count set by a script that publishes nothing, and permits freed by
