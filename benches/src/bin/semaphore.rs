@@ -28,7 +28,8 @@
 //! call, permits not all back at the end.
 //!
 //! Flags: `--clients N`, `--tasks N`, `--permits N`, `--seconds N`, `--hold-ms N`,
-//! `--poll-ms N`. `REDIS_URL` selects a server (it must be otherwise idle); without it
+//! `--poll-ms N`, `--kind sem|pes` (`pes`: a `PermitExpirableSemaphore` with 30 s leases,
+//! `acquire_with_lease` against polling `try_acquire_with(0, lease)`; no Redisson row). `REDIS_URL` selects a server (it must be otherwise idle); without it
 //! a throwaway `redis-server` is started.
 
 use std::process::ExitCode;
@@ -46,7 +47,7 @@ use leasehold_benches::{
 };
 use leasehold_test_support::redisson_semaphore::{REDISSON_SEM_RELEASE, REDISSON_SEM_TRY_ACQUIRE};
 
-const FLAGS: &[&str] = &["--clients", "--tasks", "--permits", "--seconds", "--hold-ms", "--poll-ms"];
+const FLAGS: &[&str] = &["--clients", "--tasks", "--permits", "--seconds", "--hold-ms", "--poll-ms", "--kind"];
 const NAME: &str = "bench:semaphore";
 
 #[derive(Debug, Clone)]
@@ -57,6 +58,8 @@ struct Settings {
     run_for: Duration,
     hold: Duration,
     poll: Duration,
+    /// `--kind pes`: a `PermitExpirableSemaphore` (leased permits, 30 s) instead.
+    pes: bool,
 }
 
 impl Settings {
@@ -69,6 +72,11 @@ impl Settings {
             run_for: Duration::from_secs(flag(args, "--seconds")?.unwrap_or(5)),
             hold: Duration::from_millis(flag(args, "--hold-ms")?.unwrap_or(1)),
             poll: Duration::from_millis(flag(args, "--poll-ms")?.unwrap_or(2)),
+            pes: match flag::<String>(args, "--kind")?.as_deref() {
+                None | Some("sem") => false,
+                Some("pes") => true,
+                Some(other) => return Err(format!("--kind sem|pes, got {other:?}").into()),
+            },
         };
         if settings.clients == 0 || settings.tasks == 0 || settings.permits == 0 || settings.run_for.is_zero() {
             return Err("--clients, --tasks, --permits and --seconds must be above 0".into());
@@ -182,6 +190,16 @@ impl RedissonClient {
     }
 }
 
+/// A `PermitExpirableSemaphore` permit's lease in the bench (`--kind pes`).
+const LEASE: Duration = Duration::from_secs(30);
+
+/// What one task holds.
+enum Held {
+    Sem(leasehold::SemaphorePermit),
+    Pes(leasehold::Permit),
+    Theirs,
+}
+
 async fn run(
     contender: Contender,
     clients: &[Client],
@@ -190,7 +208,9 @@ async fn run(
     settings: &Settings,
     overlap: &Arc<AtomicBool>,
 ) -> Result<Outcome, BoxError> {
-    if !clients[0].semaphore(NAME).try_set_permits(settings.permits).await? {
+    if settings.pes {
+        clients[0].permit_expirable_semaphore(NAME).set_permits(settings.permits).await?;
+    } else if !clients[0].semaphore(NAME).try_set_permits(settings.permits).await? {
         return Err("the semaphore was already set".into());
     }
     let before = CommandStats::fetch(fred).await?;
@@ -201,19 +221,25 @@ async fn run(
         for _ in 0..settings.tasks {
             let (sem, inside, overlap, settings) =
                 (client.semaphore(NAME), inside.clone(), overlap.clone(), settings.clone());
+            let pes = client.permit_expirable_semaphore(NAME);
             let theirs = theirs.clone();
             handles.push(tokio::spawn(async move {
                 let mut acquisitions = 0u64;
                 while Instant::now() < end {
                     let permit = match contender {
-                        Contender::Leasehold => Some(sem.acquire(1).await?),
+                        Contender::Leasehold if settings.pes => Held::Pes(pes.acquire_with_lease(LEASE).await?),
+                        Contender::Leasehold => Held::Sem(sem.acquire(1).await?),
                         Contender::Redisson => {
                             theirs.acquire().await?;
-                            None
+                            Held::Theirs
                         }
                         Contender::Polling => loop {
-                            if let Some(permit) = sem.try_acquire(1).await? {
-                                break Some(permit);
+                            if settings.pes {
+                                if let Some(permit) = pes.try_acquire_with(Duration::ZERO, LEASE).await? {
+                                    break Held::Pes(permit);
+                                }
+                            } else if let Some(permit) = sem.try_acquire(1).await? {
+                                break Held::Sem(permit);
                             }
                             tokio::time::sleep(settings.poll).await;
                         },
@@ -224,8 +250,9 @@ async fn run(
                     tokio::time::sleep(settings.hold).await;
                     inside.fetch_sub(1, Ordering::SeqCst);
                     match permit {
-                        Some(permit) => permit.release().await?,
-                        None => theirs.release().await?,
+                        Held::Sem(permit) => permit.release().await?,
+                        Held::Pes(permit) => permit.release().await?,
+                        Held::Theirs => theirs.release().await?,
                     }
                     acquisitions += 1;
                 }
@@ -235,7 +262,11 @@ async fn run(
     }
     let per_task = join_all(handles).await?;
     let spent = CommandStats::fetch(fred).await?.since(&before);
-    let left = clients[0].semaphore(NAME).available_permits().await?;
+    let left = if settings.pes {
+        clients[0].permit_expirable_semaphore(NAME).available_permits().await?
+    } else {
+        clients[0].semaphore(NAME).available_permits().await?
+    };
     if left != i64::from(settings.permits) {
         return Err(format!("{left} permits at the end, not {}", settings.permits).into());
     }
@@ -246,7 +277,10 @@ async fn run(
 async fn main() -> Result<ExitCode, BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: semaphore [--clients N] [--tasks N] [--permits N] [--seconds N] [--hold-ms N] [--poll-ms N]");
+        println!(
+            "usage: semaphore [--clients N] [--tasks N] [--permits N] [--seconds N] [--hold-ms N] [--poll-ms N] \
+             [--kind sem|pes]"
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let settings = Settings::from_args(&args)?;
@@ -269,7 +303,13 @@ async fn main() -> Result<ExitCode, BoxError> {
     let overlap = Arc::new(AtomicBool::new(false));
     let mut rows = Vec::new();
     let mut problems = Vec::new();
-    for contender in [Contender::Leasehold, Contender::Redisson, Contender::Polling] {
+    let contenders: &[Contender] = if settings.pes {
+        // Redisson's RPermitExpirableSemaphore pattern is not reproduced here.
+        &[Contender::Leasehold, Contender::Polling]
+    } else {
+        &[Contender::Leasehold, Contender::Redisson, Contender::Polling]
+    };
+    for &contender in contenders {
         reset(&fred, &target).await?;
         if target.is_own() {
             // FLUSHALL dropped the scripts: load Redisson's again.
