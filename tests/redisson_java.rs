@@ -706,6 +706,50 @@ async fn semaphore_counts_are_exact_and_releases_wake_across() {
     assert_eq!(sem.available_permits().await.expect("available"), 5, "exact after every move");
 }
 
+/// The semaphore's wait queue (issue 29 item 4) with a real Redisson waiter: a
+/// leasehold release with a leasehold waiter queued grants it the permit (the Java
+/// waiter woken by the count finds none and waits on); a leasehold release with nobody
+/// queued lets the Java waiter in; a Java release wakes the queued leasehold head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_queue_with_a_java_waiter() {
+    let server = RedisServer::start();
+    let java = java_on!(server, WATCHDOG);
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let name = "rj:semq";
+    let channel = format!("redisson_sc:{{{name}}}");
+    let sem = client.semaphore(name);
+    assert!(sem.try_set_permits(1).await.expect("set"));
+    let held = sem.acquire(1).await.expect("free");
+    java.send("w", &format!("sem.try {name} 1 60000")).await;
+    java_waiting(&java, &server, "w", &channel).await;
+    let waiter = tokio::spawn({
+        let sem = client.semaphore(name);
+        async move { sem.acquire(1).await.expect("acquire") }
+    });
+    let queue = format!("leasehold_sem_queue:{{{name}}}");
+    let zcard = |key: &str| leasehold_test_support::raw(&server, &["ZCARD", key]).as_int().unwrap_or(-1);
+    assert!(wait_until(WITHIN, || zcard(&queue) == 1).await, "the leasehold waiter queued");
+    assert!(wait_until(WITHIN, || numsub(&server, &channel) >= 2).await, "both sides listen");
+    held.release().await.expect("release");
+    let permit = timeout(WITHIN, waiter).await.expect("the queued waiter is granted").expect("task");
+    assert!(java.reply_within("w", Duration::from_millis(300)).await.is_none(), "Java found nothing left");
+    let released = Instant::now();
+    permit.release().await.expect("release");
+    assert_eq!(java.reply_within("w", WITHIN).await, Some(Ok("true".to_owned())), "nobody queued: Java gets in");
+    assert!(released.elapsed() < WAKE, "Redisson woken by leasehold's release: {:?}", released.elapsed());
+    let waiter = tokio::spawn({
+        let sem = client.semaphore(name);
+        async move { sem.acquire(1).await.expect("acquire") }
+    });
+    assert!(wait_until(WITHIN, || zcard(&queue) == 1).await, "queued again");
+    let released = Instant::now();
+    java.ok("j", &format!("sem.release {name} 1")).await;
+    let permit = timeout(WITHIN, waiter).await.expect("woken by the Java release").expect("task");
+    assert!(released.elapsed() < WAKE, "the head woken by Redisson's count: {:?}", released.elapsed());
+    permit.release().await.expect("release");
+    assert_eq!(java.ok_int("j", &format!("sem.available {name}")).await, 1, "exact");
+}
+
 /// Permit ids are listed and released across: each side releases the other's permit
 /// by id, counts stay exact, and each side's release wakes the other side's waiter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -316,10 +316,11 @@ fn semaphore_is_send_sync_and_clone() {
 
 /// An uncontended `try_acquire(1)` + `release()` makes no more server calls than
 /// Redisson's `tryAcquire(1)` + `release(1)` scripts (issue 29 item 1), but for the
-/// three of the exactly-once record (issue 26: a SET NX on the acquire, a GET and a SET
-/// on the release, in the same script calls): no read of the count's type, none of the
-/// record when there is none. Counted as the benches count (`INFO commandstats`,
-/// commands inside scripts included).
+/// two of the exactly-once record (issue 26: a SET NX on the acquire, a DEL on the
+/// release, in the same script calls), and leaves no key behind: the release consumes
+/// the acquire's record (the acquire answered on its one send) instead of writing a
+/// `released` tombstone. Counted as the benches count (`INFO commandstats`, commands
+/// inside scripts included).
 async fn a_pair_makes_no_more_server_calls_than_redissons_scripts_and_its_record(on: ServerKind) {
     use leasehold_test_support::commandstats::{calls_during, total};
     use leasehold_test_support::redisson_semaphore::{REDISSON_SEM_RELEASE, REDISSON_SEM_TRY_ACQUIRE};
@@ -351,11 +352,14 @@ async fn a_pair_makes_no_more_server_calls_than_redissons_scripts_and_its_record
         );
     })
     .await;
-    let record = 3; // SET NX on the acquire; GET and SET on the release
+    let record = 2; // SET NX on the acquire; DEL on the release
     assert!(total(&ours) <= total(&theirs) + record, "leasehold {ours:?} against Redisson {theirs:?}");
     assert_eq!(ours.get("type"), None, "no TYPE: {ours:?}");
-    assert_eq!(ours.get("get"), Some(&2), "the count on the acquire, the record on the release: {ours:?}");
+    assert_eq!(ours.get("get"), Some(&1), "the count on the acquire only: {ours:?}");
+    assert_eq!((ours.get("del"), ours.get("set")), (Some(&1), Some(&1)), "the record: SET NX, DEL: {ours:?}");
     assert_eq!(get(&server, "sem:calls").as_deref(), Some("1"), "both permits back");
+    let left = raw(&server, &["KEYS", "leasehold_sem_op:*"]);
+    assert_eq!(left, RespValue::Array(Vec::new()), "no record left behind");
 }
 both_servers!(a_pair_makes_no_more_server_calls_than_redissons_scripts_and_its_record);
 
@@ -371,18 +375,65 @@ async fn a_replayed_acquire_takes_once_with_permits_left(on: ServerKind) {
     let script = leasehold_test_support::raw(&server, &["SCRIPT", "LOAD", lock_core_sem_try_acquire()]);
     let sha = script.as_str().expect("sha").to_owned();
     let record = "leasehold_sem_op:{sem:replay}:00000000000000000000000000000001";
-    let run = || raw(&server, &["EVALSHA", &sha, "2", "sem:replay", record, "2", "300000"]).as_int();
+    // A single try (keep-alive 0): the queue keys are named but never read.
+    let args = |sha: &str| -> Vec<String> {
+        [sha, "5", "sem:replay", record, "q", "w", "g", "2", "300000", "0", "publish", "1", "p", "1000"]
+            .iter()
+            .map(|arg| (*arg).to_owned())
+            .collect()
+    };
+    let eval = |args: Vec<String>| {
+        let mut command = vec!["EVALSHA"];
+        command.extend(args.iter().map(String::as_str));
+        raw(&server, &command)
+    };
+    let run = || match eval(args(&sha)) {
+        RespValue::Array(reply) => reply.first().and_then(RespValue::as_int),
+        other => panic!("{other:?}"),
+    };
     assert_eq!(run(), Some(1), "taken");
     assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"));
     assert_eq!(run(), Some(1), "a replay answers from the record");
     assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"), "and takes nothing: 3 left, not 1");
     assert_eq!(get(&server, record).as_deref(), Some("taken 2"));
     raw(&server, &["SET", record, "garbage"]);
-    let refused = raw(&server, &["EVALSHA", &sha, "2", "sem:replay", record, "2", "300000"]);
+    let refused = eval(args(&sha));
     assert!(matches!(refused, RespValue::Error(ref e) if e.contains("WRONGTYPE")), "{refused:?}");
     assert_eq!(get(&server, "sem:replay").as_deref(), Some("3"), "nothing written");
 }
 both_servers!(a_replayed_acquire_takes_once_with_permits_left);
+
+/// A release that consumes its acquire's record (`sem_release.lua`, ARGV[4] = 1) gives
+/// back once however often it is replayed (the record gone: `{count, 0}`, untouched), and
+/// refuses a count that is not a whole number with nothing written: the record stays for
+/// a retry (its INCRBY goes before the DEL).
+async fn a_consuming_release_counts_once_and_writes_nothing_on_a_bad_count(on: ServerKind) {
+    let server = on.start();
+    let script = raw(&server, &["SCRIPT", "LOAD", include_str!("../crates/lock-core/lua/sem_release.lua")]);
+    let sha = script.as_str().expect("sha").to_owned();
+    let record = "leasehold_sem_op:{sem:consume}:00000000000000000000000000000002";
+    let release = || {
+        let keys = ["sem:consume", "redisson_sc:{sem:consume}", record];
+        raw(&server, &[&["EVALSHA", &sha, "3"][..], &keys[..], &["2", "publish", "60000", "1"][..]].concat())
+    };
+    raw(&server, &["SET", "sem:consume", "1"]);
+    raw(&server, &["SET", record, "taken 2", "PX", "300000"]);
+    let int_pair = |reply: RespValue| match reply {
+        RespValue::Array(items) => items.iter().map(RespValue::as_int).collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(int_pair(release()), [Some(3), Some(1)], "given back, the record consumed");
+    assert_eq!(get(&server, record), None, "no key left behind");
+    assert_eq!(int_pair(release()), [Some(3), Some(0)], "a replay changes nothing");
+    assert_eq!(get(&server, "sem:consume").as_deref(), Some("3"), "counted once");
+    raw(&server, &["SET", record, "taken 2", "PX", "300000"]);
+    raw(&server, &["SET", "sem:consume", "ten"]);
+    let refused = release();
+    assert!(matches!(refused, RespValue::Error(ref e) if e.contains("not an integer")), "{refused:?}");
+    assert_eq!(get(&server, record).as_deref(), Some("taken 2"), "the record stays for a retry");
+    assert_eq!(get(&server, "sem:consume").as_deref(), Some("ten"), "nothing written");
+}
+both_servers!(a_consuming_release_counts_once_and_writes_nothing_on_a_bad_count);
 
 /// The script the client sends as `sem_try_acquire.lua`.
 fn lock_core_sem_try_acquire() -> &'static str {

@@ -82,7 +82,64 @@ async fn a_lost_release_reply_gives_back_once() {
     permit.release().await.expect("the release is retried");
     assert_eq!(proxy.lost_replies(), 1, "the reply really was lost");
     assert_eq!(count(&server, "sem:lost-release"), Some(5), "given back once");
-    assert!(records(&server, "sem:lost-release").contains(&"released 2".to_owned()));
+    // The acquire answered on its one send: the release consumed its record, and the
+    // retry found it gone (a replay); nothing is left behind.
+    assert_eq!(records(&server, "sem:lost-release"), Vec::<String>::new());
+}
+
+/// An acquire whose reply was lost (retried, answered from its record) may still have a
+/// copy in flight: its release leaves a `released` tombstone rather than consuming the
+/// record, so a late run of that acquire afterwards is refused (-1) and takes nothing.
+/// With the release consuming the record here, the late run would take the permit again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_run_of_an_acquire_in_doubt_is_refused_after_its_release() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(&server.addr()).await;
+    let client = client_with(&proxy.url(), Duration::from_secs(30)).await;
+    let sem = client.semaphore("sem:late-acquire");
+    assert!(sem.try_set_permits(5).await.expect("set"));
+    proxy.lose_next_reply();
+    let permit = timeout(Duration::from_secs(10), sem.acquire(1)).await.expect("the wait ends").expect("acquire");
+    assert_eq!(proxy.lost_replies(), 1, "the reply really was lost");
+    let RespValue::Array(keys) = raw(&server, &["KEYS", "leasehold_sem_op:{sem:late-acquire}:*"]) else {
+        panic!("KEYS")
+    };
+    let record = keys.first().and_then(RespValue::as_str).expect("the acquire's record").to_owned();
+    permit.release().await.expect("release");
+    assert_eq!(count(&server, "sem:late-acquire"), Some(5));
+    // The acquire's copy runs now, late: the same script, the same record.
+    let script = include_str!("../crates/lock-core/lua/sem_try_acquire.lua");
+    let op = record.rsplit(':').next().expect("the op");
+    let (queue, waiters, grants) = (
+        "leasehold_sem_queue:{sem:late-acquire}",
+        "leasehold_sem_waiters:{sem:late-acquire}",
+        "leasehold_sem_grants:{sem:late-acquire}",
+    );
+    let prefix = "leasehold_sem_op:{sem:late-acquire}:";
+    let late = raw(
+        &server,
+        &[
+            "EVAL",
+            script,
+            "5",
+            "sem:late-acquire",
+            &record,
+            queue,
+            waiters,
+            grants,
+            "1",
+            "300000",
+            "3000",
+            "publish",
+            op,
+            prefix,
+            "1000",
+        ],
+    );
+    assert_eq!(late, RespValue::Array(vec![RespValue::Integer(-1)]), "refused");
+    assert_eq!(raw(&server, &["EXISTS", queue]).as_int(), Some(0), "and not queued");
+    assert_eq!(count(&server, "sem:late-acquire"), Some(5), "took nothing");
+    assert_eq!(records(&server, "sem:late-acquire"), ["released 1"], "the release's tombstone");
 }
 
 /// A fred client that replays in-flight commands after a reconnect (its default
@@ -108,6 +165,15 @@ async fn replays_of_a_fred_client_count_once() {
     permit.release().await.expect("fred replays the release");
     assert_eq!(proxy.lost_replies(), 2);
     assert_eq!(count(&server, "sem:replayed"), Some(5), "the replay did not give back twice");
+    // Such a client may resend an acquire by itself (leasehold cannot tell): its
+    // releases always leave a tombstone, never consume the acquire's record.
+    let permit = sem.acquire(1).await.expect("acquire");
+    permit.release().await.expect("release");
+    assert!(
+        records(&server, "sem:replayed").contains(&"released 1".to_owned()),
+        "{:?}",
+        records(&server, "sem:replayed")
+    );
 }
 
 /// Six tasks cycle through six permits (command timeout 0.5 s) while the server is

@@ -287,6 +287,7 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "zcard",
     "zcount",
     "zrange",
+    "zrank",
     "zrangebyscore",
     "zrem",
     "zremrangebyrank",

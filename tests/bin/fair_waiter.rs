@@ -1,10 +1,12 @@
 //! A queued waiter in its own process (a `FairLock`, or with `KIND` = `lock` a `Lock`,
-//! `fenced` a `FencedLock`), for the cross-process FIFO and dead-waiter tests.
+//! `fenced` a `FencedLock`, `semaphore` one permit of a `Semaphore`, whose queue
+//! keep-alive is fixed), for the cross-process FIFO and dead-waiter tests.
 //!
-//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced|read:LEASE_MS|write]`.
+//! Usage: `fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced|semaphore|read:LEASE_MS|write]`.
 //! With `read:LEASE_MS` it waits for a read of the read/write lock `NAME` with that
 //! lease (`read_with_lease`) and prints `QUEUING <reader owner>` first; with `write`,
-//! for its write (`write()`), printing `QUEUING <writer field>` (`OWNER:write`). It prints
+//! for its write (`write()`), printing `QUEUING <writer field>` (`OWNER:write`); with `semaphore`, for one permit
+//! (`acquire(1)`), printing `QUEUING -`. Otherwise it prints
 //! `QUEUING <owner>`, waits for `NAME` with `lock()` (command timeout 1 s, the given
 //! keep-alive),
 //! then `RPUSH NAME:order ID` while holding it (a fenced lock also `RPUSH NAME:tokens
@@ -29,7 +31,7 @@ async fn main() {
         [_, url, name, id, keepalive_ms, hold_ms] => (url, name, id, keepalive_ms, hold_ms, "fair"),
         [_, url, name, id, keepalive_ms, hold_ms, kind] => (url, name, id, keepalive_ms, hold_ms, kind.as_str()),
         _ => {
-            eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced]");
+            eprintln!("usage: fair_waiter URL NAME ID KEEPALIVE_MS HOLD_MS [fair|lock|fenced|semaphore]");
             std::process::exit(2);
         }
     };
@@ -69,6 +71,17 @@ async fn main() {
         say("LOCKED");
         tokio::time::sleep(hold).await;
         guard.unlock().await.expect("unlock");
+        say("UNLOCKED");
+        return;
+    }
+    if kind == "semaphore" {
+        let sem = client.semaphore(name);
+        say("QUEUING -");
+        let permit = sem.acquire(1).await.expect("semaphore");
+        push(format!("{name}:order"), id.clone()).await;
+        say("LOCKED");
+        tokio::time::sleep(hold).await;
+        permit.release().await.expect("release");
         say("UNLOCKED");
         return;
     }

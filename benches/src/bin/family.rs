@@ -23,6 +23,8 @@
 //! run inside scripts included, `INFO` and `CONFIG` left out) over its pairs; server µs
 //! per pair: the `usec` of the commands the clients sent (a script's includes what it
 //! runs), over the pairs: the share of the single-threaded server each pair takes.
+//! Keys left: `DBSIZE` after the operation's blocks less before them (the operation
+//! records leasehold leaves behind while they live; Redisson's scripts leave none).
 //!
 //! Flags: `--tasks N` (16), `--blocks N` (6), `--block-ms N` (800), `--only a,b`.
 //! `REDIS_URL` selects a server (it must be otherwise idle); without it a throwaway
@@ -232,6 +234,11 @@ async fn block(
     Ok(())
 }
 
+/// `DBSIZE`: the keys in the bench's database.
+async fn dbsize(fred: &FredClient) -> Result<i64, BoxError> {
+    Ok(fred.custom(CustomCommand::new_static("DBSIZE", ClusterHash::FirstKey, false), Vec::<String>::new()).await?)
+}
+
 #[tokio::main]
 async fn main() -> Result<ExitCode, BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -285,6 +292,7 @@ async fn main() -> Result<ExitCode, BoxError> {
         "Redisson calls/pair",
         "leasehold server µs/pair",
         "Redisson server µs/pair",
+        "keys left",
     ]
     .iter()
     .map(|s| (*s).to_owned())
@@ -292,6 +300,7 @@ async fn main() -> Result<ExitCode, BoxError> {
     let mut rows = Vec::new();
     for op in &settings.only {
         set_up(op, &client, &fred, settings.tasks).await?;
+        let keys_before = dbsize(&fred).await?;
         let (mut ours, mut theirs) = (Side::default(), Side::default());
         // A warm-up block per side (scripts loaded, connections up), not counted.
         block(op, false, &client, &fred, &shas, &settings, &mut Side::default()).await?;
@@ -300,6 +309,9 @@ async fn main() -> Result<ExitCode, BoxError> {
             block(op, false, &client, &fred, &shas, &settings, &mut ours).await?;
             block(op, true, &client, &fred, &shas, &settings, &mut theirs).await?;
         }
+        // What the run left behind (Redisson's side leaves nothing): leasehold's
+        // operation records, while they live.
+        let keys_left = dbsize(&fred).await? - keys_before;
         let per_pair = |side: &Side| if side.pairs == 0 { 0.0 } else { side.calls as f64 / side.pairs as f64 };
         let usec = |side: &Side| if side.pairs == 0 { 0.0 } else { side.usec as f64 / side.pairs as f64 };
         rows.push(vec![
@@ -311,6 +323,7 @@ async fn main() -> Result<ExitCode, BoxError> {
             format!("{:.2}", per_pair(&theirs)),
             format!("{:.2}", usec(&ours)),
             format!("{:.2}", usec(&theirs)),
+            format!("{keys_left}"),
         ]);
     }
     print_table(&header, &rows);

@@ -6,20 +6,37 @@
 -- KEYS[3]  its permits, {NAME}:timeout (ZSet: raw 16-byte id -> lease end, epoch ms)
 -- ARGV[1]  the permit's id (16 bytes, raw)
 -- ARGV[2]  the publish command: publish, or spublish (sharded pub/sub)
+-- ARGV[3]  '1': tell a permit whose lease had run out (-1) by the server's clock (a
+--          release by id: try_release); '0': do not read the clock (a Permit guard's
+--          release, which tells that by its own lease deadline, never later than the
+--          server's: a reply before it proves the lease was live when this ran)
+-- KEYS[4]  the wait queue, leasehold_pes_queue:{NAME}
+-- KEYS[5]  the queue's entries, leasehold_pes_waiters:{NAME}
+-- KEYS[6]  the grants channel, leasehold_sem_grants:{NAME}
+-- ARGV[4]  '1' serve the queue even when the count message reached nobody (a cluster
+--          with classic pub/sub)
+-- ARGV[5]  WAIT_MS of a grant message
+--
+-- Waiters (issue 29 item 4): when the count's PUBLISH reached a subscriber (or ARGV[4]
+-- says so), the freed permit goes to the wait queue's head (fragments/pes_serve.lua:
+-- TIME, ZRANGE, HGET, ZREM, HDEL, ZSCORE, DECRBY, ZADD, PTTL, and a publish on KEYS[6]),
+-- so a holder that releases and at once acquires again queues behind it. An
+-- uncontended release reaches nobody and reads no queue: still 4 calls.
 --
 -- Replies:
---   1   released: the count went up by 1 and was published
+--   1   released: the count went up by 1 and was published (ARGV[3] = '0': whatever
+--       the permit's lease)
 --   0   no such permit (never taken, released already, or reclaimed after its lease)
---   -1  the permit was there but its lease had run out: it is given back (as a
---       reclaim would), and the caller is told it was no longer held
+--   -1  (ARGV[3] = '1') the permit was there but its lease had run out: it is given
+--       back (as a reclaim would), and the caller is told it was no longer held
 -- Errors:
 --   WRONGTYPE   a key of another type; nothing written
 --   ERR value is not an integer   the count is a String that is not a whole number:
 --               INCRBY refuses it before writing (lock-core reports it as WrongType)
 --
--- Server calls: ZSCORE, INCRBY, ZREM, TIME (only for a leased permit), PUBLISH;
--- Redisson's script is ZSCORE, ZREM, INCRBY, PUBLISH, with `now` from the client's
--- clock as an ARGV: the TIME is the price of the server's clock. INCRBY goes before
+-- Server calls: ZSCORE, INCRBY, ZREM, PUBLISH, + TIME for a leased permit when ARGV[3]
+-- asks; Redisson's script is ZSCORE, ZREM, INCRBY, PUBLISH, with `now` from the
+-- client's clock as an ARGV. A guard's release sends '0': the same 4. INCRBY goes before
 -- ZREM: it is the first write and fails without writing on a count that is not an
 -- integer (a permit that is not listed answers 0 without the count being read, where the
 -- count's type was checked first before issue 29). No reclaim here: the acquire reclaims
@@ -31,7 +48,7 @@ end
 local left = redis.call('incrby', KEYS[1], 1)
 redis.call('zrem', KEYS[3], ARGV[1])
 local reply = 1
-if tonumber(score) < 922337203685477 then
+if ARGV[3] == '1' and tonumber(score) < 922337203685477 then
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if tonumber(score) <= now then
@@ -39,6 +56,59 @@ if tonumber(score) < 922337203685477 then
   end
 end
 if left > 0 then
-  redis.call(ARGV[2], KEYS[2], string.format('%d', left))
+  local heard = redis.call(ARGV[2], KEYS[2], string.format('%d', left))
+  if heard > 0 or ARGV[4] == '1' then
+    local count = left
+    local t = redis.call('time')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local served_self = false
+    local self_expiry = 0
+    local next_head = nil
+    local granted = {}
+    while true do
+      local head = redis.call('zrange', KEYS[4], 0, 0)[1]
+      if not head then break end
+      local entry = redis.call('hget', KEYS[5], head)
+      local lease, deadline
+      if entry then
+        lease, deadline = string.match(entry, '^(-?%d+) (%d+)$')
+      end
+      local live = lease and tonumber(deadline) > now and string.match(head, '^%x+$') and #head == 32
+      if live and count < 1 then
+        next_head = head
+        break
+      end
+      redis.call('zrem', KEYS[4], head)
+      redis.call('hdel', KEYS[5], head)
+      if live then
+        local raw = string.gsub(head, '..', function(cc) return string.char(tonumber(cc, 16)) end)
+        -- A permit with that id is held already (it cannot be, while queued): never twice.
+        if not redis.call('zscore', KEYS[3], raw) then
+          local expiry = 922337203685477
+          if tonumber(lease) > 0 then
+            expiry = now + tonumber(lease)
+          end
+          redis.call('decrby', KEYS[1], 1)
+          redis.call('zadd', KEYS[3], expiry, raw)
+          count = count - 1
+          if head == '' then
+            served_self = true
+            self_expiry = expiry
+          else
+            granted[#granted + 1] = head
+          end
+        end
+      end
+    end
+    if served_self or #granted > 0 then
+      local pttl = redis.call('pttl', KEYS[1])
+      if pttl > 0 then
+        redis.call('pexpire', KEYS[3], pttl)
+      end
+    end
+    for _, id in ipairs(granted) do
+      redis.call(ARGV[2], KEYS[6], id .. ' ' .. (next_head or '-') .. ' ' .. ARGV[5])
+    end
+  end
 end
 return reply

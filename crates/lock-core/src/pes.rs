@@ -13,7 +13,7 @@ use std::sync::Arc;
 use fred::types::{Key, Value};
 
 use crate::error::{Error, Result};
-use crate::names::{derived_key, hash_tag, key_slot, slot_tag, SEMAPHORE_CHANNEL_PREFIX};
+use crate::names::{derived_key, hash_tag, key_slot, slot_tag, unique_key, SEMAPHORE_CHANNEL_PREFIX};
 use crate::scripts;
 use crate::store::LockStore;
 
@@ -86,6 +86,12 @@ pub struct PesNames {
     key: Arc<str>,
     channel: Arc<str>,
     timeout: Arc<str>,
+    /// `leasehold_pes_queue:{NAME}`, `leasehold_pes_waiters:{NAME}`: the wait queue
+    /// (`names::unique_key`), and the grants channel `leasehold_sem_grants:{NAME}`
+    /// (shared with a `Semaphore` of the same name: grants name random ids).
+    queue: Arc<str>,
+    entries: Arc<str>,
+    grants: Arc<str>,
 }
 
 impl PesNames {
@@ -111,6 +117,9 @@ impl PesNames {
             key: Arc::from(key),
             channel: Arc::from(derived_key(SEMAPHORE_CHANNEL_PREFIX, key)),
             timeout: Arc::from(timeout),
+            queue: Arc::from(unique_key(PES_QUEUE_PREFIX, key)),
+            entries: Arc::from(unique_key(PES_WAITERS_PREFIX, key)),
+            grants: Arc::from(derived_key(crate::semaphore::SEMAPHORE_GRANTS_PREFIX, key)),
         })
     }
 
@@ -134,10 +143,37 @@ impl PesNames {
         &self.timeout
     }
 
+    /// The wait queue, `leasehold_pes_queue:{NAME}` (a ZSET of the waiting acquires'
+    /// permit ids in hex, by arrival).
+    pub fn queue(&self) -> &str {
+        &self.queue
+    }
+
+    /// The grants channel, `leasehold_sem_grants:{NAME}`.
+    pub fn grants(&self) -> &Arc<str> {
+        &self.grants
+    }
+
     fn keys(&self) -> Vec<Key> {
-        vec![Key::from(&*self.key), Key::from(&*self.channel), Key::from(&*self.timeout)]
+        vec![
+            Key::from(&*self.key),
+            Key::from(&*self.channel),
+            Key::from(&*self.timeout),
+            Key::from(&*self.queue),
+            Key::from(&*self.entries),
+            Key::from(&*self.grants),
+        ]
     }
 }
+
+/// Prefix of a permit-expirable semaphore's wait queue, `leasehold_pes_queue:{NAME}`
+/// (leasehold only): a ZSET of the waiting acquires' permit ids (hex) by arrival.
+pub const PES_QUEUE_PREFIX: &str = "leasehold_pes_queue";
+
+/// Prefix of its entries, `leasehold_pes_waiters:{NAME}`: a Hash hex id ->
+/// `"LEASE_MS DEADLINE_MS"` (the lease its permit gets when granted, -1 for none; the
+/// server time past which the entry is dead).
+pub const PES_WAITERS_PREFIX: &str = "leasehold_pes_waiters";
 
 /// What `pes_try_acquire.lua` answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,9 +181,22 @@ pub enum PesAcquire {
     /// Taken; the lease ends at this epoch ms on the server's clock
     /// ([`NON_EXPIRING`] for a permit without a lease).
     Taken(i64),
+    /// The id held a permit already when this (retried) call ran: taken by an earlier
+    /// attempt of the same call, or granted by a release; its lease end as in `Taken`.
+    Held(i64),
     /// None available; the earliest live lease ends in this many ms (`None`: no held
-    /// permit will expire).
-    Busy(Option<u64>),
+    /// permit will expire); for a waiting call, its place in the wait queue (0 = the
+    /// head).
+    Busy(Option<u64>, Option<u64>),
+}
+
+/// How a waiting `pes_try_acquire.lua` call queues ([`LockStore::pes_try_acquire`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PesWait {
+    /// The queue entry's keep-alive.
+    pub keepalive: std::time::Duration,
+    /// An earlier attempt of the same call was sent: the id may hold a permit already.
+    pub retry: bool,
 }
 
 /// What `pes_release.lua` answered.
@@ -163,6 +212,11 @@ pub enum PesRelease {
 
 fn int(n: i64) -> Value {
     Value::Integer(n)
+}
+
+/// A grant message's `WAIT_MS` ([`crate::semaphore::GRANT_NEXT_WAIT`]).
+fn grant_wait_ms() -> i64 {
+    i64::try_from(crate::semaphore::GRANT_NEXT_WAIT.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn id_arg(id: &PermitId) -> Value {
@@ -181,28 +235,67 @@ impl LockStore {
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost (a permit it took is then the caller's to release).
-    pub async fn pes_try_acquire(&self, names: &PesNames, id: &PermitId, lease_ms: i64) -> Result<PesAcquire> {
+    ///
+    /// `wait`: a waiting call (issue 29 item 4), which takes only when nobody is queued
+    /// and otherwise keeps a place in the wait queue for `id` (a release may grant it the
+    /// permit with that id); `None`: a single try, which never reads the queue.
+    pub async fn pes_try_acquire(
+        &self,
+        names: &PesNames,
+        id: &PermitId,
+        lease_ms: i64,
+        wait: Option<PesWait>,
+    ) -> Result<PesAcquire> {
         let publish = self.call_settings().publish;
-        let build =
-            || (names.keys(), vec![int(lease_ms), id_arg(id), crate::call::static_arg(publish), int(RECLAIM_CHUNK)]);
+        let hex = id.to_string();
+        let build = || {
+            let keepalive = wait.map_or(0, |wait| i64::try_from(wait.keepalive.as_millis()).unwrap_or(i64::MAX));
+            let retry = wait.is_some_and(|wait| wait.retry);
+            let args = vec![
+                int(lease_ms),
+                id_arg(id),
+                crate::call::static_arg(publish),
+                int(RECLAIM_CHUNK),
+                int(keepalive),
+                Value::from(hex.as_str()),
+                int(grant_wait_ms()),
+                int(i64::from(retry)),
+            ];
+            (names.keys(), args)
+        };
         let (reply, _): (Vec<i64>, _) = self.run_script(names.key(), &scripts::PES_TRY_ACQUIRE, build, None).await?;
         match reply.as_slice() {
             [1, expiry] => Ok(PesAcquire::Taken(*expiry)),
-            [_, wait] => Ok(PesAcquire::Busy(u64::try_from(*wait).ok())),
+            [2, expiry] => Ok(PesAcquire::Held(*expiry)),
+            [_, wait] => Ok(PesAcquire::Busy(u64::try_from(*wait).ok(), None)),
+            [_, wait, place] => Ok(PesAcquire::Busy(u64::try_from(*wait).ok(), u64::try_from(*place).ok())),
             _ => Err(Error::new(crate::ErrorKind::Redis, "pes_try_acquire.lua answered an unexpected reply")),
         }
     }
 
-    /// `pes_release.lua`: releases the permit `id`.
+    /// `pes_release.lua`: releases the permit `id`. `check_clock`: tell a permit whose
+    /// lease had run out ([`PesRelease::Expired`]) by the server's clock (one `TIME`);
+    /// without it such a permit answers [`PesRelease::Released`] (given back all the
+    /// same), for a caller that tells by its own lease deadline (a `Permit` guard).
     ///
     /// # Errors
     /// As [`LockStore::pes_try_acquire`].
     ///
     /// # Cancel safety
     /// As [`LockStore::pes_try_acquire`].
-    pub async fn pes_release(&self, names: &PesNames, id: &PermitId) -> Result<PesRelease> {
+    pub async fn pes_release(&self, names: &PesNames, id: &PermitId, check_clock: bool) -> Result<PesRelease> {
         let publish = self.call_settings().publish;
-        let build = || (names.keys(), vec![id_arg(id), crate::call::static_arg(publish)]);
+        let always = self.call_settings().always_read_queue;
+        let build = || {
+            let args = vec![
+                id_arg(id),
+                crate::call::static_arg(publish),
+                int(i64::from(check_clock)),
+                int(i64::from(always)),
+                int(grant_wait_ms()),
+            ];
+            (names.keys(), args)
+        };
         let (reply, _): (i64, _) = self
             .run_script(names.key(), &scripts::PES_RELEASE, build, None)
             .await
@@ -212,6 +305,28 @@ impl LockStore {
             -1 => PesRelease::Expired,
             _ => PesRelease::Missing,
         })
+    }
+
+    /// `pes_cancel.lua`: undoes the waiting acquire of the permit `id` that ended without
+    /// it: its queue entry goes, and a permit with that id (granted by a release, or
+    /// taken by an attempt whose answer was lost) is released. `true` when one was.
+    /// Replay-safe.
+    ///
+    /// # Errors
+    /// As [`LockStore::pes_try_acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`LockStore::pes_try_acquire`]: retry it.
+    pub async fn pes_cancel(&self, names: &PesNames, id: &PermitId) -> Result<bool> {
+        let publish = self.call_settings().publish;
+        let hex = id.to_string();
+        let build = || {
+            let args =
+                vec![id_arg(id), Value::from(hex.as_str()), crate::call::static_arg(publish), int(grant_wait_ms())];
+            (names.keys(), args)
+        };
+        let (reply, _): (i64, _) = self.run_script(names.key(), &scripts::PES_CANCEL, build, None).await?;
+        Ok(reply == 1)
     }
 
     /// `pes_update_lease.lua`: gives the live permit `id` a lease of `lease_ms` from now

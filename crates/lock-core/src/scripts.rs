@@ -92,6 +92,8 @@ pub static SEM_DRAIN: LazyLock<LuaScript> = lua!("sem_drain.lua");
 pub static PES_TRY_ACQUIRE: LazyLock<LuaScript> = lua!("pes_try_acquire.lua");
 /// `pes_release.lua`: release a permit of a permit-expirable semaphore by its id.
 pub static PES_RELEASE: LazyLock<LuaScript> = lua!("pes_release.lua");
+/// `pes_cancel.lua`: undo a permit-expirable semaphore's waiting acquire.
+pub static PES_CANCEL: LazyLock<LuaScript> = lua!("pes_cancel.lua");
 /// `pes_update_lease.lua`: give a live permit a new lease.
 pub static PES_UPDATE_LEASE: LazyLock<LuaScript> = lua!("pes_update_lease.lua");
 /// `pes_permits.lua`: available and acquired permits, after a bounded reclaim.
@@ -102,7 +104,7 @@ pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
 pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 35] {
+pub fn all() -> [&'static LuaScript; 36] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -135,6 +137,7 @@ pub fn all() -> [&'static LuaScript; 35] {
         &SEM_DRAIN,
         &PES_TRY_ACQUIRE,
         &PES_RELEASE,
+        &PES_CANCEL,
         &PES_UPDATE_LEASE,
         &PES_PERMITS,
         &PES_SET_PERMITS,

@@ -55,6 +55,11 @@ struct QueuedSlot {
     woken: bool,
     held_until: Option<Instant>,
     signal: Arc<Notify>,
+    /// A semaphore's queued waiter: the permits it waits for (`None`: a lock's waiter).
+    /// Its queue messages are grants, and count messages wake it only as the head.
+    permits: Option<u64>,
+    /// A grant message named it: the permits are its in Redis (a semaphore's waiter).
+    granted: bool,
 }
 
 impl QueuedSlot {
@@ -65,6 +70,10 @@ impl QueuedSlot {
 
     /// Applies a queue message that arrived at `at`.
     fn apply(&mut self, message: &QueueMessage<'_>, at: Instant) {
+        if self.permits.is_some() {
+            self.apply_grant(message, at);
+            return;
+        }
         if Some(&*self.owner) == message.granted {
             self.position = Some(0);
             self.wake();
@@ -79,6 +88,35 @@ impl QueuedSlot {
                 self.signal.notify_one();
             }
         }
+    }
+
+    /// A semaphore's grant message (`sem_serve.lua`): the granted waiter owns its permits
+    /// (no call needed); the new head gets a timer; a waiter that took itself for the
+    /// head is not (the message names the head), and a turn a count message gave it just
+    /// before (the count the same release published before serving) is taken back.
+    fn apply_grant(&mut self, message: &QueueMessage<'_>, at: Instant) {
+        if Some(&*self.owner) == message.granted {
+            self.granted = true;
+            self.woken = false;
+            self.signal.notify_one();
+        } else if Some(&*self.owner) == message.next {
+            self.position = Some(0);
+            self.woken = false;
+            let wait = std::time::Duration::from_millis(message.wait_ms);
+            self.held_until = Some(at.checked_add(wait).unwrap_or(at));
+            self.signal.notify_one();
+        } else if self.position == Some(0) {
+            self.position = Some(1);
+            self.woken = false;
+        }
+    }
+
+    /// Whether a count message of `available` permits concerns it (a semaphore's
+    /// waiter): only the head (or a waiter not queued yet) that the count covers. A
+    /// leasehold release served the queue already; this is for a count nobody served
+    /// (a Java release, `add_permits`).
+    fn woken_by_count(&self, available: u64) -> bool {
+        self.permits.is_some_and(|permits| permits <= available) && self.position.is_none_or(|p| p == 0)
     }
 
     /// Whether an unlock message concerns it: a Redisson client's unlock hands nothing
@@ -307,6 +345,12 @@ impl ChannelWaiters {
         ChannelWaiters { counted: true, ..ChannelWaiters::new(name, None) }
     }
 
+    /// The waiters of a semaphore's channel whose waiters queue on the server, with the
+    /// grants channel `companion`.
+    pub(crate) fn new_counted_queued(name: Arc<str>, companion: Arc<str>) -> Self {
+        ChannelWaiters { counted: true, ..ChannelWaiters::new(name, Some(companion)) }
+    }
+
     /// Joins the end of `lock`'s queue. The first in line starts woken: it may try at
     /// once (waiters on other locks of the channel do not count) — unless `sent_at`
     /// says when the caller's last attempt was sent and the channel has heard
@@ -390,6 +434,7 @@ impl ChannelWaiters {
         position: Option<u64>,
         sent_at: Instant,
         signal: Arc<Notify>,
+        permits: Option<u64>,
     ) -> u64 {
         let mut state = self.state.lock();
         let id = state.next_id;
@@ -402,6 +447,8 @@ impl ChannelWaiters {
             woken: false,
             held_until: None,
             signal,
+            permits,
+            granted: false,
         };
         let heard_everything = state.subscribed && state.subscribed_since.is_some_and(|since| since <= sent_at);
         if heard_everything {
@@ -413,7 +460,10 @@ impl ChannelWaiters {
                 };
                 slot.apply(&message_ref, message.at);
             }
-            if position.is_none() || (slot.position == Some(0) && state.last_unlock.is_some_and(|at| at >= sent_at)) {
+            if !slot.granted
+                && (position.is_none()
+                    || (slot.position == Some(0) && state.last_unlock.is_some_and(|at| at >= sent_at)))
+            {
                 slot.woken = true;
             }
         } else {
@@ -536,6 +586,12 @@ impl ChannelWaiters {
         state.slot(lock, id).and_then(|slot| slot.held_until.take())
     }
 
+    /// Consumes this waiter's grant (a semaphore's queued waiter that a grant message
+    /// named), if it has one.
+    pub(crate) fn take_served(&self, id: u64) -> bool {
+        self.state.lock().queued_slot(id).is_some_and(|slot| std::mem::take(&mut slot.granted))
+    }
+
     /// Consumes this waiter's wake-up, if it has one.
     pub(crate) fn take_wake(&self, lock: &str, id: u64) -> bool {
         let mut state = self.state.lock();
@@ -645,6 +701,9 @@ impl ChannelWaiters {
         state.last_unlock = Some(Instant::now());
         if available == 0 {
             return;
+        }
+        for slot in state.queued.iter_mut().filter(|slot| slot.woken_by_count(available)) {
+            slot.wake();
         }
         for queue in state.locks.values_mut() {
             let mut wanted: u64 = 0;
@@ -1014,5 +1073,42 @@ mod tests {
         tokio::time::advance(std::time::Duration::from_millis(5)).await;
         let later = ch.join_shared(&lock, Arc::new(Notify::new()), Some(Instant::now()), Some(&b));
         assert_eq!(ch.take_granted(later), None);
+    }
+
+    /// A semaphore's queued waiters (issue 29 item 4): a count wakes only the head it
+    /// covers; the grant message that follows gives the named waiter its permits (no
+    /// turn needed), makes NEXT the head with a timer, and takes back the turn the count
+    /// gave a waiter that is no longer the head.
+    #[test]
+    fn a_grant_names_its_waiter_and_a_count_wakes_only_the_head_it_covers() {
+        let ch = ChannelWaiters::new_counted_queued(Arc::from("redisson_sc:{s}"), Arc::from("grants"));
+        let lock: Arc<str> = Arc::from("s");
+        ch.set_subscribed(true);
+        let sent_at = Instant::now();
+        let join = |owner: &str, permits: u64, position: u64| {
+            ch.join_queued(&lock, &Arc::from(owner), Some(position), sent_at, Arc::new(Notify::new()), Some(permits))
+        };
+        let (head, second, big) = (join("a", 1, 0), join("b", 1, 1), join("c", 5, 2));
+        assert!(!ch.take_wake(&lock, head) && !ch.take_wake(&lock, second), "heard everything: no catch-up");
+        ch.wake_permits(1);
+        assert!(ch.has_wake(&lock, head), "the head is covered by 1");
+        assert!(!ch.has_wake(&lock, second) && !ch.has_wake(&lock, big), "nobody behind the head");
+        // The release that published that count granted the head; b is the head now.
+        ch.queue_message(&QueueMessage { granted: Some("a"), next: Some("b"), wait_ms: 1000 });
+        assert!(ch.take_served(head), "a has its permits");
+        assert!(!ch.take_wake(&lock, head), "no call: the count's turn is taken back");
+        assert!(!ch.take_served(head), "consumed");
+        assert!(ch.is_first(&lock, second) && ch.take_held_until(&lock, second).is_some(), "b heads, with a timer");
+        assert!(!ch.take_wake(&lock, second), "a timer, not a turn");
+        ch.wake_permits(4);
+        assert!(ch.take_wake(&lock, second), "b is covered by 4");
+        // A grant to someone else with another head: b is not the head any more.
+        ch.wake_permits(1);
+        ch.queue_message(&QueueMessage { granted: Some("z"), next: Some("c"), wait_ms: 1000 });
+        assert!(!ch.take_wake(&lock, second) && !ch.is_first(&lock, second), "b's turn taken back");
+        ch.wake_permits(4);
+        assert!(!ch.take_wake(&lock, big), "c heads but waits for 5");
+        ch.wake_permits(5);
+        assert!(ch.take_wake(&lock, big), "5 cover it");
     }
 }

@@ -47,5 +47,5 @@ mod subscriber;
 mod waiter;
 
 pub use channel::Grant;
-pub use subscriber::{PubsubMode, Subscriber, SubscriberStats, LINGER, TOPOLOGY_CHECK};
+pub use subscriber::{PubsubMode, QueuedPermits, Subscriber, SubscriberStats, LINGER, TOPOLOGY_CHECK};
 pub use waiter::Waiter;

@@ -41,6 +41,20 @@ pub enum PubsubMode {
     Sharded,
 }
 
+/// A semaphore waiter's place in its server queue, for
+/// [`Subscriber::register_queued_permits`].
+#[derive(Debug, Clone)]
+pub struct QueuedPermits {
+    /// The waiting operation (its queue member): grant messages name it.
+    pub owner: Arc<str>,
+    /// The permits it waits for.
+    pub permits: u64,
+    /// Its place as its last call answered (0 = the head; `None`: not queued yet).
+    pub position: Option<u64>,
+    /// When that call was sent.
+    pub sent_at: Instant,
+}
+
 /// Shares one subscriber connection among every waiter of a client.
 ///
 /// Cheap to clone. The background task holds only a `Weak` reference to the waiter
@@ -359,8 +373,35 @@ impl Subscriber {
         self.join(
             channel,
             Some(queue_channel),
-            |waiters, signal| waiters.join_queued(lock_key, owner, position, sent_at, signal),
+            |waiters, signal| waiters.join_queued(lock_key, owner, position, sent_at, signal, None),
             lock_key,
+        )
+    }
+
+    /// Joins as a semaphore's waiter whose place the server's wait queue keeps
+    /// (`sem_try_acquire.lua` queued the operation `place.owner` at `place.position`, in
+    /// reply to the call sent at `place.sent_at`), waiting for `place.permits` permits,
+    /// on the count channel `channel` (`redisson_sc:{NAME}`) and the grants channel
+    /// `grants_channel`, which is subscribed with it. A grant message naming the owner
+    /// gives it its permits ([`Waiter::take_served`]: no call needed); a count message
+    /// gives it a turn only while it heads the queue and the count covers it (a count no
+    /// leasehold release served: a Java release, `addPermits`); otherwise as
+    /// [`Subscriber::register_queued`]. Register a semaphore's channel only this way
+    /// (its first registration decides how messages are read).
+    pub fn register_queued_permits(
+        &self,
+        channel: &Arc<str>,
+        grants_channel: &Arc<str>,
+        key: &Arc<str>,
+        place: &QueuedPermits,
+    ) -> Waiter {
+        self.join_with(
+            channel,
+            || ChannelWaiters::new_counted_queued(channel.clone(), grants_channel.clone()),
+            |waiters, signal| {
+                waiters.join_queued(key, &place.owner, place.position, place.sent_at, signal, Some(place.permits))
+            },
+            key,
         )
     }
 

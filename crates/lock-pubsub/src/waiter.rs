@@ -69,6 +69,13 @@ impl Waiter {
         self.waiters.take_wake(&self.lock, self.id)
     }
 
+    /// `true` once a grant message named this waiter (a semaphore's queued waiter,
+    /// [`Subscriber::register_queued_permits`](crate::Subscriber::register_queued_permits)):
+    /// its permits are its own in Redis, the operation's record says so. Consumes it.
+    pub fn take_served(&self) -> bool {
+        self.waiters.take_served(self.id)
+    }
+
     /// Records where the server's wait queue has this waiter now (0 = head; `None`: not
     /// queued), as its last call reported. Only for a waiter made by
     /// [`Subscriber::register_queued`](crate::Subscriber::register_queued); ignored

@@ -38,8 +38,13 @@ use crate::wait::WaitEnv;
 /// - expired permits are reclaimed in **bounded chunks** (at most
 ///   [`RECLAIM_CHUNK`](lock_core::pes::RECLAIM_CHUNK) per call) without Redisson's
 ///   `unpack`, which fails past ~8,000 expired permits;
-/// - a waiter is woken at the earliest lease end as well as by messages, and re-checks
-///   every second in case a message was lost.
+/// - waiters **queue on the server** in arrival order across clients (issue 29): a
+///   release hands its permit to the first waiter in the same script and tells it on
+///   `leasehold_sem_grants:{NAME}` (no further request), so a holder that releases and
+///   at once acquires again queues behind the waiter it served; a waiter is also woken
+///   at the earliest lease end, and re-checks every second (which keeps its place
+///   alive: a place not refreshed for 3 s is dropped). `try_acquire` and Java's
+///   acquirers ignore the queue and take free permits.
 ///
 /// [`acquire`](Self::acquire), [`try_acquire`](Self::try_acquire) and
 /// [`try_acquire_for`](Self::try_acquire_for) take a permit
@@ -109,8 +114,9 @@ impl PermitExpirableSemaphore {
     /// after a back-off.
     ///
     /// # Cancel safety
-    /// Dropping the future leaves nothing behind: the waiter leaves its line, and a
-    /// permit an attempt in flight took is released in the background.
+    /// Dropping the future leaves nothing behind: the waiter leaves the wait queue,
+    /// and a permit an attempt in flight took, or a release granted it before it heard,
+    /// is released in the background.
     pub async fn acquire(&self) -> Result<Permit> {
         self.take(None, None).await?.ok_or_else(|| self.unbounded_end())
     }
@@ -186,7 +192,8 @@ impl PermitExpirableSemaphore {
     pub async fn try_release(&self, id: &str) -> Result<bool> {
         let id = PermitId::parse(id)?;
         let names = self.shared.names()?;
-        let released = self.shared.client.store.pes_release(names, &id).await?;
+        // A release by id knows no lease deadline: the server's clock tells.
+        let released = self.shared.client.store.pes_release(names, &id, true).await?;
         Ok(released == lock_core::pes::PesRelease::Released)
     }
 

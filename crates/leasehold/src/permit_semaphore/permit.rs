@@ -67,7 +67,7 @@ impl crate::client::live::LiveHold for PermitHold {
         Box::pin(async move {
             self.stop_renewal();
             let names = self.shared.names()?;
-            self.shared.client.store.pes_release(names, &self.id).await.map(drop)
+            self.shared.client.store.pes_release(names, &self.id, false).await.map(drop)
         })
     }
 
@@ -180,7 +180,11 @@ impl Permit {
     /// # Errors
     /// [`ErrorKind::NotOwner`] when the permit was no longer listed (released by its id
     /// elsewhere, or reclaimed after its lease) or its lease had run out (the count is
-    /// given back anyway, as Redisson does); timeouts and connection errors, after which
+    /// given back anyway, as Redisson does): told by the permit's own
+    /// [`lease_deadline`](Permit::lease_deadline), which is never later than the
+    /// server's, when the answer comes (so a release answered just after that deadline
+    /// reports it even if the server's lease had a few ms left; a lease shortened by
+    /// [`update_lease`](crate::PermitExpirableSemaphore::update_lease) is not seen); timeouts and connection errors, after which
     /// it is unknown whether it was released (the lease ends it in any case).
     /// [`ErrorKind::Shutdown`] after [`Client::shutdown`](crate::Client::shutdown), which
     /// already released it (or, if it could not, left it to its lease); nothing is sent.
@@ -197,10 +201,17 @@ impl Permit {
             return Err(Error::new(ErrorKind::Shutdown, "the client was shut down: the shutdown released this permit")
                 .with_key(names.key()));
         }
-        let answer = shared.client.store.pes_release(&names, &self.hold.id).await;
+        // No server clock: whether the lease had run out is told by the permit's own
+        // deadline (never later than the server's), read after the reply: a reply before
+        // it proves the lease was live when the release ran.
+        let answer = shared.client.store.pes_release(&names, &self.hold.id, false).await;
         self.done = true;
         shared.client.live.remove(self.live);
         match answer? {
+            PesRelease::Released if self.hold.lease.is_lost() => {
+                self.hold.lease.mark_lost();
+                Err(Error::new(ErrorKind::NotOwner, "the permit's lease had run out").with_key(names.key()))
+            }
             PesRelease::Released => Ok(()),
             PesRelease::Missing => {
                 self.hold.lease.mark_lost();
@@ -231,7 +242,7 @@ impl Drop for Permit {
         let hold = self.hold.clone();
         drop(runtime.spawn(async move {
             let Ok(names) = hold.shared.names() else { return };
-            if let Err(error) = hold.shared.client.store.pes_release(names, &hold.id).await {
+            if let Err(error) = hold.shared.client.store.pes_release(names, &hold.id, false).await {
                 tracing::warn!(semaphore = %names.key(), %error, permit = %hold.id, "a dropped permit was not released");
             }
         }));

@@ -1,6 +1,9 @@
 //! A semaphore's acquire, as the wait engine (`wait/`) sees it: one attempt is one
-//! `sem_try_acquire.lua`, a waiter waits in its client's line on `redisson_sc:{NAME}`
-//! for a count that covers it, and re-checks on a timer in case a message was lost.
+//! `sem_try_acquire.lua`; a waiting call keeps a place in the semaphore's wait queue on
+//! the server (`leasehold_sem_queue:{NAME}`, issue 29 item 4), which releases serve in
+//! arrival order, and learns of its grant from a message on
+//! `leasehold_sem_grants:{NAME}` without a call; it re-checks on a timer (which also
+//! keeps its queue entry alive) in case a message was lost.
 //!
 //! Every attempt of one acquire call carries the call's operation id ([`SemaphoreOp`]),
 //! so a retried or late-run attempt counts once (the server answers it from the
@@ -11,11 +14,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::semaphore::{SemaphoreNames, SemaphoreOp};
+use lock_core::semaphore::{SemaphoreAttempt, SemaphoreNames, SemaphoreOp, QUEUE_KEEPALIVE};
 use lock_core::{LockStore, QueueKind, Result, WaitChannel};
 use tokio::time::Instant;
 
-use crate::semaphore::ops::cancel_in_background;
+use crate::semaphore::ops::{cancel_in_background, ReleaseMode};
 use crate::telemetry::Kind;
 use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 
@@ -26,16 +29,18 @@ use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 /// are there. One call a second per semaphore per client, from its first waiter only.
 pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
-/// How a waiter for `permits` permits of the semaphore `key` waits: in its client's line
-/// on the count channel (`redisson_sc:{NAME}`), woken by a count that covers it and
-/// re-checking every [`RECHECK`]. The permit semaphore's waiters wait the same way.
-pub(crate) fn line_plan(key: &Arc<str>, channel: &Arc<str>, permits: u64) -> WaitPlan {
+/// How a [`Semaphore`](crate::Semaphore)'s waiter for `permits` permits waits: in the
+/// semaphore's wait queue on the server ([`QueueKind::Server`], entry keep-alive
+/// [`QUEUE_KEEPALIVE`], refreshed every third of it), woken by a grant naming its
+/// operation on `grants` or, as the head, by a count that covers it on the count
+/// channel.
+fn queue_plan(names: &SemaphoreNames, permits: u64) -> WaitPlan {
     WaitPlan {
-        key: key.clone(),
-        channel: channel.clone(),
+        key: names.key_arc().clone(),
+        channel: names.channel().clone(),
         channel_kind: WaitChannel::Lock,
-        queue: QueueKind::Local,
-        keepalive: RECHECK,
+        queue: QueueKind::Server,
+        keepalive: QUEUE_KEEPALIVE,
         kind: Kind::Semaphore,
         grants: None,
         permits: Some(permits),
@@ -49,6 +54,8 @@ pub(crate) struct PermitsAttempt {
     permits: u32,
     plan: WaitPlan,
     op: SemaphoreOp,
+    /// `op` in hex: its queue member and the owner its grant messages name.
+    owner: Arc<str>,
     state: parking_lot::Mutex<OpState>,
 }
 
@@ -65,6 +72,12 @@ struct OpState {
     /// An attempt answered "taken" and handed its [`SemaphoreTaken`] out: the permits
     /// are no longer this call's to give back.
     handed_out: bool,
+    /// A waiting attempt was sent: the operation may hold a place in the wait queue,
+    /// and a release may grant it permits, until its undo removes the place.
+    queued: bool,
+    /// When the latest attempt was sent (a queued operation's undo has until a grant's
+    /// record, written at most a keep-alive after it, expires).
+    last_sent: Option<Instant>,
 }
 
 /// The permits one acquire took: its operation id and count. Whoever holds it owes
@@ -77,16 +90,20 @@ pub(crate) struct SemaphoreTaken {
     op: SemaphoreOp,
     permits: u32,
     first_sent: Instant,
+    /// The operation answered on its one send, on a client that never resends by
+    /// itself: no copy of it can run again (its release may consume its record).
+    clean: bool,
     kept: bool,
 }
 
 impl SemaphoreTaken {
     /// The caller has the permits now and owes them back: dropping this no longer
     /// undoes the acquire. Returns the acquire's operation id (a release with it gives
-    /// exactly these permits back, once) and how many were taken.
-    pub(crate) fn keep(mut self) -> (SemaphoreOp, u32) {
+    /// exactly these permits back, once), how many were taken, and how their release
+    /// treats the acquire's record.
+    pub(crate) fn keep(mut self) -> (SemaphoreOp, u32, ReleaseMode) {
         self.kept = true;
-        (self.op, self.permits)
+        (self.op, self.permits, ReleaseMode::new(self.first_sent, self.clean))
     }
 }
 
@@ -100,8 +117,27 @@ impl Drop for SemaphoreTaken {
 
 impl PermitsAttempt {
     pub(crate) fn new(store: LockStore, names: SemaphoreNames, permits: u32) -> Self {
-        let plan = line_plan(names.key_arc(), names.channel(), u64::from(permits));
-        PermitsAttempt { store, names, permits, plan, op: SemaphoreOp::random(), state: parking_lot::Mutex::default() }
+        let plan = queue_plan(&names, u64::from(permits));
+        let op = SemaphoreOp::random();
+        let owner = Arc::from(op.to_string());
+        PermitsAttempt { store, names, permits, plan, op, owner, state: parking_lot::Mutex::default() }
+    }
+
+    /// The permits of this call's operation, handed out (`state` locked by the caller).
+    fn taken(&self, state: &mut OpState, first_sent: Instant) -> SemaphoreTaken {
+        state.handed_out = true;
+        SemaphoreTaken {
+            store: self.store.clone(),
+            names: self.names.clone(),
+            op: self.op,
+            permits: self.permits,
+            first_sent,
+            // Every attempt answered (one that was not taken wrote no record, or only
+            // a queue place, and a grant is written once) and none can run again: the
+            // record is written once, by one copy of the operation or by its grant.
+            clean: !state.unsure && !state.in_flight && !self.store.may_resend(),
+            kept: false,
+        }
     }
 }
 
@@ -113,36 +149,34 @@ impl Attempt for PermitsAttempt {
     }
 
     fn server_queue(&self) -> ServerQueue {
-        // Never asked: a semaphore's waiters have no server queue (`QueueKind::Local`).
-        ServerQueue { channel: self.names.channel().clone(), owner: Arc::from("") }
+        ServerQueue { channel: self.names.grants().clone(), owner: self.owner.clone() }
     }
 
-    /// One `sem_try_acquire.lua` as this call's operation. Safe to drop at any point:
-    /// an attempt dropped in flight, or one that failed without an answer, leaves the
-    /// call in doubt, and the call's `Drop` undoes the operation unless permits were
-    /// handed out.
-    async fn attempt(&self, _waiting: bool) -> Result<std::result::Result<SemaphoreTaken, NotAcquired>> {
+    /// One `sem_try_acquire.lua` as this call's operation (`waiting`: it queues, or
+    /// refreshes its queue entry, when it does not take). Safe to drop at any point: an
+    /// attempt dropped in flight, or one that failed without an answer, leaves the call
+    /// in doubt, and the call's `Drop` undoes the operation (and leaves the queue)
+    /// unless permits were handed out.
+    async fn attempt(&self, waiting: bool) -> Result<std::result::Result<SemaphoreTaken, NotAcquired>> {
         let first_sent = {
             let mut state = self.state.lock();
+            // An earlier attempt dropped in flight may still run: the call is in doubt.
+            state.unsure |= state.in_flight;
             state.in_flight = true;
-            *state.first_sent.get_or_insert_with(Instant::now)
+            state.queued |= waiting;
+            let now = Instant::now();
+            state.last_sent = Some(now);
+            *state.first_sent.get_or_insert(now)
         };
-        let reply = self.store.semaphore_try_acquire(&self.names, i64::from(self.permits), self.op).await;
+        let keepalive = waiting.then_some(QUEUE_KEEPALIVE);
+        let reply = self.store.semaphore_try_acquire(&self.names, i64::from(self.permits), self.op, keepalive).await;
         let mut state = self.state.lock();
         state.in_flight = false;
         match reply {
-            Ok(true) => {
-                state.handed_out = true;
-                Ok(Ok(SemaphoreTaken {
-                    store: self.store.clone(),
-                    names: self.names.clone(),
-                    op: self.op,
-                    permits: self.permits,
-                    first_sent,
-                    kept: false,
-                }))
+            Ok(SemaphoreAttempt::Taken) => Ok(Ok(self.taken(&mut state, first_sent))),
+            Ok(SemaphoreAttempt::NotTaken { position }) => {
+                Ok(Err(NotAcquired { pttl: Some(RECHECK), position, ticket: None }))
             }
-            Ok(false) => Ok(Err(NotAcquired { pttl: Some(RECHECK), position: None, ticket: None })),
             Err(error) => {
                 // A timeout or a connection lost after sending: it may have run (or run
                 // later). A retry of the same operation is answered from its record.
@@ -152,9 +186,16 @@ impl Attempt for PermitsAttempt {
         }
     }
 
-    /// The next waiter in line becomes first and waits for the next count message, or
-    /// for [`RECHECK`]: the message that woke this waiter woke as many as its count
-    /// covered, so trying at once would mostly be answered "not enough".
+    /// A grant message named this call's operation: a release served it from the queue
+    /// and wrote its record "taken N" (the permits are its own in Redis).
+    fn granted(&self) -> Option<SemaphoreTaken> {
+        let mut state = self.state.lock();
+        let first_sent = state.first_sent?;
+        Some(self.taken(&mut state, first_sent))
+    }
+
+    /// Nothing waits behind a queued semaphore waiter locally (the server orders them):
+    /// the timer is what a permit semaphore's line would keep, [`RECHECK`].
     fn held_until(_: &SemaphoreTaken) -> Instant {
         lock_core::args::instant_after(Instant::now(), RECHECK)
     }
@@ -163,7 +204,8 @@ impl Attempt for PermitsAttempt {
         false
     }
 
-    // No queue place: the trait's default clean-up (nothing to remove).
+    // The queue place is left by the call's `Drop` (the undo, `sem_cancel.lua`, which
+    // also gives back a grant that came too late): the trait's default clean-up.
 }
 
 impl Drop for PermitsAttempt {
@@ -172,9 +214,11 @@ impl Drop for PermitsAttempt {
     /// it took are given back, or a late run of it is refused.
     fn drop(&mut self) {
         let state = self.state.get_mut();
-        if !state.handed_out && (state.in_flight || state.unsure) {
-            let since = state.first_sent.unwrap_or_else(Instant::now);
-            cancel_in_background(self.store.clone(), self.names.clone(), self.op, since);
+        if !state.handed_out && (state.in_flight || state.unsure || state.queued) {
+            // A queued operation may be granted until its undo runs: that grant's record
+            // is written after the latest send, and lives `OP_TAKEN_TTL` from then.
+            let since = if state.queued { state.last_sent } else { state.first_sent };
+            cancel_in_background(self.store.clone(), self.names.clone(), self.op, since.unwrap_or_else(Instant::now));
         }
     }
 }

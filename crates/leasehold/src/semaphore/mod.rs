@@ -46,16 +46,28 @@ use crate::wait::WaitEnv;
 /// Java service that calls `trySetPermits` later is honoured), and
 /// [`try_acquire_for`](Semaphore::try_acquire_for) returns `None` at its deadline.
 ///
-/// **Waiting** never polls and never wakes a herd: a client's waiters for one semaphore
-/// wait in one line (first come, first served), and a message with the count `k` wakes
-/// waiters from the front of the line while the permits they ask for fit in `k` (the
-/// first in line in any case). A waiter for many permits is therefore never overtaken
-/// by smaller requests of its own client: they wait behind it. Requests of other
-/// clients (and Java's) are not ordered with it, so a steady stream of small requests
-/// from elsewhere can still keep a large one waiting (Redisson gives no such order
-/// either). The first waiter of each client also tries again every second on its own,
-/// which covers a lost message, an expired or deleted key, and a count set by a script
-/// that publishes nothing.
+/// **Waiting** never polls and never wakes a herd: a waiting acquire that finds too few
+/// permits, or waiters queued ahead of it, keeps a place in the semaphore's wait queue
+/// on the server (`leasehold_sem_queue:{NAME}`), shared by every leasehold client. A
+/// release serves that queue in arrival order while the count covers the head (a
+/// waiter for many permits is never overtaken by smaller requests behind it), takes
+/// the permits for each waiter it serves in the same script, and tells it on
+/// `leasehold_sem_grants:{NAME}`: the waiter has its permits without another request
+/// (two requests per contended acquisition: the acquire that queued, the release that
+/// served it). A holder that releases and at once acquires again queues behind the
+/// waiters its release served. The order is strict, as tokio's `acquire_many`: a waiter
+/// for more permits than are free holds up the smaller requests behind it, so bound a
+/// wait for more permits than the semaphore may ever have (`try_acquire_for`). Each waiter also looks again every second on its own,
+/// which keeps its place alive (a place not refreshed for 3 s is dropped, so a waiter
+/// whose process died stops blocking the queue) and covers a lost message, an expired
+/// or deleted key, a count set by a script that publishes nothing, and permits freed by
+/// a Java release (which serves no queue: the head is woken by its count).
+///
+/// [`try_acquire`](Semaphore::try_acquire) never queues and never reads the queue: like
+/// Redisson's (and Java's acquirers, which ignore the queue), it takes permits that are
+/// free even while leasehold waiters wait. A waiter whose process dies after a release
+/// served it, before it heard, loses those permits, as a holder that dies does (its
+/// place lives at most 3 s after its last refresh: `docs/architecture/semaphores.md`).
 ///
 /// Cheap to make (no I/O) and to clone.
 ///
@@ -182,8 +194,9 @@ impl Semaphore {
     /// keeping the waiter's place in line.
     ///
     /// # Cancel safety
-    /// Dropping the future leaves nothing behind: the waiter leaves its line, and
-    /// permits that an attempt in flight took are given back in the background.
+    /// Dropping the future leaves nothing behind: in the background, the waiter leaves
+    /// the wait queue, and permits that an attempt in flight took, or that a release
+    /// granted it before it heard, are given back (once: `sem_cancel.lua`).
     pub async fn acquire(&self, permits: u32) -> Result<SemaphorePermit> {
         match self.take(permits, None).await? {
             Some(permit) => Ok(permit),
@@ -222,8 +235,9 @@ impl Semaphore {
         self.take(permits, Some(wait)).await
     }
 
-    /// Gives `permits` permits back and publishes the new count (when above 0), which
-    /// wakes at most that many waiters of each client. Any handle may release, whether
+    /// Gives `permits` permits back and publishes the new count (when above 0); when
+    /// anyone listens, the release serves the wait queue with them (see the type's
+    /// docs). Any handle may release, whether
     /// or not it acquired (Redisson's `release`: no owner, no upper bound): this is for
     /// permits taken elsewhere (a Java peer, another process, a
     /// [`SemaphorePermit::detach`]); permits taken here are given back by their
@@ -245,7 +259,9 @@ impl Semaphore {
         let names = self.shared.names()?;
         // One operation id for the call and its retries: a replay gives nothing back twice.
         let (client, op) = (&self.shared.client, lock_core::semaphore::SemaphoreOp::random());
-        crate::semaphore::ops::release(&client.store, client.config.replay_window, names, permits, op).await.map(drop)
+        crate::semaphore::ops::release(&client.store, client.config.replay_window, names, permits, op, None)
+            .await
+            .map(drop)
     }
 
     /// How long a wait for permits waits before it checks, once, whether the
@@ -305,8 +321,8 @@ impl Semaphore {
         );
         // The permits are the guard's now: it gives them back with the acquire's id.
         Ok(result?.map(|taken| {
-            let (op, permits) = taken.keep();
-            SemaphorePermit::new(self.shared.clone(), op, permits)
+            let (op, permits, mode) = taken.keep();
+            SemaphorePermit::new(self.shared.clone(), op, permits, mode)
         }))
     }
 }

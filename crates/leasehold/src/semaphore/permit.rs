@@ -7,6 +7,7 @@ use lock_core::semaphore::SemaphoreOp;
 use lock_core::{Error, ErrorKind, Result};
 
 use crate::client::live::{BoxFuture, LiveHold};
+use crate::semaphore::ops::ReleaseMode;
 use crate::semaphore::shared::SemaphoreShared;
 
 /// The permits one acquire of a [`Semaphore`](crate::Semaphore) took: tokio's
@@ -51,6 +52,8 @@ struct PermitsHeld {
     /// The acquire's operation id: the give-back's id too.
     op: SemaphoreOp,
     permits: u32,
+    /// How the give-back treats the acquire's record (the same for every send).
+    mode: ReleaseMode,
     /// Set by `Client::shutdown` (which gave the permits back, or tried to).
     ended: AtomicBool,
     /// Woken when `ended` is set, for [`SemaphorePermit::lost`].
@@ -79,7 +82,7 @@ impl LiveHold for PermitsHeld {
             if self.ended.load(Ordering::Acquire) {
                 return Ok(());
             }
-            self.semaphore.give_back_once(self.op, self.permits).await
+            self.semaphore.give_back_once(self.op, self.permits, &self.mode).await
         })
     }
 
@@ -101,12 +104,13 @@ impl std::fmt::Debug for SemaphorePermit {
 
 impl SemaphorePermit {
     /// The guard of `permits` permits just taken through `semaphore` by the acquire `op`.
-    pub(crate) fn new(semaphore: Arc<SemaphoreShared>, op: SemaphoreOp, permits: u32) -> Self {
+    pub(crate) fn new(semaphore: Arc<SemaphoreShared>, op: SemaphoreOp, permits: u32, mode: ReleaseMode) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
         let held = Arc::new(PermitsHeld {
             semaphore,
             op,
             permits,
+            mode,
             ended: AtomicBool::new(false),
             ended_signal: tokio::sync::Notify::new(),
         });
@@ -140,8 +144,8 @@ impl SemaphorePermit {
         self.held.ended().await;
     }
 
-    /// Gives the permits back and publishes the new count, which wakes at most that
-    /// many waiters of each client. Transient errors (timeouts, connection errors, a
+    /// Gives the permits back and publishes the new count, serving the semaphore's
+    /// waiters in arrival order (see [`Semaphore`](crate::Semaphore)). Transient errors (timeouts, connection errors, a
     /// failover) are retried with the acquire's operation id, as
     /// [`Semaphore::release`](crate::Semaphore::release) retries: the permits come back
     /// once.
@@ -162,7 +166,7 @@ impl SemaphorePermit {
             return Err(Error::new(ErrorKind::Shutdown, "the client was shut down, which gave the permits back")
                 .with_key(self.key()));
         }
-        let result = self.held.semaphore.give_back(self.held.op, self.held.permits).await;
+        let result = self.held.semaphore.give_back(self.held.op, self.held.permits, &self.held.mode).await;
         if result.is_ok() {
             self.done = true;
         }
@@ -193,7 +197,7 @@ impl Drop for SemaphorePermit {
         };
         let held = self.held.clone();
         drop(runtime.spawn(async move {
-            if let Err(error) = held.semaphore.give_back(held.op, held.permits).await {
+            if let Err(error) = held.semaphore.give_back(held.op, held.permits, &held.mode).await {
                 tracing::warn!(
                     semaphore = %held.semaphore.key(), %error, permits = held.permits,
                     "the permits of a dropped permit guard were not given back"

@@ -8,6 +8,7 @@ use lock_core::semaphore::{SemaphoreNames, SemaphoreOp};
 use lock_core::{Error, Result};
 
 use crate::client::shared::ClientShared;
+use crate::semaphore::ops::ReleaseMode;
 
 /// A semaphore's client and names, behind the handle's `Arc`.
 pub(crate) struct SemaphoreShared {
@@ -34,19 +35,25 @@ impl SemaphoreShared {
     }
 
     /// Gives back the permits the acquire `op` took (a [`SemaphorePermit`](crate::SemaphorePermit)'s release or
-    /// drop), exactly once, retried as [`Semaphore::release`](crate::Semaphore::release) is.
-    pub(crate) async fn give_back(&self, op: SemaphoreOp, permits: u32) -> Result<()> {
+    /// drop), exactly once, retried as [`Semaphore::release`](crate::Semaphore::release) is,
+    /// consuming the acquire's record or leaving a tombstone as `mode` decides.
+    pub(crate) async fn give_back(&self, op: SemaphoreOp, permits: u32, mode: &ReleaseMode) -> Result<()> {
         let (names, client) = (self.names()?, &self.client);
-        crate::semaphore::ops::release(&client.store, client.config.replay_window, names, i64::from(permits), op)
-            .await
-            .map(drop)
+        let (store, window) = (&client.store, client.config.replay_window);
+        crate::semaphore::ops::release(store, window, names, i64::from(permits), op, mode.consume()).await.map(drop)
     }
 
     /// One attempt of [`SemaphoreShared::give_back`], for `Client::shutdown` (which bounds
     /// the wait and retries nothing).
-    pub(crate) async fn give_back_once(&self, op: SemaphoreOp, permits: u32) -> Result<()> {
+    pub(crate) async fn give_back_once(&self, op: SemaphoreOp, permits: u32, mode: &ReleaseMode) -> Result<()> {
         let names = self.names()?;
-        self.client.store.semaphore_release(names, i64::from(permits), op).await.map(drop)
+        let consume = mode.consume();
+        if consume.is_some_and(|last| tokio::time::Instant::now() >= last) {
+            // Past the record's safe life: sending nothing leaves the permits taken
+            // rather than risk counting them twice.
+            return Err(crate::semaphore::ops::too_late(names, op));
+        }
+        self.client.store.semaphore_release(names, i64::from(permits), op, consume.is_some()).await.map(drop)
     }
 
     /// The client's live holds, where a [`SemaphorePermit`](crate::SemaphorePermit) enters.

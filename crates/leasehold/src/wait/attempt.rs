@@ -93,6 +93,13 @@ pub(crate) trait Attempt: Sync {
         waiting: bool,
     ) -> impl Future<Output = Result<std::result::Result<Self::Acquired, NotAcquired>>> + Send;
 
+    /// What a grant message handed this wait (a semaphore's queued waiter, whose
+    /// permits a release took for it in Redis): the acquired hold, without a call.
+    /// `None` (the default) for a kind whose hand-over is claimed by an attempt.
+    fn granted(&self) -> Option<Self::Acquired> {
+        None
+    }
+
     /// The lease end of what an attempt acquired: the next local waiter in line waits
     /// for the release until about then instead of trying at once.
     fn held_until(acquired: &Self::Acquired) -> Instant;

@@ -72,6 +72,11 @@ pub(crate) trait Slot: Send + Sync {
     fn subscribed_by(&self, deadline: Instant) -> impl Future<Output = bool> + Send;
     /// Whether the waiter may try now; consumes the turn.
     fn take_turn(&self) -> bool;
+    /// Whether a grant message gave the waiter what it waits for (a semaphore's queued
+    /// waiter: a release served it); consumes it.
+    fn take_served(&self) -> bool {
+        false
+    }
     /// The lease end a waiter ahead left when it acquired, if any (taking it clears it).
     fn take_held_until(&self) -> Option<Instant>;
     /// Whether the waiter is first in line (only the first keeps the TTL timer).
@@ -119,6 +124,15 @@ impl Line for Subscriber {
                 None => self.register_shared(&plan.channel, &plan.key, sent_at),
             },
             Join::Permits { permits, sent_at } => self.register_permits(&plan.channel, &plan.key, permits, sent_at),
+            Join::Queued { queue, position, sent_at } if plan.permits.is_some() => {
+                let place = lock_pubsub::QueuedPermits {
+                    owner: queue.owner,
+                    permits: plan.permits.unwrap_or(1),
+                    position,
+                    sent_at,
+                };
+                self.register_queued_permits(&plan.channel, &queue.channel, &plan.key, &place)
+            }
             Join::Queued { queue, position, sent_at } => {
                 self.register_queued(&plan.channel, &queue.channel, &plan.key, &queue.owner, position, sent_at)
             }
@@ -133,6 +147,10 @@ impl Slot for Waiter {
 
     fn take_turn(&self) -> bool {
         Waiter::take_turn(self)
+    }
+
+    fn take_served(&self) -> bool {
+        Waiter::take_served(self)
     }
 
     fn take_held_until(&self) -> Option<Instant> {

@@ -219,6 +219,14 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
             }
             grant_turn = true;
         }
+        if slot.take_served() {
+            // A release served this waiter from the server's queue: its permits are its
+            // own in Redis (the operation's record says so), and no call is needed.
+            if let Some(acquired) = attempt.granted() {
+                slot.acquired(A::held_until(&acquired));
+                return Ok(Some(disarm(entry, acquired)));
+            }
+        }
         if let Some(held_until) = slot.take_held_until() {
             // The waiter ahead just acquired (or a queue message made this waiter the
             // head of a held lock): the lock is held until about then.
