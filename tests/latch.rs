@@ -216,6 +216,12 @@ async fn bad_input_is_refused(on: ServerKind) {
     assert_eq!(text.count_down().await.expect_err("text").kind(), ErrorKind::WrongType);
     assert_eq!(text.count().await.expect_err("text").kind(), ErrorKind::WrongType);
     assert_eq!(get(&server, "latch:text").as_deref(), Some("ready"), "untouched");
+    // A count read from the reply's bytes: bytes that are not UTF-8 are not a count either.
+    let set = leasehold_test_support::raw_command(&server.addr(), &[b"SET", b"latch:bytes", b"\xff7"]);
+    assert_eq!(set.as_str(), Some("OK"));
+    let bytes = client.count_down_latch("latch:bytes");
+    assert_eq!(bytes.count().await.expect_err("bytes").kind(), ErrorKind::WrongType);
+    assert_eq!(bytes.try_wait_for(Duration::ZERO).await.expect_err("bytes").kind(), ErrorKind::WrongType);
     // A count a Java client set below zero is open, and counting it down deletes it.
     assert_eq!(raw(&server, &["SET", "latch:negative", "-2"]).as_str(), Some("OK"));
     let negative = client.count_down_latch("latch:negative");

@@ -65,8 +65,9 @@ pub struct CountDownLatch {
 /// What the clones of one latch handle share.
 struct LatchShared {
     client: Arc<ClientShared>,
-    /// The latch key as given (with the client's prefix), for errors and `Debug`.
-    key: String,
+    /// The latch key as given (with the client's prefix), for errors and `Debug`: the
+    /// names' own copy when the name is valid (one allocation per handle, not two).
+    key: Arc<str>,
     /// The names, or why they are refused (an empty name; in a cluster, a name whose
     /// channel is in another slot): reported by every call, nothing sent.
     names: std::result::Result<LatchNames, String>,
@@ -98,7 +99,8 @@ impl CountDownLatch {
                 None => Ok(names),
             },
         };
-        let shared = LatchShared { client, key: key.to_owned(), names, recheck: CountDownLatch::DEFAULT_RECHECK };
+        let key = names.as_ref().map_or_else(|_| Arc::from(key), |names| names.key_arc().clone());
+        let shared = LatchShared { client, key, names, recheck: CountDownLatch::DEFAULT_RECHECK };
         CountDownLatch { shared: Arc::new(shared) }
     }
 
