@@ -36,9 +36,31 @@
 //!     let state = AppState { locks: leasehold::Client::connect("redis://127.0.0.1:6379").await? };
 //!     let reply = tokio::spawn(pay_order(state.clone(), 1001)).await.expect("handler")?;
 //!     println!("{reply}");
+//!     // On the way out, once the server takes no more requests: every hold still held is
+//!     // given back, renewals and the subscriber stop, the connections close.
+//!     state.locks.shutdown().await?;
 //!     Ok(())
 //! }
 //! ```
+//!
+//! Shut down gracefully: stop taking requests, let the ones in flight finish, then call
+//! [`Client::shutdown`], which gives back every lock and permit the process still holds
+//! (rather than leaving them to expire with their leases), stops the renewals and closes
+//! the connections. With axum:
+//!
+//! ```rust,ignore
+//! let app = Router::new().route("/orders/{id}/pay", post(pay)).with_state(state.clone());
+//! let listener = tokio::net::TcpListener::bind("0.0.0.0:3000").await?;
+//! axum::serve(listener, app)
+//!     .with_graceful_shutdown(async { let _ = tokio::signal::ctrl_c().await; })
+//!     .await?;                      // returns once the last request has finished
+//! state.locks.shutdown().await?;    // then give back what is still held
+//! ```
+//!
+//! Kubernetes sends SIGTERM and waits `terminationGracePeriodSeconds` (30 s by default):
+//! listen for SIGTERM too (`tokio::signal::unix::signal(SignalKind::terminate())`), and keep
+//! the shutdown within the grace period (it takes at most two command timeouts, 10 s by
+//! default: the releases, then the connections' `QUIT`).
 //!
 //! The other ways to take a lock:
 //!

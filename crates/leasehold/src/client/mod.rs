@@ -376,7 +376,31 @@ impl Client {
         &self.inner.config
     }
 
-    /// The fred client used for commands.
+    /// The fred client leasehold sends its lock commands on: for diagnostics and for
+    /// commands that must share leasehold's connection (a `WATCH` of a lock key, say), not
+    /// as the application's general Redis client.
+    ///
+    /// What it is, when leasehold made it (`connect`, `ClientBuilder::connect`):
+    /// - **no command timeout** (fred's default is none): leasehold bounds each of its own
+    ///   calls with `tokio::time::timeout`, but a command sent here during an outage waits
+    ///   until the connection is back, however long that is. Wrap every call in
+    ///   `tokio::time::timeout` or use fred's per-command options.
+    /// - **one attempt** (`max_command_attempts = 1`): a command in flight when the
+    ///   connection drops fails with an error instead of being sent again.
+    /// - **no redirects** (`max_redirections = 0`): in a cluster, a `MOVED` or `ASK` is an
+    ///   error ("Too many redirections"), not followed; send the command again yourself.
+    /// - **one connection per node, shared with every lock call**: a blocking command
+    ///   (`BLPOP`, `XREAD BLOCK`, `WAIT`) or a slow one (`KEYS`) holds up every lock and
+    ///   unlock of the process behind it, renewals included.
+    /// - Closed (`QUIT`) by [`Client::shutdown`] and when the last clone of the
+    ///   `Client` is dropped: a clone of this fred client kept beyond that stops working.
+    ///
+    /// For the application's own keys, build a fred client of its own
+    /// (`fred::prelude::Builder`) with a command timeout
+    /// (`PerformanceConfig::default_command_timeout`), a reconnect policy and the retry and
+    /// redirect settings it wants; or, to share one connection pool, build it first and
+    /// hand it to [`Client::from_fred`], in which case this returns that client, with its
+    /// own settings (docs/architecture/fred-settings.md says what leasehold needs of it).
     pub fn fred(&self) -> &FredClient {
         self.inner.store.client()
     }
