@@ -593,6 +593,22 @@ async fn hold_holds_until_a_signal_and_exits_124_when_taken() {
             assert!(json.contains(r#""held":false"#), "{json}");
         }
     }
+    // A permit: its id (32 hex digits) instead of an owner.
+    let mut hold = leasehold(&url, &["hold", "--permits", "1", "held-permit"]).spawn().expect("spawn");
+    let mut lines = tokio::io::BufReader::new(hold.stdout.take().expect("piped")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("it says it holds")
+        .expect("read")
+        .expect("a line");
+    let id = line.strip_prefix("holding held-permit permit=").expect("the documented line");
+    assert!(id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{line}");
+    let (code, _) = output(&url, &["run", "--permits", "1", "--wait", "0", "held-permit", "--", "true"]).await;
+    assert_eq!(code, Some(75), "its one permit is held");
+    kill("-INT", hold.id().expect("running"));
+    assert_eq!(wait_for(&mut hold, Duration::from_secs(5)).await.code(), Some(0), "released on SIGINT");
+    let (code, _) = output(&url, &["run", "--permits", "1", "--wait", "0", "held-permit", "--", "true"]).await;
+    assert_eq!(code, Some(0), "given back");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
