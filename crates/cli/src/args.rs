@@ -87,8 +87,8 @@ pub(crate) struct RunArgs {
     /// at once (a leased permit: a crashed run's comes back when its lease ends).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["fenced", "fair"])]
     pub(crate) permits: Option<u32>,
-    /// When the lock is lost, or `run` gets SIGTERM or SIGINT: time between SIGTERM and
-    /// SIGKILL to CMD's process group.
+    /// When CMD is told to stop (the lock lost, SIGTERM or SIGINT to `run`, the stop
+    /// margin reached): time between SIGTERM and SIGKILL to CMD's process group.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
     pub(crate) grace: Duration,
     /// With --lease: stop CMD this long before the lease ends (0 = when it ends)
