@@ -10,8 +10,11 @@ use crate::duration::parse_duration;
 const EXIT_CODES: &str = "\
 Exit codes:
   run:     the child's own code; 128+N when signal N killed it; 124 when the lock
-           was lost and the child stopped; 75 when the lock was not acquired within
-           --wait; 126/127 when CMD could not be executed / was not found
+           was lost or taken away (or its fixed lease was about to end) and the child
+           stopped; 75 when the lock was not acquired within --wait; 126/127 when CMD
+           could not be executed / was not found
+  hold:    0 released after a signal; 124 the lock was lost or taken away; 75 not
+           acquired within --wait
   unlock:  0 unlocked; 1 nothing unlocked (no lock, not a lock, or --owner
            did not hold it)
   all:     69 Redis unreachable or not answering; 64 usage error; 70 other errors
@@ -48,6 +51,9 @@ pub(crate) enum Command {
     /// Acquire NAME, run CMD while holding it, release it after CMD exits.
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
+    /// Acquire NAME and hold it, with no command, until SIGTERM or SIGINT.
+    #[command(after_help = EXIT_CODES)]
+    Hold(HoldArgs),
     /// Show who holds NAME, its TTL, its waiters and its last fencing token.
     Status(StatusArgs),
     /// List the locks that exist (SCAN; every primary of a cluster).
@@ -77,12 +83,93 @@ pub(crate) struct RunArgs {
     /// A fair lock: granted in the order the waiters queued.
     #[arg(long)]
     pub(crate) fair: bool,
-    /// When the lock is lost: time between SIGTERM and SIGKILL to CMD's process group.
+    /// A fleet-wide semaphore of N permits instead of a lock: at most N runs of NAME
+    /// at once (a leased permit: a crashed run's comes back when its lease ends).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["fenced", "fair"])]
+    pub(crate) permits: Option<u32>,
+    /// When CMD is told to stop (the lock lost, SIGTERM or SIGINT to `run`, the stop
+    /// margin reached): time between SIGTERM and SIGKILL to CMD's process group.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
     pub(crate) grace: Duration,
+    /// With --lease: stop CMD this long before the lease ends (0 = when it ends)
+    /// [default: a tenth of the lease, at least 1s and at most 1m, at most half of it].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "lease")]
+    pub(crate) stop_margin: Option<Duration>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) cmd: Vec<OsString>,
+}
+
+impl RunArgs {
+    /// How long before a fixed lease ends CMD is told to stop: `--stop-margin`, or the
+    /// default for `--lease`; `None` in watchdog mode (the lease is renewed).
+    ///
+    /// # Errors
+    /// A margin not shorter than the lease (CMD could never start before it).
+    pub(crate) fn stop_margin_or_default(&self) -> Result<Option<Duration>, String> {
+        let Some(lease) = self.lease else { return Ok(None) };
+        match self.stop_margin {
+            None => Ok(Some(default_stop_margin(lease))),
+            Some(margin) if margin >= lease && !lease.is_zero() => Err(format!(
+                "--stop-margin {} ms is not shorter than --lease {} ms",
+                margin.as_millis(),
+                lease.as_millis()
+            )),
+            Some(margin) => Ok(Some(margin)),
+        }
+    }
+}
+
+/// The default `--stop-margin` for a fixed `lease`: a tenth of it, at least 1 s (a
+/// margin must outlast a Redis round trip and a scheduling delay), at most 1 min (a long
+/// lease need not give up a tenth of its time), and never more than half the lease (a
+/// short lease keeps half of itself for CMD). See docs/cli.md.
+pub(crate) fn default_stop_margin(lease: Duration) -> Duration {
+    (lease / 10).clamp(Duration::from_secs(1), Duration::from_secs(60)).min(lease / 2)
+}
+
+/// `leasehold hold`.
+#[derive(Debug, Args)]
+pub(crate) struct HoldArgs {
+    /// The lock's name (its Redis key).
+    pub(crate) name: String,
+    /// Wait at most this long for the lock (0 = one try); default: as long as it takes.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub(crate) wait: Option<Duration>,
+    /// Hold for this fixed lease (never renewed; its end is a loss); default: watchdog mode.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "watchdog")]
+    pub(crate) lease: Option<Duration>,
+    /// Watchdog mode's lease, renewed every third of it (default 30s).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub(crate) watchdog: Option<Duration>,
+    /// A fenced lock: its token is printed.
+    #[arg(long, conflicts_with = "fair")]
+    pub(crate) fenced: bool,
+    /// A fair lock: granted in the order the waiters queued.
+    #[arg(long)]
+    pub(crate) fair: bool,
+    /// One permit of a fleet-wide semaphore of N permits instead of a lock.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["fenced", "fair"])]
+    pub(crate) permits: Option<u32>,
+}
+
+impl Command {
+    /// The checks clap cannot make, before connecting: the usage error's message.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match self {
+            Command::Run(run) => run.stop_margin_or_default().map(drop),
+            _ => Ok(()),
+        }
+    }
+
+    /// The watchdog lease `run` or `hold` asks for.
+    pub(crate) fn watchdog(&self) -> Option<Duration> {
+        match self {
+            Command::Run(run) => run.watchdog,
+            Command::Hold(hold) => hold.watchdog,
+            _ => None,
+        }
+    }
 }
 
 /// `leasehold status`.
@@ -117,4 +204,19 @@ pub(crate) struct UnlockArgs {
     /// Only if this owner (`UUID:N`, or `UUID-N` for a simple lock) holds it.
     #[arg(long, value_name = "ID")]
     pub(crate) owner: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_stop_margin;
+    use std::time::Duration;
+
+    #[test]
+    fn the_default_stop_margin_is_a_bounded_tenth() {
+        let s = Duration::from_secs;
+        assert_eq!(default_stop_margin(s(30)), s(3));
+        assert_eq!(default_stop_margin(s(5)), s(1), "at least 1 s");
+        assert_eq!(default_stop_margin(s(1)), Duration::from_millis(500), "at most half the lease");
+        assert_eq!(default_stop_margin(s(3600)), s(60), "at most 1 min");
+    }
 }

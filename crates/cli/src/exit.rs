@@ -3,7 +3,8 @@
 //! sysexits(3) values where one fits, `timeout(1)`'s for a stopped child, so that none
 //! of them is 1, the code a failing child most often uses.
 
-/// `run`: the lock was lost and the child stopped (as `timeout(1)` when it stops a child).
+/// `run`: the lock was lost or taken away, or its fixed lease was about to end, and the
+/// child stopped (as `timeout(1)` when it stops a child); `hold`: the lock was lost.
 pub(crate) const LOST: u8 = 124;
 /// `run`: the command was found but could not be executed (as a shell).
 pub(crate) const NOT_EXECUTABLE: u8 = 126;

@@ -3,10 +3,14 @@
 //! `docs/cli.md`.
 
 mod args;
+mod child;
 mod duration;
 mod exit;
+mod held;
+mod hold;
 mod inspect;
 mod json;
+mod permits;
 mod run;
 mod unlock;
 
@@ -17,6 +21,10 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // `run`'s trampoline and guard (child.rs): this binary started by itself.
+    if let Some(code) = child::hidden_entry() {
+        return ExitCode::from(code);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -26,6 +34,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Err(message) = cli.command.check() {
+        eprintln!("leasehold: {message}");
+        return ExitCode::from(exit::USAGE);
+    }
     // One thread is plenty for one lock and one child; the library's background tasks
     // (watchdog, subscriber) run while `block_on` runs, which is the whole program.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -45,14 +57,12 @@ const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 async fn dispatch(cli: Cli) -> u8 {
     let mut timeout = cli.timeout.unwrap_or(DEFAULT_TIMEOUT);
     let mut builder = leasehold::Client::builder().url(cli.url.as_str());
-    if let Command::Run(run) = &cli.command {
-        if let Some(watchdog) = run.watchdog {
-            builder = builder.watchdog_timeout(watchdog);
-            // The library wants each call to end well within a renewal period (a
-            // third of the watchdog lease); an explicit --timeout is left to it to judge.
-            if cli.timeout.is_none() {
-                timeout = timeout.min(watchdog / 4);
-            }
+    if let Some(watchdog) = cli.command.watchdog() {
+        builder = builder.watchdog_timeout(watchdog);
+        // The library wants each call to end well within a renewal period (a
+        // third of the watchdog lease); an explicit --timeout is left to it to judge.
+        if cli.timeout.is_none() {
+            timeout = timeout.min(watchdog / 4);
         }
     }
     let builder = builder.command_timeout(timeout);
@@ -65,6 +75,7 @@ async fn dispatch(cli: Cli) -> u8 {
     };
     let code = match cli.command {
         Command::Run(args) => run::run(&client, args).await,
+        Command::Hold(args) => hold::hold(&client, &args).await,
         Command::Status(args) => inspect::status(&client, &args).await,
         Command::List(args) => inspect::list(&client, &args).await,
         Command::Unlock(args) => unlock::unlock(&client, &args).await,

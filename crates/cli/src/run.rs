@@ -1,58 +1,31 @@
-//! `leasehold run`: acquire, run the child in its own process group, forward signals,
-//! stop the child when the lock is lost, release after the child is reaped.
+//! `leasehold run`: acquire, run the child in its own process group (so that it dies
+//! with `run`: `child.rs`), forward signals, stop the child when `run` is told to stop,
+//! before a fixed lease ends and when the lock is lost, release after the child is
+//! reaped.
 
-use leasehold::{Client, FencedGuard, LockGuard};
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use leasehold::Client;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::signal::unix::{signal, Signal as Listener, SignalKind};
+use tokio::time::Instant;
 
 use crate::args::RunArgs;
+use crate::child;
 use crate::exit;
+use crate::held::{self, Held, Released, Spec};
 
-/// The hold `run` keeps while the child runs.
-enum Held {
-    Plain(LockGuard),
-    Fenced(FencedGuard),
-}
-
-impl Held {
-    fn owner(&self) -> &str {
-        match self {
-            Held::Plain(guard) => guard.owner(),
-            Held::Fenced(guard) => guard.owner(),
-        }
-    }
-
-    fn token(&self) -> Option<u64> {
-        match self {
-            Held::Plain(_) => None,
-            Held::Fenced(guard) => Some(guard.token()),
-        }
-    }
-
-    async fn lost(&self) {
-        match self {
-            Held::Plain(guard) => guard.lost().await,
-            Held::Fenced(guard) => guard.lost().await,
-        }
-    }
-
-    async fn unlock(self) -> leasehold::Result<()> {
-        match self {
-            Held::Plain(guard) => guard.unlock().await,
-            Held::Fenced(guard) => guard.unlock().await,
-        }
-    }
-}
-
-/// The four signals `run` passes on to the child's process group.
-struct Forwarded {
+/// The four signals `run` passes on to the child's process group (`hold` takes them
+/// as its end).
+pub(crate) struct Forwarded {
     listeners: [(Listener, Signal); 4],
 }
 
 impl Forwarded {
     /// Installs the handlers: from here on these signals no longer end `run` itself.
-    fn install() -> std::io::Result<Forwarded> {
+    pub(crate) fn install() -> std::io::Result<Forwarded> {
         Ok(Forwarded {
             listeners: [
                 (signal(SignalKind::interrupt())?, Signal::SIGINT),
@@ -67,13 +40,47 @@ impl Forwarded {
     ///
     /// # Cancel safety
     /// Cancel safe: a signal not yet taken stays pending in its listener.
-    async fn next(&mut self) -> Signal {
+    pub(crate) async fn next(&mut self) -> Signal {
         let [(a, sa), (b, sb), (c, sc), (d, sd)] = &mut self.listeners;
         tokio::select! {
             _ = a.recv() => *sa,
             _ = b.recv() => *sb,
             _ = c.recv() => *sc,
             _ = d.recv() => *sd,
+        }
+    }
+}
+
+/// Acquires as `spec` says, ending the wait on the first forwarded signal: the hold, or
+/// the exit code (75 when `--wait` ran out, 128+N for signal N, an error's code), the
+/// reason already on stderr.
+///
+/// # Cancel safety
+/// Dropping the future leaves the wait queue (the library's cancel safety).
+pub(crate) async fn acquire_until_signal(
+    client: &Client,
+    spec: &Spec<'_>,
+    signals: &mut Forwarded,
+) -> Result<Held, u8> {
+    let acquired = tokio::select! {
+        acquired = held::acquire(client, spec) => acquired,
+        // Nothing to pass the signal on to yet: end as the signal would have ended us.
+        // Dropping the acquire leaves the wait queue (the library's cancel safety).
+        sig = signals.next() => return Err(128 + sig as u8),
+    };
+    match acquired {
+        Ok(Some(held)) => Ok(held),
+        Ok(None) => {
+            eprintln!(
+                "leasehold: `{}` not acquired within {} ms",
+                spec.name,
+                spec.wait.unwrap_or_default().as_millis()
+            );
+            Err(exit::NOT_ACQUIRED)
+        }
+        Err(error) => {
+            eprintln!("leasehold: cannot acquire `{}`: {error}", spec.name);
+            Err(exit::for_error(&error))
         }
     }
 }
@@ -88,142 +95,210 @@ pub(crate) async fn run(client: &Client, args: RunArgs) -> u8 {
             return exit::SOFTWARE;
         }
     };
-    let acquired = tokio::select! {
-        acquired = acquire(client, &args) => acquired,
-        // Nothing to pass the signal on to yet: end as the signal would have ended us.
-        // Dropping the acquire leaves the wait queue (the library's cancel safety).
-        sig = signals.next() => return 128 + sig as u8,
+    // Checked before connecting (`Command::check`); `None` again here is watchdog mode.
+    let margin = args.stop_margin_or_default().unwrap_or_default();
+    let spec = Spec {
+        name: &args.name,
+        wait: args.wait,
+        lease: args.lease,
+        fenced: args.fenced,
+        fair: args.fair,
+        permits: args.permits,
     };
-    let held = match acquired {
-        Ok(Some(held)) => held,
-        Ok(None) => {
-            eprintln!(
-                "leasehold: `{}` not acquired within {} ms",
-                args.name,
-                args.wait.unwrap_or_default().as_millis()
-            );
-            return exit::NOT_ACQUIRED;
-        }
-        Err(error) => {
-            eprintln!("leasehold: cannot acquire `{}`: {error}", args.name);
-            return exit::for_error(&error);
+    let held = match acquire_until_signal(client, &spec, &mut signals).await {
+        Ok(held) => held,
+        Err(code) => return code,
+    };
+    let (supervised, group) = supervise(client, &held, &args, margin, &mut signals).await;
+    let kill_leftovers = || {
+        if let Some(group) = group {
+            // Members CMD left behind would run on unlocked. ESRCH: none.
+            let _ = killpg(group, Signal::SIGKILL);
         }
     };
-    let code = supervise(&held, &args, &mut signals).await;
-    match code {
+    match supervised {
         Supervised::Lost => {
+            kill_leftovers();
             // Nothing to give back: the lock is gone (or another owner has it).
             drop(held);
             exit::LOST
         }
-        Supervised::Exited(code) => {
-            if let Err(error) = held.unlock().await {
-                eprintln!("leasehold: releasing `{}` failed: {error}", args.name);
-            }
-            code
+        Supervised::Stopped => {
+            kill_leftovers();
+            // Still held (the margin is before the lease's end): give it back early.
+            let _ = held.release(&args.name).await;
+            exit::LOST
         }
+        Supervised::Exited(code) => match held.release(&args.name).await {
+            Released::Done => code,
+            Released::Lost => {
+                kill_leftovers();
+                eprintln!(
+                    "leasehold: `{}` was no longer held when the command exited (taken away, or its lease ran out)",
+                    args.name
+                );
+                exit::LOST
+            }
+        },
     }
 }
 
 /// How the child's run ended.
 enum Supervised {
-    /// The child was reaped while the lock was held; `run` exits with this code.
+    /// The child was reaped while the lock was held; `run` exits with this code unless
+    /// the release finds the lock gone.
     Exited(u8),
+    /// The child was stopped because the fixed lease was about to end (`--stop-margin`).
+    Stopped,
     /// The lock was lost and the child stopped.
     Lost,
 }
 
-/// Acquires in the mode the flags ask for; `None` when `--wait` ran out.
-async fn acquire(client: &Client, args: &RunArgs) -> leasehold::Result<Option<Held>> {
-    if args.fenced {
-        let lock = client.fenced_lock(&args.name);
-        let guard = match (args.wait, args.lease) {
-            (None, None) => Some(lock.lock().await?),
-            (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
-            (Some(wait), None) => lock.try_lock_for(wait).await?,
-            (Some(wait), Some(lease)) => lock.try_lock_with(wait, lease).await?,
-        };
-        return Ok(guard.map(Held::Fenced));
-    }
-    let guard = if args.fair {
-        let lock = client.fair_lock(&args.name);
-        match (args.wait, args.lease) {
-            (None, None) => Some(lock.lock().await?),
-            (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
-            (Some(wait), None) => lock.try_lock_for(wait).await?,
-            (Some(wait), Some(lease)) => lock.try_lock_with(wait, lease).await?,
-        }
-    } else {
-        let lock = client.lock(&args.name);
-        match (args.wait, args.lease) {
-            (None, None) => Some(lock.lock().await?),
-            (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
-            (Some(wait), None) => lock.try_lock_for(wait).await?,
-            (Some(wait), Some(lease)) => lock.try_lock_with(wait, lease).await?,
-        }
-    };
-    Ok(guard.map(Held::Plain))
+/// How often a fixed lease's hold is checked on the server (it has no renewal that
+/// would find a forced unlock): as often as the default watchdog renews, or three
+/// times per lease when that is shorter.
+fn check_period(lease: Duration) -> Duration {
+    (lease / 3).clamp(Duration::from_millis(100), Duration::from_secs(10))
 }
 
-/// Spawns the child and waits for it, forwarding signals and stopping it on loss.
-async fn supervise(held: &Held, args: &RunArgs, signals: &mut Forwarded) -> Supervised {
-    let Some((program, rest)) = args.cmd.split_first() else {
+/// Spawns the child and waits for it, forwarding signals, stopping it (SIGTERM, then
+/// SIGKILL `--grace` later) when `run` gets SIGINT or SIGTERM, when the fixed lease is
+/// `margin` from its end, and when the lock is lost or, with a fixed lease, found taken
+/// away. Returns how it ended and the child's process group.
+async fn supervise(
+    client: &Client,
+    held: &Held,
+    args: &RunArgs,
+    margin: Option<Duration>,
+    signals: &mut Forwarded,
+) -> (Supervised, Option<Pid>) {
+    let Some(program) = args.cmd.first() else {
         // clap requires CMD; kept as a usage error rather than a panic.
-        return Supervised::Exited(exit::USAGE);
+        return (Supervised::Exited(exit::USAGE), None);
     };
-    let mut command = tokio::process::Command::new(program);
-    command.args(rest).process_group(0).env("LEASEHOLD_LOCK_NAME", &args.name).env("LEASEHOLD_OWNER", held.owner());
-    if let Some(token) = held.token() {
-        command.env("LEASEHOLD_FENCING_TOKEN", token.to_string());
+    let token = held.token().map(|token| token.to_string());
+    let (owner_var, owner) = held.owner_var();
+    let mut env: Vec<(&str, &OsStr)> =
+        vec![("LEASEHOLD_LOCK_NAME", OsStr::new(&args.name)), (owner_var, OsStr::new(owner))];
+    if let Some(token) = &token {
+        env.push(("LEASEHOLD_FENCING_TOKEN", OsStr::new(token)));
     }
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    let child::Spawned { mut child, group, guard } = match child::spawn(&args.cmd, &env) {
+        Ok(spawned) => spawned,
         Err(error) => {
-            eprintln!("leasehold: cannot run {}: {error}", program.to_string_lossy());
-            let code =
-                if error.kind() == std::io::ErrorKind::NotFound { exit::NOT_FOUND } else { exit::NOT_EXECUTABLE };
-            return Supervised::Exited(code);
+            eprintln!("leasehold: cannot start {}: {error}", program.to_string_lossy());
+            return (Supervised::Exited(exit::SOFTWARE), None);
         }
     };
-    // The child leads its own group (`process_group(0)`): its pid is the group id.
-    let group = child.id().and_then(|pid| i32::try_from(pid).ok()).map(Pid::from_raw);
     let send = |sig: Signal| {
         if let Some(group) = group {
             // ESRCH: the group is gone already; nothing to do.
             let _ = killpg(group, sig);
         }
     };
-    let mut lost = false;
-    let kill_at = tokio::time::sleep_until(lock_core::args::far_future(tokio::time::Instant::now()));
-    tokio::pin!(kill_at);
-    let mut killed = false;
+    let now = Instant::now();
+    let never = lock_core::args::far_future(now);
+    // A fixed lease: SIGTERM `margin` before its end, SIGKILL no later than its end.
+    let lease_end = Instant::from_std(held.lease_deadline());
+    let stop_at = margin.map(|margin| lease_end.checked_sub(margin).unwrap_or(now));
+    let stop = tokio::time::sleep_until(stop_at.unwrap_or(never));
+    let kill = tokio::time::sleep_until(never);
+    // A fixed lease on a lock (a permit has no such check): `None` from the check is
+    // unknown (an error), and the lease bounds the hold anyway.
+    let taken = async {
+        let Some(lease) = args.lease.filter(|_| args.permits.is_none()) else {
+            return std::future::pending().await;
+        };
+        let mut every = tokio::time::interval_at(now + check_period(lease), check_period(lease));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            if held.still_held(client).await == Some(false) {
+                return;
+            }
+        }
+    };
+    tokio::pin!(stop, kill, taken);
+    let (mut lost, mut stopped, mut kill_armed, mut killed) = (false, false, false, false);
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
-            sig = signals.next() => send(sig),
+            sig = signals.next() => {
+                send(sig);
+                if matches!(sig, Signal::SIGINT | Signal::SIGTERM) {
+                    arm(&mut kill_armed, kill.as_mut(), lock_core::args::instant_after(Instant::now(), args.grace));
+                }
+            }
             () = held.lost(), if !lost => {
                 lost = true;
-                eprintln!("leasehold: lock `{}` lost: SIGTERM to the command, SIGKILL in {:?}", args.name, args.grace);
                 send(Signal::SIGTERM);
-                let at = lock_core::args::instant_after(tokio::time::Instant::now(), args.grace);
-                kill_at.as_mut().reset(at);
+                let now = Instant::now();
+                let at = arm(&mut kill_armed, kill.as_mut(), lock_core::args::instant_after(now, args.grace));
+                eprintln!(
+                    "leasehold: lock `{}` lost: SIGTERM to the command, SIGKILL in {:?}",
+                    args.name,
+                    at.saturating_duration_since(now)
+                );
             }
-            () = &mut kill_at, if lost && !killed => {
+            () = &mut taken, if !lost => {
+                lost = true;
+                send(Signal::SIGTERM);
+                let now = Instant::now();
+                let at = arm(&mut kill_armed, kill.as_mut(), lock_core::args::instant_after(now, args.grace));
+                eprintln!(
+                    "leasehold: lock `{}` taken away (its owner no longer holds it: a forced unlock?): \
+                     SIGTERM to the command, SIGKILL in {:?}",
+                    args.name,
+                    at.saturating_duration_since(now)
+                );
+            }
+            () = &mut stop, if stop_at.is_some() && !stopped => {
+                stopped = true;
+                let now = Instant::now();
+                let at = lock_core::args::instant_after(now, args.grace).min(lease_end);
+                eprintln!(
+                    "leasehold: the lease of `{}` ends in {:?}: SIGTERM to the command, SIGKILL in {:?}",
+                    args.name,
+                    lease_end.saturating_duration_since(now),
+                    at.saturating_duration_since(now)
+                );
+                send(Signal::SIGTERM);
+                arm(&mut kill_armed, kill.as_mut(), at);
+            }
+            () = &mut kill, if kill_armed && !killed => {
                 killed = true;
                 send(Signal::SIGKILL);
             }
         }
     };
-    if lost {
-        // The child may have left members of its group behind; they run unlocked.
-        send(Signal::SIGKILL);
-        return Supervised::Lost;
+    if let Some(guard) = guard {
+        guard.disarm().await;
     }
-    match status {
-        Ok(status) => Supervised::Exited(exit::for_child(status)),
+    if lost || held.is_lost() {
+        if !lost {
+            eprintln!("leasehold: lock `{}` lost while the command ran", args.name);
+        }
+        return (Supervised::Lost, group);
+    }
+    if stopped {
+        return (Supervised::Stopped, group);
+    }
+    let code = match status {
+        Ok(status) => exit::for_child(status),
         Err(error) => {
             eprintln!("leasehold: waiting for the command failed: {error}");
-            Supervised::Exited(exit::SOFTWARE)
+            exit::SOFTWARE
         }
+    };
+    (Supervised::Exited(code), group)
+}
+
+/// Sets the SIGKILL timer to `at`, or keeps it if it is set earlier already; returns
+/// when it fires.
+fn arm(armed: &mut bool, mut kill: std::pin::Pin<&mut tokio::time::Sleep>, at: Instant) -> Instant {
+    if !*armed || at < kill.deadline() {
+        kill.as_mut().reset(at);
     }
+    *armed = true;
+    kill.deadline()
 }

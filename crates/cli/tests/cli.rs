@@ -240,6 +240,13 @@ async fn usage_errors_exit_64() {
         &["run", "--lease", "1s", "--watchdog", "1s", "x", "--", "true"][..],
         &["unlock", "x"][..],
         &["frobnicate"][..],
+        // --stop-margin needs a fixed lease, shorter than the margin.
+        &["run", "--stop-margin", "1s", "x", "--", "true"][..],
+        &["run", "--lease", "1s", "--stop-margin", "1s", "x", "--", "true"][..],
+        &["run", "--permits", "0", "x", "--", "true"][..],
+        &["run", "--permits", "2", "--fenced", "x", "--", "true"][..],
+        &["hold"][..],
+        &["hold", "--permits", "2", "--fair", "x"][..],
     ] {
         assert_eq!(output(url, args).await.0, Some(64), "{args:?}");
     }
@@ -377,4 +384,284 @@ async fn status_says_a_waited_on_semaphore_is_missing() {
     let (_, free) = output(&url, &["status", "nobody-waits", "--json"]).await;
     assert!(free.contains(r#""kind":"none""#), "{free}");
     waiter.abort();
+}
+
+/// Whether `pid` is a running process (a zombie nobody reaped yet is not).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `PID (COMM) STATE ...`: the state follows the last `)`.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// `kill -SIG PID`.
+fn kill(sig: &str, pid: u32) {
+    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill runs");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_run_takes_the_child_and_its_group_along() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("kill9");
+    let pids = log_file("kill9-pids");
+    let (log_path, pids_path) = (log.display().to_string(), pids.display().to_string());
+    // CMD is a shell whose work is a command it started (`sleep`): both must die with
+    // `run` (the parent-death signal reaches the shell, the guard the whole group).
+    let first = format!("sleep 30 & echo \"$$ $!\" > {pids_path}; echo started >> {log_path}; wait");
+    let mut first_run =
+        leasehold(&url, &["run", "--watchdog", "1s", "kill9", "--", "sh", "-c", &first]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await, "the child started");
+    let ids: Vec<u32> = read(&pids).split_whitespace().map(|p| p.parse().expect("a pid")).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.iter().all(|&pid| alive(pid)), "the shell and its sleep run");
+    // A second run waits; its CMD, once started, logs any of them still running.
+    let second = format!(
+        "for p in $(cat {pids_path}); do s=$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null); \
+         if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo \"overlap $p $s\" >> {log_path}; fi; done; \
+         echo second >> {log_path}"
+    );
+    let mut second_run = leasehold(&url, &["run", "kill9", "--", "sh", "-c", &second]).spawn().expect("spawn");
+
+    kill("-KILL", first_run.id().expect("running"));
+    let status = wait_for(&mut first_run, Duration::from_secs(5)).await;
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+    assert!(
+        wait_until(Duration::from_secs(2), || ids.iter().all(|&pid| !alive(pid))).await,
+        "the child and its group died with run: {:?}",
+        ids.iter().map(|&pid| (pid, alive(pid))).collect::<Vec<_>>()
+    );
+    // The lock expires (1 s watchdog lease); the second run then starts, alone.
+    assert_eq!(wait_for(&mut second_run, Duration::from_secs(15)).await.code(), Some(0));
+    let logged = read(&log);
+    assert!(logged.contains("second"), "{logged}");
+    assert!(!logged.contains("overlap"), "the second run's child overlapped the first's: {logged}");
+    for pid in ids {
+        // Whatever the assertions found, leave nothing behind.
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&pids);
+}
+
+#[tokio::test]
+async fn sigterm_to_run_kills_a_child_that_ignores_it_after_the_grace() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("term-grace");
+    // `exec sleep` after `trap ''`: the ignored disposition is inherited.
+    let script = format!("trap '' TERM; echo started >> {}; exec sleep 20", log.display());
+    let mut run =
+        leasehold(&url, &["run", "--grace", "500ms", "term-grace", "--", "sh", "-c", &script]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await);
+    let started = Instant::now();
+    kill("-TERM", run.id().expect("running"));
+    let status = wait_for(&mut run, Duration::from_secs(5)).await;
+    let elapsed = started.elapsed();
+    assert_eq!(status.code(), Some(137), "the child was killed by SIGKILL (128+9)");
+    assert!(elapsed >= Duration::from_millis(400), "the grace was given: {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "SIGKILL after the grace: {elapsed:?}");
+    let (_, json) = output(&url, &["status", "term-grace", "--json"]).await;
+    assert!(json.contains(r#""held":false"#), "released: {json}");
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn a_fixed_lease_stops_the_child_its_margin_before_the_end() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("margin");
+    let log_path = log.display().to_string();
+    // The child takes 500 ms to stop after SIGTERM: long enough to see the lock held.
+    let script = format!(
+        "trap 'echo TERM >> {log_path}; sleep 0.5; exit 0' TERM; echo started >> {log_path}; \
+         i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done"
+    );
+    let mut run =
+        leasehold(&url, &["run", "--lease", "3s", "--stop-margin", "1500ms", "margin", "--", "sh", "-c", &script])
+            .spawn()
+            .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await);
+    let started = Instant::now();
+    assert!(wait_until(Duration::from_secs(5), || read(&log).contains("TERM")).await, "the child was told to stop");
+    let told = started.elapsed();
+    let (_, json) = output(&url, &["status", "margin", "--json"]).await;
+    assert!(json.contains(r#""held":true"#), "told while the lease still ran: {json}");
+    assert!(told < Duration::from_millis(2800), "about 1.5 s before the 3 s lease ended: {told:?}");
+    assert_eq!(wait_for(&mut run, Duration::from_secs(5)).await.code(), Some(124));
+    let (_, json) = output(&url, &["status", "margin", "--json"]).await;
+    assert!(json.contains(r#""held":false"#), "given back early: {json}");
+
+    // A child that ignores SIGTERM, with a grace longer than the margin: SIGKILL at the
+    // lease's end, not a grace later.
+    let script = format!("trap '' TERM; echo started-2 >> {log_path}; exec sleep 20");
+    let mut run = leasehold(
+        &url,
+        &["run", "--lease", "2s", "--stop-margin", "1s", "--grace", "10s", "margin2", "--", "sh", "-c", &script],
+    )
+    .spawn()
+    .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started-2")).await);
+    let started = Instant::now();
+    assert_eq!(wait_for(&mut run, Duration::from_secs(6)).await.code(), Some(124));
+    // Not 1 s + the 10 s grace (nor the 2 s lease + the grace, as without a margin).
+    assert!(started.elapsed() < Duration::from_secs(4), "killed by the lease's end: {:?}", started.elapsed());
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn a_lock_taken_away_exits_124_even_when_the_child_ends_before_the_renewal() {
+    let server = RedisServer::start();
+    let url = server.url();
+    for by_owner in [false, true] {
+        let name = if by_owner { "taken-owner" } else { "taken-force" };
+        let log = log_file(name);
+        let done = log_file(&format!("{name}-done"));
+        // The default 30 s watchdog renews after 10 s: the child ends long before.
+        let script = format!(
+            "echo \"started $LEASEHOLD_OWNER\" >> {}; while [ ! -e {} ]; do sleep 0.05; done",
+            log.display(),
+            done.display()
+        );
+        let mut run = leasehold(&url, &["run", name, "--", "sh", "-c", &script]).spawn().expect("spawn");
+        assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await);
+        let owner = read(&log).trim().trim_start_matches("started ").to_owned();
+        let (code, out) = if by_owner {
+            output(&url, &["unlock", name, "--force", "--owner", &owner]).await
+        } else {
+            output(&url, &["unlock", name, "--force"]).await
+        };
+        assert_eq!(code, Some(0), "{out}");
+        std::fs::write(&done, b"").expect("the marker");
+        assert_eq!(wait_for(&mut run, Duration::from_secs(5)).await.code(), Some(124), "{name}");
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(&done);
+    }
+}
+
+#[tokio::test]
+async fn a_fixed_lease_taken_away_stops_the_child_at_the_next_check() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("fixed-taken");
+    // A 6 s lease is checked every 2 s; the stop margin (1 s) would stop it at 5 s.
+    let mut run = leasehold(
+        &url,
+        &["run", "--lease", "6s", "--stop-margin", "1s", "fixed-taken", "--", "sh", "-c", &trapping_child(&log, 0)],
+    )
+    .spawn()
+    .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started")).await);
+    let started = Instant::now();
+    let (code, out) = output(&url, &["unlock", "fixed-taken", "--force"]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(wait_for(&mut run, Duration::from_secs(8)).await.code(), Some(124));
+    assert!(read(&log).contains("TERM"), "the child was told");
+    assert!(started.elapsed() < Duration::from_millis(3500), "at the 2 s check: {:?}", started.elapsed());
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn hold_holds_until_a_signal_and_exits_124_when_taken() {
+    use tokio::io::AsyncBufReadExt;
+    let server = RedisServer::start();
+    let url = server.url();
+    for taken in [false, true] {
+        let mut hold = leasehold(&url, &["hold", "--watchdog", "900ms", "held"]).spawn().expect("spawn");
+        let stdout = hold.stdout.take().expect("piped");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("it says it holds")
+            .expect("read")
+            .expect("a line");
+        let owner = line.strip_prefix("holding held owner=").expect("the documented line").to_owned();
+        assert!(owner.contains(':'), "{line}");
+        assert_eq!(output(&url, &["run", "--wait", "0", "held", "--", "true"]).await.0, Some(75), "it holds");
+        let (_, json) = output(&url, &["status", "held", "--json"]).await;
+        assert!(json.contains(&owner), "{json}");
+        if taken {
+            let (code, out) = output(&url, &["unlock", "held", "--force", "--owner", &owner]).await;
+            assert_eq!(code, Some(0), "{out}");
+            assert_eq!(wait_for(&mut hold, Duration::from_secs(5)).await.code(), Some(124), "lost: 124");
+        } else {
+            kill("-TERM", hold.id().expect("running"));
+            assert_eq!(wait_for(&mut hold, Duration::from_secs(5)).await.code(), Some(0), "released on SIGTERM");
+            let (_, json) = output(&url, &["status", "held", "--json"]).await;
+            assert!(json.contains(r#""held":false"#), "{json}");
+        }
+    }
+    // A permit: its id (32 hex digits) instead of an owner.
+    let mut hold = leasehold(&url, &["hold", "--permits", "1", "held-permit"]).spawn().expect("spawn");
+    let mut lines = tokio::io::BufReader::new(hold.stdout.take().expect("piped")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("it says it holds")
+        .expect("read")
+        .expect("a line");
+    let id = line.strip_prefix("holding held-permit permit=").expect("the documented line");
+    assert!(id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{line}");
+    let (code, _) = output(&url, &["run", "--permits", "1", "--wait", "0", "held-permit", "--", "true"]).await;
+    assert_eq!(code, Some(75), "its one permit is held");
+    kill("-INT", hold.id().expect("running"));
+    assert_eq!(wait_for(&mut hold, Duration::from_secs(5)).await.code(), Some(0), "released on SIGINT");
+    let (code, _) = output(&url, &["run", "--permits", "1", "--wait", "0", "held-permit", "--", "true"]).await;
+    assert_eq!(code, Some(0), "given back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_let_n_runs_at_once_and_never_more() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("permits");
+    let script = format!("s=$(date +%s%N); sleep 1; e=$(date +%s%N); echo \"$s $e\" >> {}", log.display());
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let args = ["run", "--permits", "2", "permits", "--", "sh", "-c", &script];
+        runs.push(leasehold(&url, &args).spawn().expect("spawn"));
+    }
+    for run in &mut runs {
+        assert_eq!(wait_for(run, Duration::from_secs(15)).await.code(), Some(0));
+    }
+    // +1 at each start, -1 at each end (an end before a start at the same instant).
+    let mut events: Vec<(u128, i32)> = read(&log)
+        .lines()
+        .flat_map(|line| {
+            let (s, e) = line.split_once(' ').expect("two numbers");
+            [(s.parse().expect("start"), 1), (e.parse().expect("end"), -1)]
+        })
+        .collect();
+    assert_eq!(events.len(), 6, "every child ran: {events:?}");
+    events.sort_unstable();
+    let (mut now, mut most) = (0, 0);
+    for (_, delta) in &events {
+        now += delta;
+        most = most.max(now);
+    }
+    assert_eq!(most, 2, "two at once, never three: {events:?}");
+    // Another N on the same name is refused.
+    assert_eq!(output(&url, &["run", "--permits", "3", "permits", "--", "true"]).await.0, Some(64));
+
+    // A run killed with -9 gives its permit back when its lease runs out.
+    let mut holders = Vec::new();
+    for _ in 0..2 {
+        let args = ["run", "--permits", "2", "--watchdog", "1s", "permits", "--", "sleep", "30"];
+        holders.push(leasehold(&url, &args).spawn().expect("spawn"));
+    }
+    let busy = wait_until(Duration::from_secs(10), || {
+        std::process::Command::new(BIN)
+            .args(["--url", &url, "run", "--permits", "2", "--wait", "0", "permits", "--", "true"])
+            .status()
+            .is_ok_and(|status| status.code() == Some(75))
+    })
+    .await;
+    assert!(busy, "both permits taken");
+    kill("-KILL", holders[0].id().expect("running"));
+    let (code, _) = output(&url, &["run", "--permits", "2", "--wait", "10s", "permits", "--", "true"]).await;
+    assert_eq!(code, Some(0), "the killed run's permit came back");
+    kill("-TERM", holders[1].id().expect("running"));
+    assert_eq!(wait_for(&mut holders[1], Duration::from_secs(5)).await.code(), Some(143));
+    let _ = std::fs::remove_file(&log);
 }
