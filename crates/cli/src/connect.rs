@@ -23,8 +23,9 @@ use crate::exit;
 pub(crate) enum ConnectError {
     /// Nothing listens there (`ECONNREFUSED`).
     Refused(String),
-    /// No working connection within the budget.
-    TimedOut(Duration),
+    /// No working connection within the budget; `tls` for a `rediss://` URL (a server
+    /// without TLS on that port never answers a TLS handshake).
+    TimedOut { budget: Duration, tls: bool },
     /// Something answered, but not in Redis's protocol: the protocol error, and the
     /// first line it answered to a `PING` when it could be read.
     NotRedis { error: String, answer: Option<String> },
@@ -60,8 +61,12 @@ impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConnectError::Refused(detail) => write!(f, "connection refused: nothing listens there ({detail})"),
-            ConnectError::TimedOut(budget) => {
-                write!(f, "timed out: no working connection to Redis within {budget:?} (--timeout)")
+            ConnectError::TimedOut { budget, tls } => {
+                write!(f, "timed out: no working connection to Redis within {budget:?} (--timeout)")?;
+                if *tls {
+                    f.write_str("; the URL asks for TLS: does the server speak TLS on that port?")?;
+                }
+                Ok(())
             }
             ConnectError::NotRedis { error, answer: Some(answer) } => {
                 write!(f, "not Redis: to PING it answered {answer:?} ({error})")
@@ -91,10 +96,10 @@ pub(crate) async fn connect(builder: ClientBuilder, url: &str, budget: Duration)
     let error = match tokio::time::timeout_at(deadline, builder.connect()).await {
         Ok(Ok(client)) => return Ok(client),
         Ok(Err(error)) => error,
-        Err(_) => return Err(ConnectError::TimedOut(budget)),
+        Err(_) => return Err(timed_out(budget, url)),
     };
-    let failure = classify(&error, budget);
-    match failure {
+    match classify(&error, budget) {
+        ConnectError::TimedOut { .. } => Err(timed_out(budget, url)),
         ConnectError::NotRedis { error, answer: None } => {
             // Ask it once more, by hand, for its own words: what a `PING` gets.
             let answer = match plain_address(url) {
@@ -107,11 +112,16 @@ pub(crate) async fn connect(builder: ClientBuilder, url: &str, budget: Duration)
     }
 }
 
+/// [`ConnectError::TimedOut`] for `url`.
+fn timed_out(budget: Duration, url: &str) -> ConnectError {
+    ConnectError::TimedOut { budget, tls: url.starts_with("rediss://") }
+}
+
 /// What went wrong, from the library's error and fred's under it. A timeout of a step
 /// inside (the library's or fred's, both the same budget) is the budget's.
 fn classify(error: &leasehold::Error, budget: Duration) -> ConnectError {
     if error.is_timeout() {
-        return ConnectError::TimedOut(budget);
+        return ConnectError::TimedOut { budget, tls: false };
     }
     let Some(fred) = error.fred_error() else {
         return if error.is_invalid_argument() {
@@ -127,7 +137,7 @@ fn classify(error: &leasehold::Error, budget: Duration) -> ConnectError {
         FredKind::Auth => ConnectError::Auth(details),
         FredKind::Protocol | FredKind::Parse => ConnectError::NotRedis { error: details, answer: None },
         FredKind::Tls => ConnectError::Tls(details),
-        FredKind::Timeout => ConnectError::TimedOut(budget),
+        FredKind::Timeout => ConnectError::TimedOut { budget, tls: false },
         _ if lower.contains("connectionrefused") || lower.contains("connection refused") => {
             ConnectError::Refused(io_words(&details))
         }
