@@ -575,6 +575,53 @@ async fn status_shows_every_kinds_holders_and_waiters() {
     let _ = client.shutdown().await;
 }
 
+/// On a cluster the status script reads every derived key in the name's slot, the
+/// read holds' timeout keys (not declared to the script) included, for names of every
+/// form: plain, with a hash tag, with braces but no tag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reads_holds_and_permits_on_a_cluster() {
+    let cluster = leasehold_test_support::RedisCluster::shared();
+    let url = cluster.url();
+    let client = leasehold::Client::connect(&url).await.expect("connect");
+    let mut reads = Vec::new();
+    for name in ["inspect-rw", "{inspect}:rw", "inspect}rw"] {
+        // Two readers: the key lives as long as the longer hold, the shorter reader's own
+        // lease is its hold's timeout key's.
+        let long = client.read_write_lock(name).read_with_lease(Duration::from_secs(60)).await.expect("a read");
+        let short = client.read_write_lock(name).read_with_lease(Duration::from_secs(5)).await.expect("a read");
+        let (code, json) = output(&url, &["status", name, "--json"]).await;
+        assert_eq!(code, Some(0), "{name}: {json}");
+        assert!(json.contains(r#""kind":"read_write","held":true,"#), "{name}: {json}");
+        let lease_left = |owner: &str| -> i64 {
+            let holder = format!(r#"{{"owner":"{owner}","holds":1,"mode":"read","pttl_ms":"#);
+            json.split_once(&holder)
+                .and_then(|(_, rest)| rest.split(['}', ',']).next())
+                .and_then(|ms| ms.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: {owner} and its lease: {json}"))
+        };
+        assert!((50_000..=60_000).contains(&lease_left(long.owner())), "{name}: {json}");
+        assert!((1..=5_000).contains(&lease_left(short.owner())), "{name}: its own hold's lease: {json}");
+        reads.extend([long, short]);
+    }
+    let pes = client.permit_expirable_semaphore("{inspect}:pes");
+    // False when an earlier run set it: the shared cluster keeps its keys.
+    let _ = pes.try_set_permits(1).await.expect("set");
+    let permit = pes.acquire_with_lease(Duration::from_secs(30)).await.expect("a permit");
+    let (code, json) = output(&url, &["status", "{inspect}:pes", "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    assert!(json.contains(r#""kind":"permit_semaphore","held":true,"#), "{json}");
+    assert!(json.contains(permit.id()), "{json}");
+    let (_, list) = output(&url, &["list", "{inspect}:*", "--json"]).await;
+    assert!(list.contains(r#"{"name":"{inspect}:pes","kind":"permit_semaphore","#), "{list}");
+    assert!(list.contains(r#"{"name":"{inspect}:rw","kind":"read_write","#), "{list}");
+    assert!(!list.contains(r#""kind":"derived""#), "{list}");
+    permit.release().await.expect("released");
+    for read in reads {
+        read.unlock().await.expect("unlocked");
+    }
+    let _ = client.shutdown().await;
+}
+
 /// A read/write lock (Redisson's `RReadWriteLock` layout, written here by hand) shows
 /// as `read_write` with its reader and writer owners, and `unlock --force` deletes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
