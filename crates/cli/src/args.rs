@@ -36,8 +36,8 @@ pub(crate) struct Cli {
     )]
     pub(crate) url: String,
 
-    /// Bound on connecting and on each Redis call [default: 5s, or a quarter of
-    /// `run --watchdog` when that is shorter].
+    /// Bound on the whole connect and on each Redis call after it (500ms, 1.5s, 2m)
+    /// [default: 5s, or a quarter of `run --watchdog` when that is shorter].
     #[arg(long, global = true, value_name = "DUR", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
 

@@ -34,6 +34,16 @@ pub(crate) fn for_error(error: &leasehold::Error) -> u8 {
     }
 }
 
+/// `error` in words, with the server's or fred's own words under it when there are any
+/// (the library's message leaves them to `source()`, which a plain `{error}` drops:
+/// "Redis returned an error (see the source error)").
+pub(crate) fn describe(error: &leasehold::Error) -> String {
+    match error.fred_error().map(|source| source.details()) {
+        Some(details) if !details.is_empty() => format!("{error}: {details}"),
+        _ => error.to_string(),
+    }
+}
+
 /// The code `run` exits with for a child that ended with `status`: its own code, or
 /// 128 + N when signal N killed it (as a shell reports it).
 pub(crate) fn for_child(status: std::process::ExitStatus) -> u8 {

@@ -24,6 +24,11 @@ impl Json {
     pub(crate) fn opt_int(value: Option<i64>) -> Json {
         value.map_or(Json::Null, Json::Int)
     }
+
+    /// A string or `null`.
+    pub(crate) fn opt_str(value: Option<&str>) -> Json {
+        value.map_or(Json::Null, Json::str)
+    }
 }
 
 impl fmt::Display for Json {
@@ -86,7 +91,12 @@ mod tests {
             ("n", Json::Int(-3)),
             ("none", Json::Null),
             ("list", Json::Arr(vec![Json::Bool(true), Json::opt_int(Some(7))])),
+            ("text", Json::opt_str(Some("t"))),
+            ("no_text", Json::opt_str(None)),
         ]);
-        assert_eq!(value.to_string(), r#"{"name":"a\"b\\c\nd\u0001","n":-3,"none":null,"list":[true,7]}"#);
+        assert_eq!(
+            value.to_string(),
+            r#"{"name":"a\"b\\c\nd\u0001","n":-3,"none":null,"list":[true,7],"text":"t","no_text":null}"#
+        );
     }
 }

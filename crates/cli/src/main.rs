@@ -4,14 +4,17 @@
 
 mod args;
 mod child;
+mod connect;
 mod duration;
 mod exit;
 mod held;
 mod hold;
 mod inspect;
 mod json;
+mod keys;
 mod permits;
 mod run;
+mod status;
 mod unlock;
 
 use std::process::ExitCode;
@@ -47,7 +50,11 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::SOFTWARE);
         }
     };
-    ExitCode::from(runtime.block_on(dispatch(cli)))
+    let code = runtime.block_on(dispatch(cli));
+    // Tasks a connect cut short left behind (a DNS lookup on a blocking thread) must
+    // not hold the exit up: `--timeout` bounds the whole connect.
+    runtime.shutdown_background();
+    ExitCode::from(code)
 }
 
 /// `--timeout` when not given.
@@ -66,11 +73,13 @@ async fn dispatch(cli: Cli) -> u8 {
         }
     }
     let builder = builder.command_timeout(timeout);
-    let client = match builder.connect().await {
+    // The whole connect within `timeout`, and a failure said as refused, timed out,
+    // not Redis, or the server's own words.
+    let client = match connect::connect(builder, &cli.url, timeout).await {
         Ok(client) => client,
         Err(error) => {
             eprintln!("leasehold: cannot connect to {}: {error}", redacted(&cli.url));
-            return exit::for_error(&error);
+            return error.exit_code();
         }
     };
     let code = match cli.command {

@@ -8,7 +8,8 @@ use lock_core::LockNames;
 
 use crate::args::UnlockArgs;
 use crate::exit;
-use crate::inspect::{bounded, read_status};
+use crate::inspect::bounded;
+use crate::status::{read_status, Channels};
 
 static FORCE_UNLOCK_OWNER: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("../lua/force_unlock_owner.lua")));
@@ -18,7 +19,7 @@ pub(crate) async fn unlock(client: &Client, args: &UnlockArgs) -> u8 {
     match force(client, args).await {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("leasehold: unlock `{}`: {error}", args.name);
+            eprintln!("leasehold: unlock `{}`: {}", args.name, exit::describe(&error));
             exit::for_error(&error)
         }
     }
@@ -27,15 +28,11 @@ pub(crate) async fn unlock(client: &Client, args: &UnlockArgs) -> u8 {
 async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
     // Read first to say who held it. Without --owner the delete that follows removes
     // whoever holds it then (a holder that changed in between is not named here).
-    let status = read_status(client, &args.name).await?;
-    if status.kind == "other" {
-        // force_release.lua deletes any type: never an application's key by mistake.
-        println!("`{}` not unlocked: it is not a lock (a {} of another shape)", args.name, status.redis_type);
-        return Ok(exit::NOTHING_DONE);
-    }
-    if status.kind == "semaphore" {
-        // Its permits have no holder to take them from: deleting it would drop the count.
-        println!("`{}` not unlocked: it is a semaphore's count (permits have no holder)", args.name);
+    let status = read_status(client, &args.name, Channels::Skip).await?;
+    // force_release.lua deletes any type: never an application's key, a semaphore's or
+    // latch's count, or a key of another lock's (a queue, a counter) by mistake.
+    if let Some(reason) = status.refusal() {
+        println!("`{}` not unlocked: {reason}", args.name);
         return Ok(exit::NOTHING_DONE);
     }
     let deleted = match &args.owner {

@@ -138,9 +138,10 @@ async fn a_forced_unlock_stops_the_child_and_run_exits_124() {
 
     let (code, json) = output(&url, &["status", "forced", "--json"]).await;
     assert_eq!(code, Some(0));
-    assert!(json.contains(&format!(r#""holders":[{{"owner":"{owner}","holds":1}}]"#)), "{json}");
+    assert!(json.contains(&format!(r#""holders":[{{"owner":"{owner}","holds":1,"mode":null,"pttl_ms":"#)), "{json}");
     let (_, list) = output(&url, &["list", "--json"]).await;
-    assert!(list.contains(r#"{"name":"forced","kind":"lock","holders":1,"#), "{list}");
+    assert!(list.contains(r#"{"name":"forced","kind":"lock","held":true,"#), "{list}");
+    assert!(list.contains(&format!(r#""holders":[{{"owner":"{owner}","holds":1,"#)), "the same schema: {list}");
 
     // Another owner: refused, nothing changes.
     let (code, out) =
@@ -229,6 +230,86 @@ async fn an_unreachable_url_exits_69() {
     assert!(started.elapsed() < Duration::from_secs(8));
 }
 
+/// Runs `leasehold` to completion with stderr captured: (exit code, stdout, stderr,
+/// how long it took).
+async fn output_with_stderr(url: &str, args: &[&str]) -> (Option<i32>, String, String, Duration) {
+    let started = Instant::now();
+    let out = leasehold(url, args).stderr(Stdio::piped()).output().await.expect("the leasehold binary runs");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr), started.elapsed())
+}
+
+/// A listener that accepts connections and never answers (the kernel completes the
+/// handshake of connections queued in its backlog): Redis that hangs.
+fn silent_listener() -> (std::net::TcpListener, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("redis://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+    (listener, url)
+}
+
+/// A listener that answers every connection with an HTTP error and closes it: a port
+/// that is not Redis. Its thread runs until the test process ends.
+fn http_listener() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("redis://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+            let mut request = [0u8; 512];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    url
+}
+
+/// `--timeout` bounds the whole connect: a server that accepts and never answers is
+/// given up on after `--timeout` (not twice that: the QUIT of the half-made connection
+/// is not waited for), exit 69, "timed out". The timeout is fractional, as operators
+/// write it.
+#[tokio::test]
+async fn a_server_that_never_answers_is_given_up_on_within_the_timeout() {
+    let (_listener, url) = silent_listener();
+    for args in [&["--timeout", "1.5s", "status", "x"][..], &["--timeout", "1.5s", "run", "x", "--", "true"][..]] {
+        let (code, _, stderr, took) = output_with_stderr(&url, args).await;
+        assert_eq!(code, Some(69), "{args:?}: {stderr}");
+        assert!(stderr.contains("timed out"), "{args:?}: {stderr}");
+        assert!(took >= Duration::from_millis(1400), "{args:?}: it waited for the timeout: {took:?}");
+        assert!(took < Duration::from_millis(2300), "{args:?}: within the timeout and a small margin: {took:?}");
+    }
+}
+
+/// Each way a connect fails is said, with the server's words where there are any, and
+/// exits 69: a closed port (refused), a port that answers HTTP (not Redis), a server
+/// that wants a password (its NOAUTH) or refuses the one given (its WRONGPASS).
+#[tokio::test]
+async fn connect_failures_say_why_and_exit_69() {
+    // A port nobody listens on: bound, then freed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let (code, _, stderr, _) = output_with_stderr(&format!("redis://127.0.0.1:{port}"), &["status", "x"]).await;
+    assert_eq!(code, Some(69), "{stderr}");
+    assert!(stderr.contains("refused"), "{stderr}");
+
+    let (code, _, stderr, took) = output_with_stderr(&http_listener(), &["--timeout", "3s", "status", "x"]).await;
+    assert_eq!(code, Some(69), "{stderr}");
+    assert!(stderr.contains("not Redis") && stderr.contains("HTTP/1.1 400 Bad Request"), "{stderr}");
+    assert!(!stderr.contains("see the source error"), "{stderr}");
+    assert!(took < Duration::from_secs(3), "no wait for a timeout: {took:?}");
+
+    let server = RedisServer::start_with(leasehold_test_support::ServerOptions::default().arg("requirepass", "s3cret"));
+    let (code, _, stderr, _) = output_with_stderr(&server.url(), &["status", "x"]).await;
+    assert_eq!(code, Some(69), "{stderr}");
+    assert!(stderr.contains("authentication failed") && stderr.contains("NOAUTH"), "{stderr}");
+    let wrong = format!("redis://:wrong@127.0.0.1:{}", server.port());
+    let (code, _, stderr, _) = output_with_stderr(&wrong, &["status", "x"]).await;
+    assert_eq!(code, Some(69), "{stderr}");
+    assert!(stderr.contains("WRONGPASS"), "{stderr}");
+    assert!(!stderr.contains("wrong@"), "the password is not printed: {stderr}");
+    let right = format!("redis://:s3cret@127.0.0.1:{}", server.port());
+    assert_eq!(output(&right, &["status", "x"]).await.0, Some(0));
+}
+
 #[tokio::test]
 async fn usage_errors_exit_64() {
     let url = "redis://127.0.0.1:1";
@@ -236,6 +317,8 @@ async fn usage_errors_exit_64() {
         &["run", "x"][..],
         &["run", "x", "true"][..],
         &["run", "--wait", "5", "x", "--", "true"][..],
+        &["run", "--wait", "1.5d", "x", "--", "true"][..],
+        &["run", "--wait", ".5s", "x", "--", "true"][..],
         &["run", "--fenced", "--fair", "x", "--", "true"][..],
         &["run", "--lease", "1s", "--watchdog", "1s", "x", "--", "true"][..],
         &["unlock", "x"][..],
@@ -277,7 +360,7 @@ async fn list_status_and_unlock_on_a_cluster() {
     let (code, list) = output(&url, &["list", "cli-*", "--json"]).await;
     assert_eq!(code, Some(0));
     for name in names {
-        assert!(list.contains(&format!(r#"{{"name":"{name}","kind":"lock","holders":1,"#)), "{name} listed: {list}");
+        assert!(list.contains(&format!(r#"{{"name":"{name}","kind":"lock","held":true,"#)), "{name} listed: {list}");
     }
     let (code, status) = output(&url, &["status", "cli-a", "--json"]).await;
     assert_eq!(code, Some(0));
@@ -317,6 +400,233 @@ async fn unlock_leaves_keys_that_are_not_locks() {
     assert!(json.contains(r#""kind":"other""#), "{json}");
     let exists = raw_command(&server.addr(), &[b"EXISTS", b"app:key", b"app:hash"]);
     assert!(matches!(exists, RespValue::Integer(2)), "both keys are still there: {exists:?}");
+}
+
+/// While one `run` waits behind another, the lock's derived keys exist (its wait queue
+/// and waiter entries; a fair lock's queue and deadlines): `list` shows the locks only,
+/// `status` on a derived key says it is not a lock and whose key it is, `unlock
+/// --force` leaves it, and `status` of the lock shows the waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn derived_keys_are_never_shown_as_locks() {
+    use leasehold_test_support::{raw, RespValue};
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("derived");
+    let locks = [("rep", "--fenced"), ("fq", "--fair")];
+    let mut holders = Vec::new();
+    for (name, flag) in locks {
+        let script = trapping_child(&log, 0).replace("started", &format!("started-{name}"));
+        holders.push(leasehold(&url, &["run", flag, name, "--", "sh", "-c", &script]).spawn().expect("spawn"));
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || read(&log).lines().filter(|l| l.starts_with("started-")).count() == 2)
+            .await,
+        "both holders started: {}",
+        read(&log)
+    );
+    let mut waiters = Vec::new();
+    for (name, flag) in locks {
+        waiters.push(leasehold(&url, &["run", flag, name, "--", "true"]).spawn().expect("spawn"));
+    }
+    let exists = |key: &str| matches!(raw(&server, &["EXISTS", key]), RespValue::Integer(1));
+    assert!(
+        wait_until(Duration::from_secs(10), || exists("leasehold_lock_waiters:{rep}")
+            && exists("redisson_lock_queue:{fq}"))
+        .await,
+        "both waiters queued"
+    );
+
+    let (code, list) = output(&url, &["list"]).await;
+    assert_eq!(code, Some(0), "{list}");
+    let names: Vec<&str> = list.lines().map(|line| line.split('\t').next().unwrap_or_default()).collect();
+    assert_eq!(names, ["fq", "rep"], "only the locks: {list}");
+    assert!(list.contains("waiters=1"), "{list}");
+    let (_, json) = output(&url, &["list", "--json"]).await;
+    assert_eq!(json.matches(r#""name":"#).count(), 2, "{json}");
+
+    for (key, role, of) in [
+        ("leasehold_lock_waiters:{rep}", "lock_waiters", "rep"),
+        ("leasehold_lock_queue:{rep}", "lock_queue", "rep"),
+        ("redisson_lock_token:{rep}", "fencing_counter", "rep"),
+        ("redisson_lock_queue:{fq}", "fair_queue", "fq"),
+        ("redisson_lock_timeout:{fq}", "fair_deadlines", "fq"),
+    ] {
+        assert!(exists(key), "{key} exists");
+        let (code, text) = output(&url, &["status", key]).await;
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.contains("not a lock") && text.contains(&format!("`{of}`")), "{key}: {text}");
+        assert!(!text.contains("holder:"), "{key}: {text}");
+        let (_, json) = output(&url, &["status", key, "--json"]).await;
+        assert!(json.contains(r#""kind":"derived","held":false,"#), "{key}: {json}");
+        assert!(json.contains(&format!(r#""derived_from":"{of}","role":"{role}""#)), "{key}: {json}");
+        let (code, out) = output(&url, &["unlock", key, "--force"]).await;
+        assert_eq!(code, Some(1), "{key}: {out}");
+        assert!(out.contains("not a lock"), "{key}: {out}");
+        assert!(exists(key), "{key} is left alone");
+    }
+    // The locks themselves show their waiters, in their queues.
+    let (_, json) = output(&url, &["status", "rep", "--json"]).await;
+    assert!(json.contains(r#""kind":"fenced","held":true,"#) && json.contains(r#""queue":"lock""#), "{json}");
+    let (_, json) = output(&url, &["status", "fq", "--json"]).await;
+    assert!(json.contains(r#""kind":"fair","held":true,"#) && json.contains(r#""queue":"fair""#), "{json}");
+    let (_, text) = output(&url, &["status", "rep"]).await;
+    assert!(text.contains("waiters:    1") && text.contains("lock:"), "{text}");
+
+    // The holders stop; each waiter gets its lock, runs and exits 0.
+    for holder in &mut holders {
+        let pid = holder.id().expect("running").to_string();
+        assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs").success());
+        assert_eq!(wait_for(holder, Duration::from_secs(5)).await.code(), Some(0));
+    }
+    for waiter in &mut waiters {
+        assert_eq!(wait_for(waiter, Duration::from_secs(10)).await.code(), Some(0));
+    }
+    let (_, list) = output(&url, &["list", "--json"]).await;
+    assert_eq!(list.trim(), "[]", "all released");
+    let _ = std::fs::remove_file(&log);
+}
+
+/// `status` shows every kind's holders and waiters: a read/write lock's writer with its
+/// waiting reader and writer, a semaphore's count and waiter, a permit semaphore's
+/// takers with their leases, a latch's count and its waiting connection. `list` lists
+/// the read/write lock and the permit semaphore (held), not the semaphore's or the
+/// latch's count (any application's counter looks the same), nor any derived key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_every_kinds_holders_and_waiters() {
+    use leasehold_test_support::{raw, RespValue};
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = leasehold::Client::connect(&url).await.expect("connect");
+
+    let writer = client.read_write_lock("rwx").write().await.expect("the write hold");
+    let waiting_reader = {
+        let rw = client.read_write_lock("rwx");
+        tokio::spawn(async move { rw.read().await.map(leasehold::ReadGuard::detach) })
+    };
+    let waiting_writer = {
+        let rw = client.read_write_lock("rwx");
+        tokio::spawn(async move { rw.write().await.map(leasehold::WriteGuard::detach) })
+    };
+    let sem = client.semaphore("sem");
+    assert!(sem.try_set_permits(1).await.expect("set"));
+    let taken = sem.acquire(1).await.expect("the permit");
+    let waiting_taker = {
+        let sem = client.semaphore("sem");
+        tokio::spawn(async move { sem.acquire(1).await.map(leasehold::SemaphorePermit::detach) })
+    };
+    let pes = client.permit_expirable_semaphore("pes");
+    assert!(pes.try_set_permits(2).await.expect("set"));
+    let permit = pes.acquire_with_lease(Duration::from_secs(30)).await.expect("a permit");
+    let latch = client.count_down_latch("latch");
+    assert!(latch.try_set_count(3).await.expect("set"));
+    let latch_waiter = {
+        let latch = client.count_down_latch("latch");
+        tokio::spawn(async move { latch.wait().await })
+    };
+    let exists = |key: &str| matches!(raw(&server, &["EXISTS", key]), RespValue::Integer(1));
+    let subscribed = |channel: &str| client.subscribed_channels().iter().any(|c| c == channel);
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            exists("leasehold_rwlock_readers:{rwx}")
+                && exists("leasehold_rwlock_writers:{rwx}")
+                && exists("leasehold_sem_queue:{sem}")
+                && subscribed(latch.channel())
+        })
+        .await,
+        "everyone waits"
+    );
+
+    let (code, json) = output(&url, &["status", "rwx", "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    assert!(json.contains(r#""kind":"read_write","held":true,"#), "{json}");
+    // The Hash field of a write hold is `OWNER:write`.
+    let field = writer.owner().strip_suffix(":write").unwrap_or(writer.owner()).to_owned() + ":write";
+    assert!(json.contains(&format!(r#""owner":"{field}","holds":1,"mode":"write","#)), "{json}");
+    assert!(json.contains(r#""queue":"read""#) && json.contains(r#""queue":"write""#), "both waiters: {json}");
+
+    let (_, json) = output(&url, &["status", "sem", "--json"]).await;
+    assert!(json.contains(r#""kind":"semaphore","held":false,"#) && json.contains(r#""available":0,"#), "{json}");
+    assert!(json.contains(r#""queue":"semaphore","permits":1,"#), "the waiter and what it asks: {json}");
+    assert!(json.contains(r#""subscribers":1,"#), "{json}");
+
+    let (_, json) = output(&url, &["status", "pes", "--json"]).await;
+    assert!(json.contains(r#""kind":"permit_semaphore","held":true,"#) && json.contains(r#""available":1,"#), "{json}");
+    let holder = format!(r#"{{"owner":"{}","holds":1,"mode":null,"pttl_ms":"#, permit.id());
+    let lease_left: i64 = json
+        .split_once(&holder)
+        .and_then(|(_, rest)| rest.split(['}', ',']).next())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("the permit and its lease: {json}"));
+    assert!((20_000..=30_000).contains(&lease_left), "{lease_left} ms left of a 30 s lease: {json}");
+    let (_, text) = output(&url, &["status", "pes"]).await;
+    assert!(text.contains(&format!("permit:     {}", permit.id())), "{text}");
+
+    let (_, json) = output(&url, &["status", "latch", "--json"]).await;
+    assert!(json.contains(r#""kind":"latch","#) && json.contains(r#""count":3,"subscribers":1,"#), "{json}");
+    let (_, text) = output(&url, &["status", "latch"]).await;
+    assert!(text.contains("count:      3"), "{text}");
+
+    let (_, list) = output(&url, &["list", "--json"]).await;
+    assert_eq!(list.matches(r#""name":"#).count(), 2, "{list}");
+    assert!(list.contains(r#"{"name":"pes","kind":"permit_semaphore","#), "{list}");
+    assert!(list.contains(r#"{"name":"rwx","kind":"read_write","#), "{list}");
+
+    for task in [waiting_reader, waiting_writer] {
+        task.abort();
+    }
+    waiting_taker.abort();
+    latch_waiter.abort();
+    drop(taken);
+    drop(permit);
+    drop(writer);
+    let _ = client.shutdown().await;
+}
+
+/// On a cluster the status script reads every derived key in the name's slot, the
+/// read holds' timeout keys (not declared to the script) included, for names of every
+/// form: plain, with a hash tag, with braces but no tag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reads_holds_and_permits_on_a_cluster() {
+    let cluster = leasehold_test_support::RedisCluster::shared();
+    let url = cluster.url();
+    let client = leasehold::Client::connect(&url).await.expect("connect");
+    let mut reads = Vec::new();
+    for name in ["inspect-rw", "{inspect}:rw", "inspect}rw"] {
+        // Two readers: the key lives as long as the longer hold, the shorter reader's own
+        // lease is its hold's timeout key's.
+        let long = client.read_write_lock(name).read_with_lease(Duration::from_secs(60)).await.expect("a read");
+        let short = client.read_write_lock(name).read_with_lease(Duration::from_secs(5)).await.expect("a read");
+        let (code, json) = output(&url, &["status", name, "--json"]).await;
+        assert_eq!(code, Some(0), "{name}: {json}");
+        assert!(json.contains(r#""kind":"read_write","held":true,"#), "{name}: {json}");
+        let lease_left = |owner: &str| -> i64 {
+            let holder = format!(r#"{{"owner":"{owner}","holds":1,"mode":"read","pttl_ms":"#);
+            json.split_once(&holder)
+                .and_then(|(_, rest)| rest.split(['}', ',']).next())
+                .and_then(|ms| ms.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: {owner} and its lease: {json}"))
+        };
+        assert!((50_000..=60_000).contains(&lease_left(long.owner())), "{name}: {json}");
+        assert!((1..=5_000).contains(&lease_left(short.owner())), "{name}: its own hold's lease: {json}");
+        reads.extend([long, short]);
+    }
+    let pes = client.permit_expirable_semaphore("{inspect}:pes");
+    // False when an earlier run set it: the shared cluster keeps its keys.
+    let _ = pes.try_set_permits(1).await.expect("set");
+    let permit = pes.acquire_with_lease(Duration::from_secs(30)).await.expect("a permit");
+    let (code, json) = output(&url, &["status", "{inspect}:pes", "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    assert!(json.contains(r#""kind":"permit_semaphore","held":true,"#), "{json}");
+    assert!(json.contains(permit.id()), "{json}");
+    let (_, list) = output(&url, &["list", "{inspect}:*", "--json"]).await;
+    assert!(list.contains(r#"{"name":"{inspect}:pes","kind":"permit_semaphore","#), "{list}");
+    assert!(list.contains(r#"{"name":"{inspect}:rw","kind":"read_write","#), "{list}");
+    assert!(!list.contains(r#""kind":"derived""#), "{list}");
+    permit.release().await.expect("released");
+    for read in reads {
+        read.unlock().await.expect("unlocked");
+    }
+    let _ = client.shutdown().await;
 }
 
 /// A read/write lock (Redisson's `RReadWriteLock` layout, written here by hand) shows
@@ -378,7 +688,7 @@ async fn status_says_a_waited_on_semaphore_is_missing() {
     }
     let (code, json) = output(&url, &["status", "orders", "--json"]).await;
     assert_eq!(code, Some(0), "{json}");
-    assert!(json.contains(r#""kind":"missing_semaphore""#) && json.contains(r#""semaphore_subscribers":1"#), "{json}");
+    assert!(json.contains(r#""kind":"missing_semaphore""#) && json.contains(r#""subscribers":1"#), "{json}");
     let (_, text) = output(&url, &["status", "orders"]).await;
     assert!(text.contains("semaphore missing"), "{text}");
     let (_, free) = output(&url, &["status", "nobody-waits", "--json"]).await;
