@@ -143,10 +143,9 @@ impl SimpleLock {
         let lease_ms = args::lease_millis(lease, "lease")?;
         let waits = deadline.is_none_or(|deadline| deadline > start);
         let telemetry = &self.shared.client.telemetry;
-        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+        let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
             use tracing::Instrument;
-            let span = tracing::debug_span!(
-                "leasehold.acquire",
+            let span = tracing::debug_span!(target: crate::telemetry::TARGET, "leasehold.acquire",
                 lock = %self.shared.key,
                 kind = "simple",
                 mode = if waits { "wait" } else { "try" },
@@ -299,10 +298,9 @@ impl SimpleGuard {
                 Err(error) => Err(error),
             }
         };
-        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+        let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
             use tracing::Instrument;
-            let span = tracing::debug_span!(
-                "leasehold.release",
+            let span = tracing::debug_span!(target: crate::telemetry::TARGET, "leasehold.release",
                 lock = %self.lock.key,
                 kind = "simple",
                 db.system.name = "redis",
