@@ -74,6 +74,11 @@ impl Holder {
     /// After the guard is gone: the renewal calls still hanging fail (a command timeout
     /// later) and the partition heals; the loss stays counted once.
     async fn still_counted_once(&mut self) {
+        self.still_counted(1).await;
+    }
+
+    /// [`Holder::still_counted_once`] for `holds` holds lost.
+    async fn still_counted(&mut self, holds: u64) {
         let client = self.client.clone();
         let failed = client.stats().watchdog.failed_calls;
         // Whatever was in flight at the loss fails within a command timeout; wait two.
@@ -82,8 +87,9 @@ impl Holder {
         self.server.heal();
         assert!(wait_until(Duration::from_secs(5), || self.server.answers()).await, "healed");
         let stats = self.client.stats();
-        assert_eq!(stats.lost, 1, "no second count: {stats:?}");
-        assert_eq!(self.log.events_named("leasehold.lost").len(), 1, "{:?}", self.log.events());
+        assert_eq!(stats.lost, holds, "no second count: {stats:?}");
+        let events = self.log.events_named("leasehold.lost");
+        assert_eq!(events.len() as u64, holds, "{events:?}");
         assert_eq!(stats.watchdog_locks, 0, "the lost hold left the renewed holds: {stats:?}");
         let renew_spans = self.log.spans_named("leasehold.renew");
         assert!(!renew_spans.is_empty(), "the renew spans are under leasehold too");
@@ -158,4 +164,55 @@ async fn an_unwatched_lock_cut_off_is_counted_at_its_deadline() {
     assert_eq!(events[0].field("reason"), Some("renewals_failed"));
     drop(guard);
     holder.still_counted_once().await;
+}
+
+/// A fenced lock and a fair lock, each dropped as soon as `lost()` fires.
+#[tokio::test(flavor = "current_thread")]
+async fn a_fenced_and_a_fair_lock_cut_off_are_counted_once_each() {
+    let Some(mut holder) = Holder::start().await else { return };
+    let fenced = holder.client.fenced_lock("partition:fenced").lock().await.expect("fenced");
+    let fair = holder.client.fair_lock("partition:fair").lock().await.expect("fair");
+    let client = holder.client.clone();
+    assert!(wait_until(Duration::from_secs(5), || client.stats().renewals >= 2).await, "{:?}", client.stats());
+    holder.server.cut();
+    tokio::time::timeout(Duration::from_secs(10), fenced.lost()).await.expect("lost() fires");
+    tokio::time::timeout(Duration::from_secs(10), fair.lost()).await.expect("lost() fires");
+    let stats = holder.client.stats();
+    assert_eq!(stats.lost, 2, "both counted by the time their lost() resolved: {stats:?}");
+    drop((fenced, fair));
+    holder.still_counted(2).await;
+    let kinds: std::collections::BTreeSet<(String, String)> = holder
+        .log
+        .events_named("leasehold.lost")
+        .iter()
+        .map(|e| (e.field("lock").unwrap_or_default().to_owned(), e.field("kind").unwrap_or_default().to_owned()))
+        .collect();
+    let want = [("partition:fair", "fair"), ("partition:fenced", "fenced")];
+    assert_eq!(kinds, want.iter().map(|(l, k)| ((*l).to_owned(), (*k).to_owned())).collect());
+}
+
+/// A multi-lock of two members, dropped as soon as its `lost()` fires: each member is a
+/// hold lost to the partition, and each is counted once, the first by the time the
+/// multi-lock's `lost()` resolves, the other at the latest when the guard is dropped.
+#[tokio::test(flavor = "current_thread")]
+async fn a_multi_lock_cut_off_counts_each_member_once() {
+    let Some(mut holder) = Holder::start().await else { return };
+    let guard = holder.client.multi_lock(["partition:m1", "partition:m2"]).lock().await.expect("lock");
+    let client = holder.client.clone();
+    assert!(wait_until(Duration::from_secs(5), || client.stats().renewals >= 2).await, "{:?}", client.stats());
+    holder.server.cut();
+    tokio::time::timeout(Duration::from_secs(10), guard.lost()).await.expect("lost() fires");
+    let stats = holder.client.stats();
+    assert!(stats.lost >= 1, "the member that fired is counted: {stats:?}");
+    drop(guard);
+    assert_eq!(holder.client.stats().lost, 2, "the other member by the drop");
+    holder.still_counted(2).await;
+    let mut locks: Vec<String> = holder
+        .log
+        .events_named("leasehold.lost")
+        .iter()
+        .map(|e| e.field("lock").unwrap_or_default().to_owned())
+        .collect();
+    locks.sort();
+    assert_eq!(locks, ["partition:m1", "partition:m2"]);
 }
