@@ -52,7 +52,19 @@ impl PartitionedServer {
                 return Some(format!("`{tool}` is not installed (apt-get install -y iproute2 iptables)"));
             }
         }
-        None
+        // Root in a container may still be refused both: try them once.
+        let probe = format!("{PREFIX}{}-probe{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let refused = |args: &[&str]| {
+            let output = Command::new(args[0]).args(&args[1..]).output().ok()?;
+            (!output.status.success())
+                .then(|| format!("`{}` refused: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim()))
+        };
+        if let Some(why) = refused(&["ip", "netns", "add", &probe]) {
+            return Some(why);
+        }
+        let why = refused(&["ip", "netns", "exec", &probe, "iptables", "-w", "-L", "INPUT", "-n"]);
+        let _ = Command::new("ip").args(["netns", "del", &probe]).stderr(Stdio::null()).status();
+        why
     }
 
     /// Starts a server in a new namespace.
