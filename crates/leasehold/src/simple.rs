@@ -145,7 +145,9 @@ impl SimpleLock {
         let telemetry = &self.shared.client.telemetry;
         let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
             use tracing::Instrument;
-            let span = tracing::debug_span!(target: crate::telemetry::TARGET, "leasehold.acquire",
+            let span = tracing::debug_span!(
+                target: crate::telemetry::TARGET,
+                "leasehold.acquire",
                 lock = %self.shared.key,
                 kind = "simple",
                 mode = if waits { "wait" } else { "try" },
@@ -300,7 +302,9 @@ impl SimpleGuard {
         };
         let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
             use tracing::Instrument;
-            let span = tracing::debug_span!(target: crate::telemetry::TARGET, "leasehold.release",
+            let span = tracing::debug_span!(
+                target: crate::telemetry::TARGET,
+                "leasehold.release",
                 lock = %self.lock.key,
                 kind = "simple",
                 db.system.name = "redis",

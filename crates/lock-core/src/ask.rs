@@ -115,7 +115,12 @@ impl Batch {
                     None => self.bounded(&first_key, migration_target(&self.client, slot)).await?,
                 };
                 if let Some(to) = known {
-                    tracing::debug!(target: crate::TARGET, key = %first_key, target = %to.server, "following ASK with ASKING");
+                    tracing::debug!(
+                        target: crate::TARGET,
+                        key = %first_key,
+                        target = %to.server,
+                        "following ASK with ASKING",
+                    );
                     let asked = asking_eval(&self.client, &to, self.script, &keys, &args);
                     match self.bounded(&first_key, asked).await? {
                         Ok(reply) => return Ok(reply),
@@ -131,7 +136,12 @@ impl Batch {
             if holds.len() > 1 && is_tryagain(&error) {
                 // Some keys moved, some not (the source's TRYAGAIN), or not all are on the
                 // target (its TRYAGAIN after ASKING): one call per hold.
-                tracing::debug!(target: crate::TARGET, key = %first_key, holds = holds.len(), "batch straddles a migration: splitting");
+                tracing::debug!(
+                    target: crate::TARGET,
+                    key = %first_key,
+                    holds = holds.len(),
+                    "batch straddles a migration: splitting",
+                );
                 return self.split(holds, target).await;
             }
             if !refused_before_running(&error) || Instant::now() + pause >= self.deadline {

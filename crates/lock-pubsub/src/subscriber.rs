@@ -1057,7 +1057,11 @@ impl Task {
         if moved.is_empty() {
             return;
         }
-        tracing::debug!(target: crate::TARGET, channels = moved.len(), "shard channels' slots moved: subscribing again");
+        tracing::debug!(
+            target: crate::TARGET,
+            channels = moved.len(),
+            "shard channels' slots moved: subscribing again",
+        );
         shared.stats.moved_channels.fetch_add(moved.len() as u64, Ordering::Relaxed);
         let mut active = shared.active.lock();
         let mut registry = shared.registry.lock();

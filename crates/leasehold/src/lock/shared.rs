@@ -128,7 +128,11 @@ pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'s
                 // and cleans up at its own end; leaving the queue now would take its
                 // place (a wait restarted at once after a cancelled one, or a refresh
                 // whose reply was lost while the wait goes on).
-                tracing::debug!(target: crate::telemetry::TARGET, lock = %names.key(), "{done}: left to the owner's live wait");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    lock = %names.key(),
+                    "{done}: left to the owner's live wait",
+                );
                 return;
             }
             retry.sending();
@@ -140,7 +144,12 @@ pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'s
                 Err(error) => {
                     drop(turn);
                     let Some(backoff) = retry.after(&error, &lock.client.config) else {
-                        tracing::warn!(target: crate::telemetry::TARGET, lock = %names.key(), %error, "could not set the owner's holds back; its lease (and queue entry) will expire");
+                        tracing::warn!(
+                            target: crate::telemetry::TARGET,
+                            lock = %names.key(),
+                            %error,
+                            "could not set the owner's holds back; its lease (and queue entry) will expire",
+                        );
                         return;
                     };
                     tokio::time::sleep(backoff).await;

@@ -188,7 +188,9 @@ impl Drop for SemaphorePermit {
             return;
         }
         let Some(runtime) = self.runtime.take() else {
-            tracing::warn!(target: crate::telemetry::TARGET, semaphore = %self.held.semaphore.key(),
+            tracing::warn!(
+                target: crate::telemetry::TARGET,
+                semaphore = %self.held.semaphore.key(),
                 permits = self.held.permits,
                 "a permit guard dropped with no runtime left: its permits stay taken"
             );
@@ -197,7 +199,9 @@ impl Drop for SemaphorePermit {
         let held = self.held.clone();
         drop(runtime.spawn(async move {
             if let Err(error) = held.semaphore.give_back(held.op, held.permits, &held.mode).await {
-                tracing::warn!(target: crate::telemetry::TARGET, semaphore = %held.semaphore.key(), %error, permits = held.permits,
+                tracing::warn!(
+                    target: crate::telemetry::TARGET,
+                    semaphore = %held.semaphore.key(), %error, permits = held.permits,
                     "the permits of a dropped permit guard were not given back"
                 );
             }

@@ -97,7 +97,13 @@ impl Telemetry {
         // Not entered (a span entered across `.await`s would be wrong): it spans the wait
         // from its creation to its close, inside the acquire's span.
         let span = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
-            tracing::debug_span!(target: crate::telemetry::TARGET, "leasehold.wait", lock = %key, kind = kind.as_str(), wake_ups = tracing::field::Empty)
+            tracing::debug_span!(
+                target: crate::telemetry::TARGET,
+                "leasehold.wait",
+                lock = %key,
+                kind = kind.as_str(),
+                wake_ups = tracing::field::Empty,
+            )
         } else {
             tracing::Span::none()
         };
@@ -110,7 +116,9 @@ impl Telemetry {
     /// ever publish permits for it unless someone sets it.
     pub(crate) fn semaphore_missing(&self, key: &str, waited: Duration) {
         self.missing_semaphore_waits.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(target: crate::telemetry::TARGET, semaphore = %key,
+        tracing::warn!(
+            target: crate::telemetry::TARGET,
+            semaphore = %key,
             waited = ?waited,
             "waiting for permits of a semaphore that does not exist (no key): it waits until someone sets it \
              (try_set_permits) or releases permits; a flush or a restart without persistence empties it"
