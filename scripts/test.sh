@@ -7,6 +7,8 @@ source scripts/ensure-redis.sh
 source scripts/ensure-redis6.sh
 # The standalone suites' `::valkey` tests: the same bodies on a valkey-server.
 source scripts/ensure-valkey.sh
+# The partition tests (tests/partition.rs): iproute2 and iptables, installed as root.
+source scripts/ensure-iptables.sh
 # The Java Redisson peer of tests/redisson_java.rs (Java 17 + Maven; built once, offline
 # from ~/.m2 after the first fetch). Under CI=true it must build (Java installed if
 # missing); elsewhere without Java the Java suite skips its tests with a printed reason.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold_test_support::{client, client_with, wait_until, RedisServer};
+use leasehold_test_support::{client, client_with, wait_until, RedisServer, TraceLog};
 
 /// Acquires, re-entries, a busy `try_lock`, a wait that ran out and one that was woken
 /// by a release: each counter and gauge moves by what happened.
@@ -210,4 +210,72 @@ async fn a_multi_lock_group_release_has_one_span() {
     assert_eq!(field("members"), Some("3"), "{releases:?}");
     assert_eq!(field("kind"), Some("lock"), "{releases:?}");
     assert_eq!(field("outcome"), Some("released"), "{releases:?}");
+}
+
+/// `RUST_LOG=leasehold=debug` shows everything leasehold emits (issue 30): behind that
+/// filter (`tracing-subscriber`'s `Targets`, the same directive matching as
+/// `EnvFilter`), the acquire and renew spans and the `leasehold.lost` WARN event (its
+/// reason in the fields and the message) are all seen, and no callsite of the library
+/// crates has a target outside `leasehold` (their module paths, `lock_core::…`,
+/// `lock_watchdog::…`, `lock_pubsub::…`, were the targets before).
+#[tokio::test(flavor = "current_thread")]
+async fn leasehold_debug_shows_the_renew_spans_and_the_lost_event() {
+    let log = TraceLog::filtered("leasehold=debug");
+    let _default = log.set_default();
+    let server = RedisServer::start();
+    let client = client_with(&server.url(), Duration::from_millis(300)).await;
+    let guard = client.lock("target:a").lock().await.expect("lock");
+    let contender = client.lock("target:a");
+    assert!(contender.try_lock_for(Duration::from_millis(50)).await.expect("wait").is_none());
+    assert!(
+        wait_until(Duration::from_secs(5), || !log.spans_named("leasehold.renew").is_empty()).await,
+        "a renew span behind leasehold=debug"
+    );
+    assert!(client.lock("target:a").force_unlock().await.expect("force"));
+    tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost() fires");
+    drop(guard);
+
+    let renew = log.spans_named("leasehold.renew").remove(0);
+    assert_eq!(renew.target, "leasehold::watchdog", "{renew:?}");
+    assert_eq!(renew.field("script"), Some("renew_batch"), "{renew:?}");
+    let acquire = log.spans_named("leasehold.acquire");
+    assert!(acquire.iter().any(|s| s.field("outcome") == Some("timed_out")), "{acquire:?}");
+    assert!(acquire.iter().all(|s| s.target == "leasehold"), "{acquire:?}");
+    assert!(!log.spans_named("leasehold.wait").is_empty(), "the wait span");
+    let lost = log.events_named("leasehold.lost");
+    assert_eq!(lost.len(), 1, "{:?}", log.events());
+    assert_eq!(lost[0].level, tracing::Level::WARN);
+    assert_eq!(lost[0].target, "leasehold::watchdog");
+    assert_eq!((lost[0].field("lock"), lost[0].field("reason")), (Some("target:a"), Some("owner_gone")));
+    let message = lost[0].field("message").unwrap_or_default();
+    assert!(message.contains("owner gone"), "the line says why: {message}");
+    let outside: Vec<&str> = log.targets_asked().into_iter().filter(|target| target.starts_with("lock_")).collect();
+    assert!(outside.is_empty(), "callsites outside `leasehold`: {outside:?}");
+}
+
+/// Two guards of one hold (a re-entry through the same handle), the lock force-unlocked
+/// behind their back, and the inner guard's unlock answered "not owner": the outer guard
+/// loses the hold then, and that loss is counted and raised once (`owner_gone`) by the
+/// time its `lost()` resolves (the unlock itself reports its own error, not an event).
+#[tokio::test(flavor = "current_thread")]
+async fn a_guard_losing_its_hold_to_a_sibling_unlock_is_counted_once() {
+    let log = TraceLog::filtered("leasehold=warn");
+    let _default = log.set_default();
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("sibling:a");
+    let outer = lock.lock().await.expect("lock");
+    let inner = lock.try_lock().await.expect("re-enter").expect("re-entered");
+    assert!(client.lock("sibling:a").force_unlock().await.expect("force"));
+    let error = inner.unlock().await.expect_err("the owner is gone");
+    assert!(error.is_not_owner(), "{error}");
+    tokio::time::timeout(Duration::from_secs(5), outer.lost()).await.expect("lost() fires");
+    assert_eq!(client.stats().lost, 1, "{:?}", client.stats());
+    let lost = log.events_named("leasehold.lost");
+    assert_eq!(lost.len(), 1, "{:?}", log.events());
+    assert_eq!((lost[0].field("lock"), lost[0].field("kind")), (Some("sibling:a"), Some("lock")));
+    assert_eq!(lost[0].field("reason"), Some("owner_gone"));
+    drop(outer);
+    assert_eq!(client.stats().lost, 1, "the drop counts nothing more");
+    assert_eq!(log.events_named("leasehold.lost").len(), 1);
 }

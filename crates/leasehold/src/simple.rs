@@ -143,9 +143,10 @@ impl SimpleLock {
         let lease_ms = args::lease_millis(lease, "lease")?;
         let waits = deadline.is_none_or(|deadline| deadline > start);
         let telemetry = &self.shared.client.telemetry;
-        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+        let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
             use tracing::Instrument;
             let span = tracing::debug_span!(
+                target: crate::telemetry::TARGET,
                 "leasehold.acquire",
                 lock = %self.shared.key,
                 kind = "simple",
@@ -299,9 +300,10 @@ impl SimpleGuard {
                 Err(error) => Err(error),
             }
         };
-        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+        let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
             use tracing::Instrument;
             let span = tracing::debug_span!(
+                target: crate::telemetry::TARGET,
                 "leasehold.release",
                 lock = %self.lock.key,
                 kind = "simple",

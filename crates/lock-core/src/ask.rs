@@ -115,7 +115,12 @@ impl Batch {
                     None => self.bounded(&first_key, migration_target(&self.client, slot)).await?,
                 };
                 if let Some(to) = known {
-                    tracing::debug!(key = %first_key, target = %to.server, "following ASK with ASKING");
+                    tracing::debug!(
+                        target: crate::TARGET,
+                        key = %first_key,
+                        target = %to.server,
+                        "following ASK with ASKING",
+                    );
                     let asked = asking_eval(&self.client, &to, self.script, &keys, &args);
                     match self.bounded(&first_key, asked).await? {
                         Ok(reply) => return Ok(reply),
@@ -131,13 +136,18 @@ impl Batch {
             if holds.len() > 1 && is_tryagain(&error) {
                 // Some keys moved, some not (the source's TRYAGAIN), or not all are on the
                 // target (its TRYAGAIN after ASKING): one call per hold.
-                tracing::debug!(key = %first_key, holds = holds.len(), "batch straddles a migration: splitting");
+                tracing::debug!(
+                    target: crate::TARGET,
+                    key = %first_key,
+                    holds = holds.len(),
+                    "batch straddles a migration: splitting",
+                );
                 return self.split(holds, target).await;
             }
             if !refused_before_running(&error) || Instant::now() + pause >= self.deadline {
                 return Err(Error::from_fred(error).with_key(first_key));
             }
-            tracing::debug!(key = %first_key, %error, "refused before running; sending again");
+            tracing::debug!(target: crate::TARGET, key = %first_key, %error, "refused before running; sending again");
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(LONGEST_PAUSE);
         }
@@ -253,7 +263,7 @@ async fn migration_target(client: &Client, slot: u16) -> Option<Target> {
     let nodes: String = match client.with_options(&routed_by(slot)).cluster_nodes().await {
         Ok(nodes) => nodes,
         Err(error) => {
-            tracing::debug!(%error, slot, "CLUSTER NODES failed");
+            tracing::debug!(target: crate::TARGET, %error, slot, "CLUSTER NODES failed");
             return None;
         }
     };

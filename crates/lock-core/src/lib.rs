@@ -27,6 +27,11 @@
 //!
 //! Users depend on the `leasehold` crate; this crate is its building block.
 
+/// The `tracing` target of what this crate emits (scripts sent again after a refusal,
+/// `ASK` redirects followed, cluster topology reads): under `leasehold`, so
+/// `RUST_LOG=leasehold=debug` shows it (see leasehold's `docs/observability.md`).
+pub const TARGET: &str = "leasehold::redis";
+
 pub mod args;
 mod ask;
 mod call;
@@ -51,7 +56,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use gate::WriteGate;
 pub use kind::{AcquireReply, AcquireSpec, LockKind, QueueKind, WaitChannel};
 pub use latch::LatchNames;
-pub use lease::LeaseState;
+pub use lease::{ExpiryHook, LeaseState};
 pub use names::LockNames;
 pub use owner::{ClientId, OwnerId};
 pub use replicas::ReplicaSync;

@@ -190,7 +190,7 @@ where
                 if tokio::time::Instant::now() + pause >= deadline {
                     return Err(Error::from_fred(error).with_key(key));
                 }
-                tracing::debug!(key, error = %error, "refused before running; sending again");
+                tracing::debug!(target: crate::TARGET, key, error = %error, "refused before running; sending again");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_millis(100));
             }

@@ -378,7 +378,12 @@ impl LockStore {
             })
             .collect();
         if !strays.is_empty() {
-            tracing::debug!(key = %first_key, keys = strays.len(), "read renewal: timeout keys away from their Hash");
+            tracing::debug!(
+                target: crate::TARGET,
+                key = %first_key,
+                keys = strays.len(),
+                "read renewal: timeout keys away from their Hash",
+            );
             let left = budget.saturating_sub(start.elapsed());
             // Answers ignored: a timeout key gone from both nodes is a hold whose own
             // lease ran out; its reader field (the hold count) was renewed above.

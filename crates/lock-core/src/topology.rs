@@ -25,18 +25,18 @@ pub async fn read_slot_map(client: &Client, timeout: Duration) -> Option<Cluster
     let value = match tokio::time::timeout(timeout, client.cluster_slots::<Value>()).await {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {
-            tracing::debug!(%error, "CLUSTER SLOTS failed");
+            tracing::debug!(target: crate::TARGET, %error, "CLUSTER SLOTS failed");
             return None;
         }
         Err(_) => {
-            tracing::debug!("CLUSTER SLOTS timed out");
+            tracing::debug!(target: crate::TARGET, "CLUSTER SLOTS timed out");
             return None;
         }
     };
     // The host for nodes the reply names without one (fred does the same).
     let host = client.client_config().server.hosts().first().map(|server| server.host.clone())?;
     ClusterRouting::from_cluster_slots(value, host)
-        .map_err(|error| tracing::debug!(%error, "unreadable CLUSTER SLOTS"))
+        .map_err(|error| tracing::debug!(target: crate::TARGET, %error, "unreadable CLUSTER SLOTS"))
         .ok()
 }
 
@@ -73,11 +73,11 @@ pub async fn sync_if_primaries_changed(client: &Client, timeout: Duration) -> bo
     if !primaries_differ(&before, &fresh) {
         return false;
     }
-    tracing::debug!("the cluster's primaries changed: syncing the slot map");
+    tracing::debug!(target: crate::TARGET, "the cluster's primaries changed: syncing the slot map");
     match tokio::time::timeout(timeout, client.sync_cluster()).await {
         Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::debug!(%error, "cluster sync failed"),
-        Err(_) => tracing::debug!("cluster sync timed out"),
+        Ok(Err(error)) => tracing::debug!(target: crate::TARGET, %error, "cluster sync failed"),
+        Err(_) => tracing::debug!(target: crate::TARGET, "cluster sync timed out"),
     }
     client.cached_cluster_state().is_some_and(|after| primaries_differ(&before, &after))
 }

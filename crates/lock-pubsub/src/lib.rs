@@ -42,6 +42,11 @@
 //!
 //! See `docs/architecture/waiting.md` for the state machine.
 
+/// The `tracing` target of everything the waiting side emits (subscribe, unsubscribe,
+/// resubscribe after a reconnect or a lag): under `leasehold`, so
+/// `RUST_LOG=leasehold=debug` shows it (see leasehold's `docs/observability.md`).
+pub const TARGET: &str = "leasehold::pubsub";
+
 mod channel;
 mod subscriber;
 mod waiter;

@@ -727,13 +727,13 @@ impl Task {
                     continue;
                 }
                 Event::Message(Err(broadcast::error::RecvError::Lagged(missed))) => {
-                    tracing::debug!(missed, "subscriber lagged: waking every waiter");
+                    tracing::debug!(target: crate::TARGET, missed, "subscriber lagged: waking every waiter");
                     shared.wake_all();
                     continue;
                 }
                 Event::Message(Err(broadcast::error::RecvError::Closed)) | Event::Reconnect(false) => break,
                 Event::Reconnect(true) => {
-                    tracing::debug!("subscriber reconnected: resubscribing");
+                    tracing::debug!(target: crate::TARGET, "subscriber reconnected: resubscribing");
                     // The server forgot our subscriptions with the old connection:
                     // every channel must be subscribed again, and confirmed again.
                     shared.active.lock().clear();
@@ -856,12 +856,12 @@ impl Task {
                 false
             }
             Ok(Err(error)) => {
-                tracing::debug!(%error, "SUBSCRIBE failed; will retry");
+                tracing::debug!(target: crate::TARGET, %error, "SUBSCRIBE failed; will retry");
                 self.failed.extend(to_subscribe.iter().cloned());
                 true
             }
             Err(_) => {
-                tracing::debug!("SUBSCRIBE timed out; will retry");
+                tracing::debug!(target: crate::TARGET, "SUBSCRIBE timed out; will retry");
                 self.failed.extend(to_subscribe.iter().cloned());
                 true
             }
@@ -927,13 +927,13 @@ impl Task {
                     }
                 }
                 Ok(Err(error)) => {
-                    tracing::debug!(%error, %channel, "SSUBSCRIBE failed; will retry");
+                    tracing::debug!(target: crate::TARGET, %error, %channel, "SSUBSCRIBE failed; will retry");
                     self.failed.insert(channel.clone());
                     failed = true;
                 }
                 Err(_) => {
                     // The connection is probably down: the others would time out too.
-                    tracing::debug!(%channel, "SSUBSCRIBE timed out; will retry");
+                    tracing::debug!(target: crate::TARGET, %channel, "SSUBSCRIBE timed out; will retry");
                     self.failed.extend(to_subscribe[i..].iter().cloned());
                     return true;
                 }
@@ -958,12 +958,12 @@ impl Task {
                 false
             }
             Ok(Err(error)) => {
-                tracing::debug!(%error, "UNSUBSCRIBE failed; will retry");
+                tracing::debug!(target: crate::TARGET, %error, "UNSUBSCRIBE failed; will retry");
                 self.failed.extend(to_unsubscribe.iter().cloned());
                 true
             }
             Err(_) => {
-                tracing::debug!("UNSUBSCRIBE timed out; will retry");
+                tracing::debug!(target: crate::TARGET, "UNSUBSCRIBE timed out; will retry");
                 self.failed.extend(to_unsubscribe.iter().cloned());
                 true
             }
@@ -1008,13 +1008,13 @@ impl Task {
                 match tokio::time::timeout(self.command_timeout, self.client.sunsubscribe(names)).await {
                     Ok(Ok(())) => {}
                     Ok(Err(error)) => {
-                        tracing::debug!(%error, %channel, "SUNSUBSCRIBE failed; will retry");
+                        tracing::debug!(target: crate::TARGET, %error, %channel, "SUNSUBSCRIBE failed; will retry");
                         self.failed.insert(channel.clone());
                         failed = true;
                         continue;
                     }
                     Err(_) => {
-                        tracing::debug!(%channel, "SUNSUBSCRIBE timed out; will retry");
+                        tracing::debug!(target: crate::TARGET, %channel, "SUNSUBSCRIBE timed out; will retry");
                         self.failed.insert(channel.clone());
                         failed = true;
                         continue;
@@ -1049,15 +1049,19 @@ impl Task {
         if source != MapSource::Own {
             match tokio::time::timeout(self.command_timeout, self.client.sync_cluster()).await {
                 Ok(Ok(())) => {}
-                Ok(Err(error)) => tracing::debug!(%error, "subscriber's cluster sync failed"),
-                Err(_) => tracing::debug!("subscriber's cluster sync timed out"),
+                Ok(Err(error)) => tracing::debug!(target: crate::TARGET, %error, "subscriber's cluster sync failed"),
+                Err(_) => tracing::debug!(target: crate::TARGET, "subscriber's cluster sync timed out"),
             }
         }
         let moved = self.moved_channels(&map);
         if moved.is_empty() {
             return;
         }
-        tracing::debug!(channels = moved.len(), "shard channels' slots moved: subscribing again");
+        tracing::debug!(
+            target: crate::TARGET,
+            channels = moved.len(),
+            "shard channels' slots moved: subscribing again",
+        );
         shared.stats.moved_channels.fetch_add(moved.len() as u64, Ordering::Relaxed);
         let mut active = shared.active.lock();
         let mut registry = shared.registry.lock();

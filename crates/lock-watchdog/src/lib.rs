@@ -15,7 +15,10 @@
 //! - A renewal that finds the owner field gone marks the hold **lost** and drops it: it is
 //!   never renewed again. A failed call (timeout, connection) is retried every
 //!   `retry_interval` until the hold's local deadline, computed from when the last
-//!   successful renewal was *sent*; past it, the hold is marked lost.
+//!   successful renewal was *sent*; past it, the hold is lost: reported once (counted,
+//!   the `leasehold.lost` event) by whoever sees the deadline pass first (a holder's
+//!   `lost()`, a deadline sweep of the scheduler, the hold's deregistration), before
+//!   any `lost()` of it resolves, and never renewed again.
 //! - Every held lock, fixed lease included, is also [`Watchdog::track`]ed: after each
 //!   reconnect ([`Watchdog::renew_now`], [`Watchdog::renew_on_each`]) the owner fields of
 //!   the tracked holds that the watchdog does not renew are checked with
@@ -31,6 +34,11 @@
 //!   scheduler just sees the answer).
 //! - The scheduler task holds only a `Weak` reference and ends when the `Watchdog` is
 //!   dropped (bb8's reaper pattern).
+
+/// The `tracing` target of everything the watchdog emits (the `leasehold.renew` spans,
+/// the `leasehold.lost` event, failed renewals and checks): under `leasehold`, so
+/// `RUST_LOG=leasehold=debug` shows it (see leasehold's `docs/observability.md`).
+pub const TARGET: &str = "leasehold::watchdog";
 
 mod observer;
 mod renewer;

@@ -10,7 +10,8 @@ use std::fmt::Debug;
 pub enum LostReason {
     /// A renewal found the owner field gone (expired, force-unlocked, overwritten).
     OwnerGone,
-    /// Renewals failed (timeouts, connection errors) until the lease ran out.
+    /// No renewal succeeded before the hold's local lease deadline: they failed
+    /// (timeouts, connection errors) or went unanswered (a partition, a frozen server).
     RenewalsFailed,
     /// The check after a reconnect or a failover found the owner field gone.
     GoneAfterReconnect,
@@ -25,11 +26,28 @@ impl LostReason {
             LostReason::GoneAfterReconnect => "gone_after_reconnect",
         }
     }
+
+    /// Why, in words, for the `leasehold.lost` event's message.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LostReason::OwnerGone => {
+                "a renewal found the owner gone (the lease expired on the server, or the lock was force-unlocked)"
+            }
+            LostReason::RenewalsFailed => {
+                "the lease ran out on the local clock before a renewal succeeded (renewals failed or went unanswered)"
+            }
+            LostReason::GoneAfterReconnect => {
+                "the check after a reconnect or a failover found the owner gone (the server lost the lock)"
+            }
+        }
+    }
 }
 
 /// Called by the scheduler, synchronously, from its task (or from the thread that
-/// registers or drops a [`Renewal`](crate::Renewal)). Implementations must be cheap and
-/// must not block: they run under the watchdog's entry lock.
+/// registers or drops a [`Renewal`](crate::Renewal), or, for a lease that ran out, from
+/// whoever noticed it first: see [`WatchdogObserver::lost`]). Implementations must be
+/// cheap and must not block: they run under the watchdog's entry lock or a hold's lease
+/// lock.
 pub trait WatchdogObserver: Debug + Send + Sync + 'static {
     /// One hold's renewal was answered: `renewed` (its lease set again) or not (its
     /// owner field was gone: [`WatchdogObserver::lost`] follows).
@@ -42,8 +60,12 @@ pub trait WatchdogObserver: Debug + Send + Sync + 'static {
         let _ = holds;
     }
 
-    /// A hold of lock `key`, registered or tracked with `tag`, was found lost and marked
-    /// so (its holders' `lost()` fires right after). Called once per hold and loss.
+    /// A hold of lock `key`, registered or tracked with `tag`, was found lost: called
+    /// once per hold, under the hold's lease lock, right before it is marked lost (so
+    /// before any of its holders' `lost()` resolves). For a renewed hold whose lease
+    /// deadline passed, it may run on the thread of whoever noticed first (a task
+    /// awaiting `lost()`, a call to `is_lost()`, a guard's drop) rather than the
+    /// watchdog's.
     fn lost(&self, key: &str, tag: &'static str, reason: LostReason) {
         let _ = (key, tag, reason);
     }

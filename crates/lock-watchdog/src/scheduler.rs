@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use lock_core::{LeaseState, OwnerId};
+use lock_core::{ExpiryHook, LeaseState, OwnerId};
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinSet;
@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::observer::{LostReason, WatchdogObserver};
 use crate::renewer::Renewer;
+use crate::TARGET;
 
 /// Settings of a [`Watchdog`].
 #[derive(Debug, Clone)]
@@ -75,7 +76,8 @@ pub struct WatchdogStats {
     pub calls: u64,
     /// Calls that failed (timeout, connection).
     pub failed_calls: u64,
-    /// Holds found lost (owner gone, or deadline passed while renewals failed).
+    /// Holds found lost (owner gone, or the lease deadline passed before a renewal
+    /// succeeded), each once, by the time its `lost()` resolves.
     pub lost: u64,
     /// Holds tracked now ([`Watchdog::track`]): checked after each reconnect.
     pub tracked: usize,
@@ -111,6 +113,9 @@ struct Shared {
     kick: Arc<Notify>,
     /// Asks for a check of every tracked hold now (after a reconnect).
     check_kick: Arc<Notify>,
+    /// Wakes the sweep of lease deadlines ([`run_expiries`]) when the first hold is
+    /// registered. In an `Arc` for the same reason.
+    expiry_kick: Arc<Notify>,
     /// Kept so that every helper task can stop with the watchdog.
     shutdown_rx: watch::Receiver<()>,
     stats: Counters,
@@ -137,20 +142,34 @@ impl Shared {
         }
     }
 
-    /// The one place a hold is found lost: counted, marked, reported (the
-    /// `leasehold.lost` event, at WARN) and told to the observer. Counted before the
-    /// mark, so that a holder woken by `lost()` that reads the stats finds it counted;
-    /// a hold marked lost already (by another path) is neither counted nor reported.
+    /// A hold the watchdog answered for was found lost (the owner gone at a renewal or
+    /// at a check after a reconnect): reported ([`Shared::report_lost`]) and marked
+    /// lost in one step under the lease's lock, so that a holder woken by `lost()` finds
+    /// it counted. A hold already lost (by its deadline, or another path) is neither
+    /// counted nor reported again.
     fn found_lost(&self, lease: &LeaseState, key: &str, tag: &'static str, reason: LostReason) {
-        if lease.is_marked_lost() {
-            return;
-        }
+        lease.lose_with(|| self.report_lost(key, tag, reason));
+    }
+
+    /// The one place a loss is reported, once per hold: counted (`stats.lost`), the
+    /// `leasehold.lost` event at WARN, and the observer (`leasehold_lost_total`). Called
+    /// under the lease's lock, right before the hold is marked lost: by
+    /// [`Shared::found_lost`], or by the lease itself when a renewed hold's deadline
+    /// passed ([`ExpiryHook`]), whoever looked first (its `lost()`, `is_lost()`, the
+    /// deadline sweep, a late answer, the hold's deregistration).
+    fn report_lost(&self, key: &str, tag: &'static str, reason: LostReason) {
         self.stats.lost.fetch_add(1, Ordering::Relaxed);
-        if lease.mark_lost() {
-            tracing::warn!(name: "leasehold.lost", lock = %key, kind = tag, reason = reason.as_str(), "lock lost");
-            if let Some(observer) = &self.config.observer {
-                observer.lost(key, tag, reason);
-            }
+        tracing::warn!(
+            name: "leasehold.lost",
+            target: TARGET,
+            lock = %key,
+            kind = tag,
+            reason = reason.as_str(),
+            "lock lost: {}",
+            reason.describe()
+        );
+        if let Some(observer) = &self.config.observer {
+            observer.lost(key, tag, reason);
         }
     }
 
@@ -158,6 +177,55 @@ impl Shared {
     fn kick_all(&self) {
         self.kick.notify_one();
         self.check_kick.notify_one();
+    }
+
+    /// The deadline sweep: every registered hold whose lease deadline has passed is
+    /// reported lost (through its lease's hook, unless someone looked first) and leaves
+    /// the entries, as do holds marked lost another way and holds whose lease is gone.
+    /// Returns the earliest deadline still ahead. The leases are settled outside the
+    /// entries lock.
+    fn expire_due(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut due: Vec<(u64, Option<Arc<LeaseState>>)> = Vec::new();
+        let mut next: Option<Instant> = None;
+        for (id, entry) in self.entries.lock().iter() {
+            let Some(lease) = entry.lease.upgrade() else {
+                due.push((*id, None));
+                continue;
+            };
+            let deadline = lease.expires_at();
+            if deadline <= now || lease.is_marked_lost() {
+                due.push((*id, Some(lease)));
+            } else {
+                next = Some(next.map_or(deadline, |n| n.min(deadline)));
+            }
+        }
+        if due.is_empty() {
+            return next;
+        }
+        let mut gone = Vec::with_capacity(due.len());
+        for (id, lease) in due {
+            // `check_expiry` reports a passed deadline once (the hook); a lease extended
+            // meanwhile (an answer landed) stays.
+            if lease.is_none_or(|lease| lease.check_expiry()) {
+                gone.push(id);
+            }
+        }
+        let mut entries = self.entries.lock();
+        for id in gone {
+            entries.remove(&id);
+        }
+        self.registered_changed(entries.len());
+        drop(entries);
+        next
+    }
+}
+
+/// A renewed hold's lease ran out on the local clock before a renewal succeeded (they
+/// failed, or went unanswered: a partition): the loss, reported once by the lease.
+impl ExpiryHook for Shared {
+    fn expired(&self, key: &str, tag: &'static str) {
+        self.report_lost(key, tag, LostReason::RenewalsFailed);
     }
 }
 
@@ -206,8 +274,14 @@ impl Drop for Renewal {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.upgrade() {
             let mut entries = shared.entries.lock();
-            if entries.remove(&self.id).is_some() {
+            if let Some(entry) = entries.remove(&self.id) {
                 shared.registered_changed(entries.len());
+                // The hook goes with the registration. A deadline that passed before
+                // anyone looked is reported now: the hold was lost while renewed
+                // (a guard dropped right when its `lost()` fired finds it reported).
+                if let Some(lease) = entry.lease.upgrade() {
+                    lease.remove_expiry_hook(self.id);
+                }
             }
         }
     }
@@ -216,7 +290,13 @@ impl Drop for Renewal {
 impl Renewal {
     /// `true` while the scheduler still renews this hold (not lost, watchdog alive).
     pub fn is_active(&self) -> bool {
-        self.shared.upgrade().is_some_and(|shared| shared.entries.lock().contains_key(&self.id))
+        self.shared.upgrade().is_some_and(|shared| {
+            shared
+                .entries
+                .lock()
+                .get(&self.id)
+                .is_some_and(|entry| entry.lease.upgrade().is_some_and(|lease| !lease.is_marked_lost()))
+        })
     }
 }
 
@@ -254,6 +334,21 @@ impl Tracking {
     pub fn is_active(&self) -> bool {
         self.shared.upgrade().is_some_and(|shared| shared.tracked.lock().contains_key(&self.id))
     }
+
+    /// Reports the tracked hold lost for `reason`, found by its owner rather than by the
+    /// watchdog (the server answered an acquire or a release of the same owner that it
+    /// no longer holds the lock, while guards of the hold were still alive): reported
+    /// as the watchdog's own findings are (counted, the `leasehold.lost` event, the
+    /// observer), once, under the lease's lock, and marked lost; tracking stops. A hold
+    /// already lost is not reported again.
+    pub fn report_lost(&self, reason: LostReason) {
+        let Some(shared) = self.shared.upgrade() else { return };
+        let mut tracked = shared.tracked.lock();
+        let Some(entry) = tracked.remove(&self.id) else { return };
+        if let Some(lease) = entry.lease.upgrade() {
+            shared.found_lost(&lease, &entry.key, entry.tag, reason);
+        }
+    }
 }
 
 impl Watchdog {
@@ -278,6 +373,7 @@ impl Watchdog {
             registered: Arc::new(Notify::new()),
             kick: Arc::new(Notify::new()),
             check_kick: Arc::new(Notify::new()),
+            expiry_kick: Arc::new(Notify::new()),
             shutdown_rx: shutdown_rx.clone(),
             stats: Counters::default(),
             _shutdown: shutdown_tx,
@@ -288,7 +384,8 @@ impl Watchdog {
             tokio::join!(
                 run(weak.clone(), &renewer, shutdown_rx.clone()),
                 run_checks(weak.clone(), &renewer, shutdown_rx.clone()),
-                run_topology(weak, &renewer, shutdown_rx),
+                run_topology(weak.clone(), &renewer, shutdown_rx.clone()),
+                run_expiries(weak, shutdown_rx),
             );
         });
         Watchdog { shared }
@@ -300,7 +397,10 @@ impl Watchdog {
     }
 
     /// Registers a held lock: it is renewed every period until the returned [`Renewal`]
-    /// is dropped or the hold is found lost (then `lease` is marked lost).
+    /// is dropped or the hold is found lost (then `lease` is marked lost). Its lease
+    /// gets the watchdog's [`ExpiryHook`]: if its deadline passes before a renewal
+    /// succeeds, the loss is reported (`stats.lost`, the `leasehold.lost` event, the
+    /// observer) by whoever sees it first, before any `lost()` of it resolves.
     pub fn register(&self, key: Arc<str>, owner: OwnerId, lease: &Arc<LeaseState>) -> Renewal {
         self.register_tagged(key, owner, lease, "")
     }
@@ -328,6 +428,9 @@ impl Watchdog {
         spec: RenewSpec,
     ) -> Renewal {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        // Hooked before it is an entry, so no sweep sees it without its hook.
+        let hook: Weak<dyn ExpiryHook> = Arc::downgrade(&self.shared) as Weak<dyn ExpiryHook>;
+        lease.set_expiry_hook(hook, Arc::clone(&key), tag, id);
         let entry = Entry { key, owner, spec, lease: Arc::downgrade(lease), tag, failing: false };
         let was_empty = {
             let mut entries = self.shared.entries.lock();
@@ -337,6 +440,7 @@ impl Watchdog {
         };
         if was_empty {
             self.shared.registered.notify_one();
+            self.shared.expiry_kick.notify_one();
         }
         Renewal { shared: Arc::downgrade(&self.shared), id }
     }
@@ -491,6 +595,17 @@ enum Script {
     Permit,
 }
 
+impl Script {
+    /// The `script` field of a `leasehold.renew` span.
+    fn as_str(self) -> &'static str {
+        match self {
+            Script::Field => "renew_batch",
+            Script::Read => "read_renew_batch",
+            Script::Permit => "pes_renew_batch",
+        }
+    }
+}
+
 /// Renews every hold (`full`) or only the failing ones. Returns whether any hold is
 /// still failing afterwards.
 async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> bool {
@@ -501,15 +616,25 @@ async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> boo
     let mut prefixes: HashMap<u64, Arc<str>> = HashMap::new();
     // Permits too (another script again).
     let mut permit_jobs: Vec<Job> = Vec::new();
-    for (id, e) in shared.entries.lock().iter().filter(|(_, e)| full || e.failing) {
-        let job = (*id, e.key.to_string(), e.owner.as_str().to_owned());
-        match &e.spec {
-            RenewSpec::Field => jobs.push(job),
-            RenewSpec::ReadHold { timeout_prefix } => {
-                prefixes.insert(*id, Arc::clone(timeout_prefix));
-                read_jobs.push(job);
+    {
+        let mut entries = shared.entries.lock();
+        let before = entries.len();
+        // A hold already lost (its deadline passed, found lost) is never renewed again,
+        // even if the partition that lost it has healed: its holder was told.
+        entries.retain(|_, e| e.lease.upgrade().is_some_and(|lease| !lease.is_marked_lost()));
+        if entries.len() != before {
+            shared.registered_changed(entries.len());
+        }
+        for (id, e) in entries.iter().filter(|(_, e)| full || e.failing) {
+            let job = (*id, e.key.to_string(), e.owner.as_str().to_owned());
+            match &e.spec {
+                RenewSpec::Field => jobs.push(job),
+                RenewSpec::ReadHold { timeout_prefix } => {
+                    prefixes.insert(*id, Arc::clone(timeout_prefix));
+                    read_jobs.push(job);
+                }
+                RenewSpec::Permit => permit_jobs.push(job),
             }
-            RenewSpec::Permit => permit_jobs.push(job),
         }
     }
     let prefixes = Arc::new(prefixes);
@@ -541,9 +666,15 @@ async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> boo
                     renewer.renew(holds, lease_ms).await
                 }
             };
-            let result = if tracing::enabled!(tracing::Level::DEBUG) {
+            let result = if tracing::enabled!(target: TARGET, tracing::Level::DEBUG) {
                 use tracing::Instrument;
-                let span = tracing::debug_span!("leasehold.renew", batch = batch.len(), db.system.name = "redis");
+                let span = tracing::debug_span!(
+                    target: TARGET,
+                    "leasehold.renew",
+                    batch = batch.len(),
+                    script = script.as_str(),
+                    db.system.name = "redis"
+                );
                 renew.instrument(span).await
             } else {
                 // No span to fill: skip building it.
@@ -560,14 +691,15 @@ async fn round<R: Renewer>(shared: &Arc<Shared>, renewer: &R, full: bool) -> boo
 }
 
 fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Result<Vec<bool>>) {
-    let now = Instant::now();
     let mut entries = shared.entries.lock();
     match result {
         Ok(renewed) => {
             for ((id, key, _), renewed) in batch.iter().zip(renewed) {
                 // An entry deregistered meanwhile (unlocked) is left alone.
                 let Some(entry) = entries.get_mut(id) else { continue };
-                let Some(lease) = entry.lease.upgrade() else {
+                // Gone, lost meanwhile, or past its deadline: an answer after the
+                // deadline revives nothing (the lease reports the loss, once).
+                let Some(lease) = entry.lease.upgrade().filter(|lease| !lease.check_expiry()) else {
                     entries.remove(id);
                     continue;
                 };
@@ -594,17 +726,18 @@ fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Re
             if let Some(observer) = &shared.config.observer {
                 observer.renewal_failed(batch.len());
             }
-            tracing::debug!(%error, holds = batch.len(), "renewal failed; will retry until the lease deadline");
-            for (id, key, _) in batch {
+            tracing::debug!(
+                target: TARGET,
+                %error,
+                holds = batch.len(),
+                "renewal failed; will retry until the lease deadline"
+            );
+            for (id, _, _) in batch {
                 let Some(entry) = entries.get_mut(id) else { continue };
-                let Some(lease) = entry.lease.upgrade() else {
+                // Past its deadline, the hold is lost: `check_expiry` reports it (once,
+                // unless its `lost()`, `is_lost()` or the sweep did already).
+                if entry.lease.upgrade().is_none_or(|lease| lease.check_expiry()) {
                     entries.remove(id);
-                    continue;
-                };
-                if now >= lease.expires_at() {
-                    let tag = entry.tag;
-                    entries.remove(id);
-                    shared.found_lost(&lease, key, tag, LostReason::RenewalsFailed);
                 } else {
                     entry.failing = true;
                 }
@@ -613,6 +746,32 @@ fn apply(shared: &Shared, batch: &[Job], sent_at: Instant, result: lock_core::Re
     }
     // Holds found lost (or whose guards are gone) left the entries above.
     shared.registered_changed(entries.len());
+}
+
+/// The deadline sweep: wakes at the earliest lease deadline of the registered holds
+/// and reports those that passed ([`Shared::expire_due`]), so a loss is counted at its
+/// deadline even when nobody looks at the hold and its renewal call is still hanging
+/// (a partition: the call fails only at the command timeout). Sleeps while nothing is
+/// registered. Holds `Shared` only while it sweeps.
+async fn run_expiries(weak: Weak<Shared>, mut shutdown: watch::Receiver<()>) {
+    let Some(kick) = weak.upgrade().map(|s| Arc::clone(&s.expiry_kick)) else { return };
+    loop {
+        let next = {
+            let Some(shared) = weak.upgrade() else { return };
+            shared.expire_due()
+        };
+        match next {
+            Some(at) => tokio::select! {
+                _ = shutdown.changed() => return,
+                () = kick.notified() => {}
+                () = tokio::time::sleep_until(at) => {}
+            },
+            None => tokio::select! {
+                _ = shutdown.changed() => return,
+                () = kick.notified() => {}
+            },
+        }
+    }
 }
 
 /// The checks of tracked holds: after each kick (a reconnect) every tracked hold is
@@ -748,7 +907,7 @@ fn apply_checks(shared: &Shared, batch: &[Job], result: lock_core::Result<Vec<bo
         }
         Err(error) => {
             shared.stats.failed_checks.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(%error, holds = batch.len(), "check after a reconnect failed; will retry");
+            tracing::debug!(target: TARGET, %error, holds = batch.len(), "check after a reconnect failed; will retry");
             for (id, _, _) in batch {
                 let Some(entry) = tracked.get_mut(id) else { continue };
                 // Past its deadline the hold's `lost()` has fired already: nothing to check.

@@ -5,6 +5,10 @@
 //!   and can serve TLS next to plaintext ([`ServerOptions::tls`]).
 //! - [`Proxy`]: a TCP proxy in front of a server that can add latency, drop replies and
 //!   cut connections, for faults that a server alone cannot produce.
+//! - [`PartitionedServer`]: a server in a network namespace of its own that a real
+//!   partition (firewall rules dropping its packets both ways) cuts off and heals.
+//! - [`TraceLog`]: a `tracing` subscriber recording spans and events, optionally behind
+//!   a `RUST_LOG`-style filter.
 //! - [`RedisServer::start_replica_of`]: a replica of a server, in sync before it returns;
 //!   [`RedisServer::promote`] makes it a primary.
 //! - [`RedisCluster`]: 3 primaries and 3 replicas; [`SentinelSet`]: a primary, a replica
@@ -36,6 +40,7 @@ pub mod expiring;
 mod failover;
 mod listener;
 mod monitor;
+mod partition;
 mod proxy;
 mod raw;
 mod reaper;
@@ -51,6 +56,7 @@ mod server;
 mod server_kind;
 mod shared;
 mod topology;
+mod trace;
 
 pub use children::{contenders_intervals, spawn_contenders, HolderProcess};
 pub use client::{client, client_with, command_timeout_for, hgetall, pttl, pubsub_channels, raw};
@@ -63,9 +69,11 @@ pub use cluster::{RedisCluster, SlotMigration};
 pub use sentinel::{SentinelSet, SERVICE as SENTINEL_SERVICE};
 
 pub use monitor::Monitor;
+pub use partition::PartitionedServer;
 pub use proxy::Proxy;
 pub use raw::{raw_command, raw_commands, RespValue};
 pub use server::{RedisServer, ServerOptions, TlsFiles};
+pub use trace::{Seen, TraceLog};
 
 use std::time::{Duration, Instant};
 

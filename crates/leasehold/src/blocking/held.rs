@@ -163,7 +163,11 @@ impl<G: AsyncGuard> Drop for Guarded<G> {
         let release = guard.release();
         self.runner.spawn_release(async move {
             if let Err(error) = release.await {
-                tracing::debug!(%error, "the background release of a dropped blocking guard failed");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    %error,
+                    "the background release of a dropped blocking guard failed",
+                );
             }
         });
     }

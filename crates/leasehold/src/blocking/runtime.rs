@@ -54,7 +54,11 @@ impl Runner {
                     let Ok(client) = stopped.await else { return };
                     on_thread.releases.settle(client.config().replay_window).await;
                     if let Err(error) = client.shutdown().await {
-                        tracing::debug!(%error, "blocking client: the shutdown at its last drop did not release everything");
+                        tracing::debug!(
+                            target: crate::telemetry::TARGET,
+                            %error,
+                            "blocking client: the shutdown at its last drop did not release everything",
+                        );
                     }
                 });
                 drop(runtime);
@@ -132,7 +136,10 @@ impl Releases {
             }
         };
         if tokio::time::timeout(bound, idle).await.is_err() {
-            tracing::debug!("blocking client: releases of dropped guards still running after {bound:?}");
+            tracing::debug!(
+                target: crate::telemetry::TARGET,
+                "blocking client: releases of dropped guards still running after {bound:?}",
+            );
         }
     }
 }

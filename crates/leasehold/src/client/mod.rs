@@ -109,12 +109,16 @@ impl Client {
         if !client.has_reconnect_policy() {
             // fred's default: after a dropped connection every command fails (leasehold
             // bounds each call, so nothing hangs, but nothing recovers either).
-            tracing::warn!("the fred client given to leasehold has no reconnect policy");
+            tracing::warn!(
+                target: crate::telemetry::CLIENT_TARGET,
+                "the fred client given to leasehold has no reconnect policy",
+            );
         }
         if client.is_clustered() && client.connection_config().max_redirections > 0 {
             // leasehold resends redirected commands itself; fred 10.1 following an ASK
             // can end its router task (docs/cluster.md).
             tracing::warn!(
+                target: crate::telemetry::CLIENT_TARGET,
                 "the cluster fred client given to leasehold follows redirects (max_redirections > 0): \
                  fred 10.1 can stop answering after an ASK; set max_redirections = 0"
             );
@@ -567,7 +571,11 @@ async fn pubsub_mode(client: &FredClient, config: &ClientConfig) -> PubsubMode {
         Ok(Ok(Value::Array(entries))) => Some(entries.first().is_some_and(|entry| !entry.is_null())),
         Ok(Ok(_)) => None,
         Ok(Err(error)) => {
-            tracing::debug!(%error, "COMMAND INFO SPUBLISH failed; going by the server version");
+            tracing::debug!(
+                target: crate::telemetry::CLIENT_TARGET,
+                %error,
+                "COMMAND INFO SPUBLISH failed; going by the server version",
+            );
             None
         }
         Err(_) => None,

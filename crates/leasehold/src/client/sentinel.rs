@@ -97,7 +97,11 @@ pub(crate) fn watch(
             next = next.wrapping_add(1);
             let clients = (&client, &subscriber, &gate);
             if let Err(error) = follow(&sentinel_config, &policy, host, &service, clients, command_timeout).await {
-                tracing::debug!(%error, "sentinel watch: trying the next sentinel");
+                tracing::debug!(
+                    target: crate::telemetry::CLIENT_TARGET,
+                    %error,
+                    "sentinel watch: trying the next sentinel",
+                );
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
@@ -139,7 +143,11 @@ async fn follow(
             // Closed before anything else: no lock write is handed to fred from now on
             // until the command connection is on the new primary.
             let epoch = gate.close();
-            tracing::info!(%payload, "sentinels switched the primary: reconnecting to it");
+            tracing::info!(
+                target: crate::telemetry::CLIENT_TARGET,
+                %payload,
+                "sentinels switched the primary: reconnecting to it",
+            );
             let new_primary = match fields.as_slice() {
                 [_, _, _, ip, port] => port.parse::<u16>().ok().map(|port| ((*ip).to_owned(), port)),
                 _ => None,
@@ -150,7 +158,11 @@ async fn follow(
             };
             let subscriptions = async {
                 if let Err(error) = subscriber.force_reconnection().await {
-                    tracing::warn!(%error, "reconnecting the subscriber after a primary switch failed; fred keeps retrying");
+                    tracing::warn!(
+                        target: crate::telemetry::CLIENT_TARGET,
+                        %error,
+                        "reconnecting the subscriber after a primary switch failed; fred keeps retrying",
+                    );
                 }
             };
             tokio::join!(commands, subscriptions);
@@ -175,11 +187,16 @@ async fn follow_switch(client: &FredClient, new_primary: Option<&(String, u16)>)
     let followed = tokio::time::timeout(FOLLOW_LIMIT, async {
         loop {
             if let Err(error) = client.force_reconnection().await {
-                tracing::warn!(%error, "reconnecting after a primary switch failed; trying again");
+                tracing::warn!(
+                    target: crate::telemetry::CLIENT_TARGET,
+                    %error,
+                    "reconnecting after a primary switch failed; trying again",
+                );
             } else if on_new_primary() {
                 return;
             } else {
                 tracing::info!(
+                    target: crate::telemetry::CLIENT_TARGET,
                     connected = ?client.active_connections(),
                     "reconnected, but not to the announced primary (a sentinel had not learned of the switch yet); \
                      reconnecting again"
@@ -191,6 +208,7 @@ async fn follow_switch(client: &FredClient, new_primary: Option<&(String, u16)>)
     .await;
     if followed.is_err() {
         tracing::warn!(
+            target: crate::telemetry::CLIENT_TARGET,
             ?new_primary,
             connected = ?client.active_connections(),
             "not on the announced primary within {FOLLOW_LIMIT:?}; lock writes go on (fred keeps reconnecting)"

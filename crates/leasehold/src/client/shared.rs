@@ -77,7 +77,10 @@ impl ClientShared {
             subscriber.ended().await;
         };
         if tokio::time::timeout(timeout, quits).await.is_err() {
-            tracing::debug!("shutdown: QUIT did not answer within {timeout:?}");
+            tracing::debug!(
+                target: crate::telemetry::CLIENT_TARGET,
+                "shutdown: QUIT did not answer within {timeout:?}",
+            );
         }
         released
     }

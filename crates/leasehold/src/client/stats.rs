@@ -20,8 +20,10 @@ pub struct ClientStats {
     pub timed_out: u64,
     /// Single attempts (`try_lock`, or a zero wait) that found the lock held.
     pub busy: u64,
-    /// Holds found lost by the watchdog: a renewal or the check after a reconnect found
-    /// the owner gone, or renewals failed until the lease ran out.
+    /// Holds lost while held, each counted once and by the time its guards' `lost()`
+    /// resolves: a renewal or the check after a reconnect found the owner gone, or a
+    /// renewed hold's lease ran out on the local clock before a renewal succeeded (they
+    /// failed, or went unanswered: a partition). Moves with the `leasehold.lost` event.
     pub lost: u64,
     /// Holds renewed by the watchdog (one per hold and renewal, not per call).
     pub renewals: u64,

@@ -93,7 +93,13 @@ impl Attempt for LockAttempt<'_> {
         let turn = lock.holds.turn().await;
         let (ticket, sent_at) = (*self.registration.lock())?;
         if ticket != grant.ticket || lock.holds.accounted() != 0 {
-            tracing::debug!(lock = %self.names.key(), ticket, granted = grant.ticket, "a grant not this wait's to take over; trying instead");
+            tracing::debug!(
+                target: crate::telemetry::TARGET,
+                lock = %self.names.key(),
+                ticket,
+                granted = grant.ticket,
+                "a grant not this wait's to take over; trying instead",
+            );
             return None;
         }
         let lease = Duration::from_millis(grant.lease_ms);
@@ -138,7 +144,12 @@ impl Attempt for LockAttempt<'_> {
         match lock.reset_holds(self.names).await {
             Ok(_) => true,
             Err(error) => {
-                tracing::debug!(lock = %self.names.key(), %error, "wait clean-up failed; retrying in the background");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    lock = %self.names.key(),
+                    %error,
+                    "wait clean-up failed; retrying in the background",
+                );
                 false
             }
         }
@@ -179,9 +190,10 @@ pub(crate) async fn acquire(
     };
     let attempt = LockAttempt::new(shared, names, lease, lease_ms, mode);
     let mut run = crate::wait::AcquireRun::default();
-    let result = if tracing::enabled!(tracing::Level::DEBUG) {
+    let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
         // The lock name is a field, never part of the span's name (bounded names).
         let span = tracing::debug_span!(
+            target: crate::telemetry::TARGET,
             "leasehold.acquire",
             lock = %names.key(),
             kind = kind.as_str(),

@@ -177,9 +177,10 @@ impl LockGuard {
         self.done = true;
         let lock = self.lock.clone();
         lock.client.telemetry.guard_closed();
-        let result = if tracing::enabled!(tracing::Level::DEBUG) {
+        let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
             use tracing::Instrument;
             let span = tracing::debug_span!(
+                target: crate::telemetry::TARGET,
                 "leasehold.release",
                 lock = %lock.key(),
                 kind = lock.telemetry_kind().as_str(),
@@ -375,7 +376,11 @@ async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, counted
             Ok(Release::NotOwner) if target == 0 && retry.may_have_applied() => {
                 // An earlier attempt of this release may have run and removed the owner
                 // (its reply was lost): the owner holds nothing, which is what was asked.
-                tracing::debug!(lock = %names.key(), "unlock retried after a lost reply: nothing left to release");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    lock = %names.key(),
+                    "unlock retried after a lost reply: nothing left to release",
+                );
                 lock.holds.released(hold, Release::Released, first_sent, Duration::ZERO);
                 return Ok(Release::Released);
             }
@@ -426,7 +431,12 @@ impl Drop for LockGuard {
         // on its own.
         drop(runtime.spawn(async move {
             if let Err(error) = release(&lock, &names, &hold, counted).await {
-                tracing::warn!(lock = %names.key(), %error, "background release of a dropped guard failed; the lease will expire");
+                tracing::warn!(
+                    target: crate::telemetry::TARGET,
+                    lock = %names.key(),
+                    %error,
+                    "background release of a dropped guard failed; the lease will expire",
+                );
             }
         }));
     }

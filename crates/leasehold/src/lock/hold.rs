@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::{LeaseState, Release};
-use lock_watchdog::{Renewal, Tracking};
+use lock_watchdog::{LostReason, Renewal, Tracking};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -150,7 +150,9 @@ impl OwnerHolds {
         register: impl FnOnce(&Arc<LeaseState>) -> Renewal,
     ) -> Arc<Hold> {
         let mut current = self.current.lock();
-        if let Some(hold) = current.as_ref().filter(|hold| !hold.lease.is_marked_lost()) {
+        // `check_expiry`: a renewed hold whose deadline passed is lost (reported once),
+        // not joined and revived by this acquire.
+        if let Some(hold) = current.as_ref().filter(|hold| !hold.lease.check_expiry()) {
             let joins = {
                 let mut counts = hold.counts.lock();
                 if seq > counts.first_seq {
@@ -179,8 +181,9 @@ impl OwnerHolds {
             }
         }
         if let Some(stale) = current.take() {
-            // The server says this is a fresh hold: whatever we had is gone.
-            end(&stale);
+            // The server says this is a fresh hold: whatever we had is gone (guards of
+            // it still alive lose it now).
+            end(&stale, Ended::Found);
         }
         let hold = Arc::new(Hold::new(lock_core::args::instant_after(sent_at, lease), seq, holds));
         hold.add_guard(mode, register);
@@ -254,14 +257,15 @@ impl OwnerHolds {
 
     /// The server says the owner holds nothing now (its last hold was released, or it
     /// was not the owner): every hold this owner knew of has ended, and any guard of it
-    /// still around no longer holds the lock, so it is marked lost for them.
-    pub(crate) fn server_holds_nothing(&self, also: Option<&Arc<Hold>>) {
+    /// still around no longer holds the lock, so it is marked lost for them (and, with
+    /// [`Ended::Found`], that loss is reported once, `owner_gone`).
+    pub(crate) fn server_holds_nothing(&self, also: Option<&Arc<Hold>>, how: Ended) {
         let stale = self.current.lock().take();
         if let Some(stale) = stale {
-            end(&stale);
+            end(&stale, how);
         }
         if let Some(hold) = also {
-            end(hold);
+            end(hold, how);
         }
     }
 
@@ -270,19 +274,42 @@ impl OwnerHolds {
     /// hold, or "not owner", ends it; a remaining hold keeps a TTL of at least `need`.
     pub(crate) fn released(&self, hold: &Arc<Hold>, release: Release, first_sent: Instant, need: Duration) {
         match release {
-            Release::Released | Release::NotOwner => self.server_holds_nothing(Some(hold)),
+            Release::Released | Release::NotOwner => self.server_holds_nothing(Some(hold), Ended::Found),
             Release::StillHeld { .. } if !need.is_zero() => hold.lease.extend(first_sent, need),
             Release::StillHeld { .. } => {}
         }
     }
 }
 
-fn end(hold: &Hold) {
-    {
+/// How a hold ended, for [`OwnerHolds::server_holds_nothing`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// The server answered one of the owner's scripts that the owner holds nothing (a
+    /// fresh acquire, a release, an upgrade check): guards of the hold still alive lost
+    /// it while they held it, and that loss is reported (once, `owner_gone`, as a
+    /// renewal that finds the owner gone reports it). With no guard left (the last
+    /// release), nothing is reported.
+    Found,
+    /// Ended by the client itself (`Client::shutdown`): not a loss to report.
+    Locally,
+}
+
+fn end(hold: &Hold, how: Ended) {
+    let (renewal, tracking) = {
         let mut counts = hold.counts.lock();
-        counts.renewal = None;
-        counts.tracking = None;
-    }
+        let alive = counts.guards > 0;
+        let (renewal, tracking) = (counts.renewal.take(), counts.tracking.take());
+        if how == Ended::Found && alive {
+            if let Some(tracking) = &tracking {
+                tracking.report_lost(LostReason::OwnerGone);
+            }
+        }
+        (renewal, tracking)
+    };
+    // Deregistered (a renewed hold whose deadline had passed unseen is reported as
+    // such first: it was lost before the server said so).
+    drop(renewal);
+    drop(tracking);
     hold.lease.mark_lost();
 }
 

@@ -34,11 +34,21 @@ pub(crate) fn check(sync: Option<ReplicaSync>, acknowledged: Option<Result<u32>>
 pub(crate) async fn undo_now(lock: &LockShared, names: &LockNames) -> bool {
     match lock.reset_holds(names).await {
         Ok(result) => {
-            tracing::debug!(lock = %names.key(), ?result, "acquire not acknowledged by enough replicas; undone");
+            tracing::debug!(
+                target: crate::telemetry::TARGET,
+                lock = %names.key(),
+                ?result,
+                "acquire not acknowledged by enough replicas; undone",
+            );
             true
         }
         Err(error) => {
-            tracing::warn!(lock = %names.key(), %error, "could not give back an unreplicated acquire; retrying in the background");
+            tracing::warn!(
+                target: crate::telemetry::TARGET,
+                lock = %names.key(),
+                %error,
+                "could not give back an unreplicated acquire; retrying in the background",
+            );
             false
         }
     }

@@ -96,7 +96,7 @@ impl LockShared {
     pub(crate) async fn reset_holds(&self, names: &LockNames) -> Result<lock_core::Release> {
         let result = self.set_holds(names, self.holds.accounted(), 0, true).await?;
         if result == lock_core::Release::Released {
-            self.holds.server_holds_nothing(None);
+            self.holds.server_holds_nothing(None, crate::lock::hold::Ended::Found);
         }
         Ok(result)
     }
@@ -128,19 +128,28 @@ pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'s
                 // and cleans up at its own end; leaving the queue now would take its
                 // place (a wait restarted at once after a cancelled one, or a refresh
                 // whose reply was lost while the wait goes on).
-                tracing::debug!(lock = %names.key(), "{done}: left to the owner's live wait");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    lock = %names.key(),
+                    "{done}: left to the owner's live wait",
+                );
                 return;
             }
             retry.sending();
             match lock.reset_holds(&names).await {
                 Ok(result) => {
-                    tracing::debug!(lock = %names.key(), ?result, "{done}");
+                    tracing::debug!(target: crate::telemetry::TARGET, lock = %names.key(), ?result, "{done}");
                     return;
                 }
                 Err(error) => {
                     drop(turn);
                     let Some(backoff) = retry.after(&error, &lock.client.config) else {
-                        tracing::warn!(lock = %names.key(), %error, "could not set the owner's holds back; its lease (and queue entry) will expire");
+                        tracing::warn!(
+                            target: crate::telemetry::TARGET,
+                            lock = %names.key(),
+                            %error,
+                            "could not set the owner's holds back; its lease (and queue entry) will expire",
+                        );
                         return;
                     };
                     tokio::time::sleep(backoff).await;
@@ -168,6 +177,6 @@ impl crate::client::live::LiveHold for LockShared {
 
     /// Every hold of the owner ends: its guards report lost, renewal and tracking stop.
     fn end_locally(&self) {
-        self.holds.server_holds_nothing(None);
+        self.holds.server_holds_nothing(None, crate::lock::hold::Ended::Locally);
     }
 }

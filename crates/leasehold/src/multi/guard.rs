@@ -137,7 +137,12 @@ pub(crate) async fn release_all(guards: Vec<LockGuard>) {
     let keys: Vec<String> = guards.iter().map(|guard| guard.key().to_owned()).collect();
     for (key, result) in keys.iter().zip(crate::multi::release::unlock_all(guards).await) {
         if let Err(error) = result {
-            tracing::debug!(lock = %key, %error, "multi-lock: giving back a member failed; it expires with its lease");
+            tracing::debug!(
+                target: crate::telemetry::TARGET,
+                lock = %key,
+                %error,
+                "multi-lock: giving back a member failed; it expires with its lease",
+            );
         }
     }
 }

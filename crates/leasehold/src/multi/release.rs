@@ -62,11 +62,12 @@ pub(crate) async fn unlock_all(mut guards: Vec<LockGuard>) -> Vec<Result<()>> {
         }
         let answers = {
             let releases: Vec<&PreparedRelease> = prepared.iter().collect();
-            if tracing::enabled!(tracing::Level::DEBUG) && !releases.is_empty() {
+            if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) && !releases.is_empty() {
                 // One `leasehold.release` span for the group's one round trip: its first
                 // member's key, how many members, the first member error's outcome.
                 use tracing::Instrument;
                 let span = tracing::debug_span!(
+                    target: crate::telemetry::TARGET,
                     "leasehold.release",
                     lock = %releases[0].lock().key(),
                     kind = releases[0].lock().telemetry_kind().as_str(),
@@ -122,7 +123,12 @@ pub(crate) fn drop_all(mut guards: Vec<LockGuard>) {
             let releases: Vec<&PreparedRelease> = prepared.iter().collect();
             for (release, result) in releases.iter().zip(release_group(&releases).await) {
                 if let Err(error) = result {
-                    tracing::warn!(lock = %release.lock().key(), %error, "background release of a dropped multi-lock member failed; the lease will expire");
+                    tracing::warn!(
+                        target: crate::telemetry::TARGET,
+                        lock = %release.lock().key(),
+                        %error,
+                        "background release of a dropped multi-lock member failed; the lease will expire",
+                    );
                 }
             }
         }));
@@ -185,7 +191,11 @@ async fn release_group(releases: &[&PreparedRelease]) -> Vec<Result<()>> {
                     let need = Duration::from_millis(member.need_ms);
                     results[i] = Some(match answer {
                         Ok(Release::NotOwner) if member.target == 0 && retry.may_have_applied() => {
-                            tracing::debug!(lock = %member.names.key(), "multi-lock unlock retried after a lost reply: nothing left to release");
+                            tracing::debug!(
+                                target: crate::telemetry::TARGET,
+                                lock = %member.names.key(),
+                                "multi-lock unlock retried after a lost reply: nothing left to release",
+                            );
                             lock.holds.released(hold, Release::Released, first_sent, Duration::ZERO);
                             Ok(())
                         }

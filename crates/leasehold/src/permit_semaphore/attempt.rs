@@ -174,7 +174,11 @@ impl Drop for PermitAttempt {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(semaphore = %self.plan.key, "no runtime to leave a semaphore's wait queue on");
+            tracing::warn!(
+                target: crate::telemetry::TARGET,
+                semaphore = %self.plan.key,
+                "no runtime to leave a semaphore's wait queue on",
+            );
             return;
         };
         let (shared, id) = (self.shared.clone(), self.id);
@@ -194,13 +198,19 @@ async fn leave(shared: &PesShared, id: &PermitId) {
         let delay = backoff.next_delay();
         if !error.is_transient() || Instant::now() + delay >= give_up_at {
             tracing::warn!(
+                target: crate::telemetry::TARGET,
                 semaphore = %names.key(), %error,
                 "a waiter did not leave a semaphore's wait queue: its entry lapses within 3 s, and a permit \
                  granted to it meanwhile expires with its lease"
             );
             return;
         }
-        tracing::debug!(semaphore = %names.key(), %error, "leaving a semaphore's wait queue failed; retrying");
+        tracing::debug!(
+            target: crate::telemetry::TARGET,
+            semaphore = %names.key(),
+            %error,
+            "leaving a semaphore's wait queue failed; retrying",
+        );
         tokio::time::sleep(delay).await;
     }
 }

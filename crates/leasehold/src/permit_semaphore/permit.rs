@@ -243,7 +243,13 @@ impl Drop for Permit {
         drop(runtime.spawn(async move {
             let Ok(names) = hold.shared.names() else { return };
             if let Err(error) = hold.shared.client.store.pes_release(names, &hold.id, false).await {
-                tracing::warn!(semaphore = %names.key(), %error, permit = %hold.id, "a dropped permit was not released");
+                tracing::warn!(
+                    target: crate::telemetry::TARGET,
+                    semaphore = %names.key(),
+                    %error,
+                    permit = %hold.id,
+                    "a dropped permit was not released",
+                );
             }
         }));
     }

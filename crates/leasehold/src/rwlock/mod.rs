@@ -353,8 +353,12 @@ impl ReadWriteLock {
             )
             .with_key(self.key()));
         }
-        tracing::debug!(lock = %names.key(), "the server holds no read of this owner: its read guards are lost, the write goes ahead");
-        reader.holds.server_holds_nothing(None);
+        tracing::debug!(
+            target: crate::telemetry::TARGET,
+            lock = %names.key(),
+            "the server holds no read of this owner: its read guards are lost, the write goes ahead",
+        );
+        reader.holds.server_holds_nothing(None, crate::lock::hold::Ended::Found);
         Ok(())
     }
 }

@@ -53,7 +53,13 @@ pub(crate) async fn release(
                 {
                     return Err(error);
                 }
-                tracing::debug!(semaphore = %names.key(), %op, %error, "semaphore release failed; retrying");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    semaphore = %names.key(),
+                    %op,
+                    %error,
+                    "semaphore release failed; retrying",
+                );
                 tokio::time::sleep(delay).await;
             }
             done => return done,
@@ -118,7 +124,12 @@ impl ReleaseMode {
 /// taken (logged at WARN).
 pub(crate) fn cancel_in_background(store: LockStore, names: SemaphoreNames, op: SemaphoreOp, since: Instant) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        tracing::warn!(semaphore = %names.key(), %op, "no runtime to undo an acquire whose outcome is unknown on");
+        tracing::warn!(
+            target: crate::telemetry::TARGET,
+            semaphore = %names.key(),
+            %op,
+            "no runtime to undo an acquire whose outcome is unknown on",
+        );
         return;
     };
     drop(runtime.spawn(async move { cancel(&store, &names, op, since).await }));
@@ -130,24 +141,38 @@ async fn cancel(store: &LockStore, names: &SemaphoreNames, op: SemaphoreOp, sinc
     loop {
         match store.semaphore_cancel(names, op).await {
             Ok(given_back) => {
-                tracing::debug!(semaphore = %names.key(), %op, given_back, "acquire with an unknown outcome undone");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    semaphore = %names.key(),
+                    %op,
+                    given_back,
+                    "acquire with an unknown outcome undone",
+                );
                 return;
             }
             Err(error) if error.is_transient() => {
                 let delay = backoff.next_delay();
                 if Instant::now() + delay >= give_up_at {
                     tracing::warn!(
+                        target: crate::telemetry::TARGET,
                         semaphore = %names.key(), %op, %error,
                         "an acquire whose outcome is unknown could not be undone before its record expires: \
                          the permits it may have taken stay taken"
                     );
                     return;
                 }
-                tracing::debug!(semaphore = %names.key(), %op, %error, "undo of an acquire failed; retrying");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    semaphore = %names.key(),
+                    %op,
+                    %error,
+                    "undo of an acquire failed; retrying",
+                );
                 tokio::time::sleep(delay).await;
             }
             Err(error) => {
                 tracing::warn!(
+                    target: crate::telemetry::TARGET,
                     semaphore = %names.key(), %op, %error,
                     "an acquire whose outcome is unknown was not undone: the permits it may have taken stay taken"
                 );

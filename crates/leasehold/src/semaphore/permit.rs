@@ -189,6 +189,7 @@ impl Drop for SemaphorePermit {
         }
         let Some(runtime) = self.runtime.take() else {
             tracing::warn!(
+                target: crate::telemetry::TARGET,
                 semaphore = %self.held.semaphore.key(),
                 permits = self.held.permits,
                 "a permit guard dropped with no runtime left: its permits stay taken"
@@ -199,6 +200,7 @@ impl Drop for SemaphorePermit {
         drop(runtime.spawn(async move {
             if let Err(error) = held.semaphore.give_back(held.op, held.permits, &held.mode).await {
                 tracing::warn!(
+                    target: crate::telemetry::TARGET,
                     semaphore = %held.semaphore.key(), %error, permits = held.permits,
                     "the permits of a dropped permit guard were not given back"
                 );

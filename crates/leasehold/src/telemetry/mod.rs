@@ -15,6 +15,18 @@ use std::time::Duration;
 use lock_watchdog::{LostReason, WatchdogObserver};
 use tokio::time::Instant;
 
+/// The `tracing` target of the locks' spans (`leasehold.acquire`, `leasehold.wait`,
+/// `leasehold.release`) and of every line the lock kinds, waits, semaphores and the
+/// blocking API emit. Everything leasehold emits is under `leasehold`: this target, and
+/// [`CLIENT_TARGET`], `lock_watchdog::TARGET` (`leasehold::watchdog`),
+/// `lock_pubsub::TARGET` (`leasehold::pubsub`) and `lock_core::TARGET`
+/// (`leasehold::redis`); `docs/observability.md` lists them.
+pub(crate) const TARGET: &str = "leasehold";
+
+/// The `tracing` target of the client's connection lines (a missing reconnect policy,
+/// the Sentinel watch following a switch of primary, shutdown).
+pub(crate) const CLIENT_TARGET: &str = "leasehold::client";
+
 /// Maps a lock key to a bounded metric label ([`ClientBuilder::metric_label`](crate::ClientBuilder::metric_label)).
 pub(crate) type LabelFn = fn(&str) -> Option<&'static str>;
 
@@ -84,8 +96,14 @@ impl Telemetry {
         crate::telemetry::handles::with(|handles| handles.waiters.increment(1.0));
         // Not entered (a span entered across `.await`s would be wrong): it spans the wait
         // from its creation to its close, inside the acquire's span.
-        let span = if tracing::enabled!(tracing::Level::DEBUG) {
-            tracing::debug_span!("leasehold.wait", lock = %key, kind = kind.as_str(), wake_ups = tracing::field::Empty)
+        let span = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {
+            tracing::debug_span!(
+                target: crate::telemetry::TARGET,
+                "leasehold.wait",
+                lock = %key,
+                kind = kind.as_str(),
+                wake_ups = tracing::field::Empty,
+            )
         } else {
             tracing::Span::none()
         };
@@ -99,6 +117,7 @@ impl Telemetry {
     pub(crate) fn semaphore_missing(&self, key: &str, waited: Duration) {
         self.missing_semaphore_waits.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(
+            target: crate::telemetry::TARGET,
             semaphore = %key,
             waited = ?waited,
             "waiting for permits of a semaphore that does not exist (no key): it waits until someone sets it \

@@ -148,7 +148,11 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
             }
             Err(error) if zero_wait || !error.is_transient() => return leave(entry, Err(error), bound).await,
             Err(error) => {
-                tracing::debug!(%error, "acquire failed; retrying while the wait lasts");
+                tracing::debug!(
+                    target: crate::telemetry::TARGET,
+                    %error,
+                    "acquire failed; retrying while the wait lasts",
+                );
                 retry_at = Some(args::instant_after(Instant::now(), backoff.next_delay()));
                 last_error = Some(error);
             }
@@ -189,7 +193,11 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     if !slot.subscribed_by(subscribe_by).await {
         // Degraded, not stuck: we still retry on the holder's TTL, and the resubscribe
         // wakes every waiter once it is confirmed.
-        tracing::debug!(channel = %plan.channel, "subscription not confirmed yet; waiting on TTL");
+        tracing::debug!(
+            target: crate::telemetry::TARGET,
+            channel = %plan.channel,
+            "subscription not confirmed yet; waiting on TTL",
+        );
     }
     if last_error.is_some() {
         // The fast path failed: the turn a first-in-line waiter starts with is spent;
@@ -275,11 +283,20 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
                     slot.set_position(held.position);
                     backoff.reset();
                     last_error = None;
-                    tracing::trace!(pttl = ?held.pttl, position = ?held.position, "not acquired; waiting");
+                    tracing::trace!(
+                        target: crate::telemetry::TARGET,
+                        pttl = ?held.pttl,
+                        position = ?held.position,
+                        "not acquired; waiting",
+                    );
                 }
                 Err(error) if error.is_transient() => {
                     // Keep our place in line and try again after a back-off.
-                    tracing::debug!(%error, "acquire failed; retrying while the wait lasts");
+                    tracing::debug!(
+                        target: crate::telemetry::TARGET,
+                        %error,
+                        "acquire failed; retrying while the wait lasts",
+                    );
                     retry_at = Some(args::instant_after(Instant::now(), backoff.next_delay()));
                     last_error = Some(error);
                 }

@@ -306,8 +306,8 @@ async fn failing_renewals_retry_until_the_deadline_then_mark_lost() {
     sleep_until(deadline - ms(1)).await;
     assert!(!lease.is_lost() && !lease.is_marked_lost(), "still held just before the deadline");
     assert!(renewal.is_active());
-    sleep_until(deadline + retry + ms(1)).await;
-    assert!(lease.is_marked_lost(), "marked lost within one retry interval of the deadline");
+    sleep_until(deadline + ms(1)).await;
+    assert!(lease.is_marked_lost(), "marked lost at the deadline (the sweep), nobody looking");
     assert!(!renewal.is_active());
 
     let failed: Vec<Instant> = fake.calls().iter().filter(|c| c.failed).map(|c| c.at).collect();
@@ -318,7 +318,7 @@ async fn failing_renewals_retry_until_the_deadline_then_mark_lost() {
         assert!(gap < period, "retries are faster than the period");
     }
     let last = *failed.last().expect("there were failed calls");
-    assert!(last >= deadline && last <= deadline + retry, "the last try is the one at/after the deadline");
+    assert!(last <= deadline && deadline - last <= retry, "retried until the deadline, not after");
     let stats = watchdog.stats();
     assert_eq!((stats.registered, stats.lost), (0, 1));
     assert_eq!(stats.failed_calls, u64::try_from(failed.len()).expect("small"));
@@ -424,7 +424,9 @@ async fn renewal_dropped_mid_call_is_not_extended() {
     assert_eq!(watchdog.stats().registered, 0);
 }
 
-/// A hold whose `LeaseState` was dropped (without its `Renewal`) is removed at the next round.
+/// A hold whose `LeaseState` was dropped (without its `Renewal`) is removed at once: the
+/// deadline sweep, woken by the first registration, finds its lease gone before the first
+/// round (before issue 30 it was sent once, then removed at that round's answer).
 #[tokio::test(start_paused = true)]
 async fn hold_with_dropped_lease_is_removed() {
     let fake = FakeRenewer::default();
@@ -436,7 +438,7 @@ async fn hold_with_dropped_lease_is_removed() {
     assert!(!renewal.is_active());
     assert_eq!(watchdog.stats().registered, 0);
     sleep_until(t0 + ms(1000)).await;
-    assert_eq!(fake.call_count(), 1, "sent once, then removed");
+    assert_eq!(fake.call_count(), 0, "never sent");
 }
 
 // 7. Shutdown.
@@ -815,4 +817,150 @@ async fn no_topology_check_by_default() {
     sleep(ms(10_000)).await;
     assert!(fake.topology_reads().is_empty());
     assert!(fake.call_count() >= 9, "renewed meanwhile");
+}
+
+// 11. Losses reported once, at the deadline.
+
+/// Records every loss the watchdog reports, and whether the hold read lost already
+/// when it was told (it must not: reported before marked).
+#[derive(Debug, Default)]
+struct LossLog {
+    lost: Mutex<Vec<(String, &'static str, LostReason)>>,
+}
+
+impl WatchdogObserver for LossLog {
+    fn lost(&self, key: &str, tag: &'static str, reason: LostReason) {
+        self.lost.lock().push((key.to_owned(), tag, reason));
+    }
+}
+
+impl LossLog {
+    fn reported(&self) -> Vec<(String, &'static str, LostReason)> {
+        self.lost.lock().clone()
+    }
+}
+
+fn observed(timeout: Duration) -> (WatchdogConfig, Arc<LossLog>) {
+    let log = Arc::new(LossLog::default());
+    let mut cfg = config(timeout, 100);
+    cfg.observer = Some(Arc::clone(&log) as Arc<dyn WatchdogObserver>);
+    (cfg, log)
+}
+
+/// A partition: every renewal hangs far past the lease (the command timeout is longer).
+/// The hold is lost at its deadline, and by the time its `lost()` resolves the loss is
+/// counted and reported once, with `renewals_failed`; dropping the renewal right then
+/// (a guard dropped when `lost()` fires) and the hanging calls failing later count
+/// nothing more.
+#[tokio::test(start_paused = true)]
+async fn a_partition_is_reported_once_by_the_time_lost_resolves() {
+    let fake = FakeRenewer::default();
+    let (cfg, log) = observed(ms(300));
+    let watchdog = Watchdog::start(fake.clone(), cfg);
+    let t0 = Instant::now();
+    let (lease, renewal) = hold_tagged(&watchdog, "lock-a", "read");
+    sleep_until(t0 + ms(150)).await;
+    assert_eq!(lease.expires_at(), t0 + ms(400), "renewed once at 100 ms");
+    fake.set_delay(ms(5_000));
+    fake.set_fail(true);
+
+    lease.lost().await;
+    assert_eq!(Instant::now(), t0 + ms(400), "lost() fires at the deadline");
+    assert_eq!(watchdog.stats().lost, 1, "counted by the time lost() resolved");
+    assert_eq!(log.reported(), vec![("lock-a".to_owned(), "read", LostReason::RenewalsFailed)]);
+    drop(renewal);
+    sleep_until(t0 + ms(12_000)).await;
+    assert!(fake.calls().iter().any(|c| c.failed), "the hanging calls did fail, later");
+    assert_eq!(watchdog.stats().lost, 1, "and counted nothing more");
+    assert_eq!(log.reported().len(), 1);
+}
+
+/// Nobody looks at the hold (no `lost()`, no `is_lost()`) and its renewal hangs: the
+/// watchdog's sweep reports it at the deadline, not when the call fails; the hold
+/// leaves the renewed holds, is never sent again, and is reported once.
+#[tokio::test(start_paused = true)]
+async fn an_unwatched_hold_is_reported_at_its_deadline_by_the_sweep() {
+    let fake = FakeRenewer::default();
+    let (cfg, log) = observed(ms(300));
+    let watchdog = Watchdog::start(fake.clone(), cfg);
+    let t0 = Instant::now();
+    let (lease, renewal) = hold_tagged(&watchdog, "lock-a", "permit");
+    let (other, _other_renewal) = hold_tagged(&watchdog, "lock-b", "lock");
+    sleep_until(t0 + ms(150)).await;
+    fake.set_delay(ms(2_000));
+    fake.set_fail(true);
+    sleep_until(t0 + ms(399)).await;
+    assert_eq!(watchdog.stats().lost, 0);
+    sleep_until(t0 + ms(401)).await;
+    assert_eq!(watchdog.stats().lost, 2, "both reported at their deadline (400 ms)");
+    assert!(lease.is_marked_lost() && other.is_marked_lost() && !renewal.is_active());
+    assert_eq!(watchdog.stats().registered, 0);
+    let reasons: BTreeSet<_> =
+        log.reported().into_iter().map(|(key, tag, reason)| (key, tag, reason.as_str())).collect();
+    assert_eq!(
+        reasons,
+        BTreeSet::from([
+            ("lock-a".to_owned(), "permit", "renewals_failed"),
+            ("lock-b".to_owned(), "lock", "renewals_failed")
+        ])
+    );
+    // The partition heals: nothing of the lost holds is renewed again.
+    fake.set_delay(ms(0));
+    fake.set_fail(false);
+    let sent = fake.call_count();
+    sleep_until(t0 + ms(5_000)).await;
+    assert_eq!(fake.call_count(), sent, "no renewal of a lost hold after the partition healed");
+    assert_eq!(watchdog.stats().lost, 2);
+}
+
+/// The owner gone at a renewal, then the deadline passing, then the renewal dropped:
+/// one report (`owner_gone`), not three.
+#[tokio::test(start_paused = true)]
+async fn a_hold_found_gone_is_not_reported_again_at_its_deadline() {
+    let fake = FakeRenewer::default();
+    let (cfg, log) = observed(ms(300));
+    let watchdog = Watchdog::start(fake.clone(), cfg);
+    let t0 = Instant::now();
+    let (lease, renewal) = hold_tagged(&watchdog, "lock-a", "write");
+    fake.set_gone("lock-a");
+    lease.lost().await;
+    assert_eq!(Instant::now(), t0 + ms(100), "found gone at the first renewal");
+    sleep_until(t0 + ms(1_000)).await;
+    assert!(lease.is_lost());
+    drop(renewal);
+    assert_eq!(log.reported(), vec![("lock-a".to_owned(), "write", LostReason::OwnerGone)]);
+    assert_eq!(watchdog.stats().lost, 1);
+}
+
+/// A renewal dropped before its deadline (unlocked in time) reports nothing, even when
+/// the deadline passes later; one dropped after its deadline passed unseen reports it
+/// (the guard was dropped before anyone looked).
+#[tokio::test(start_paused = true)]
+async fn a_renewal_dropped_in_time_reports_nothing_and_one_dropped_late_reports_once() {
+    let fake = FakeRenewer::default();
+    let (cfg, log) = observed(ms(3_000));
+    let watchdog = Watchdog::start(fake.clone(), cfg);
+    let (in_time, renewal) = hold_tagged(&watchdog, "lock-a", "lock");
+    drop(renewal);
+    sleep_until(Instant::now() + ms(5_000)).await;
+    assert!(in_time.is_lost() && !in_time.is_marked_lost(), "ended at its deadline, as a fixed lease");
+    assert!(log.reported().is_empty());
+
+    // Renewals hang; the renewal is dropped at the deadline instant, racing the sweep:
+    // whichever sees the deadline first reports it, once.
+    fake.set_delay(ms(60_000));
+    let (late, renewal) = hold_tagged(&watchdog, "lock-b", "lock");
+    let deadline = late.expires_at();
+    sleep_until(deadline).await;
+    drop(renewal);
+    assert!(late.is_marked_lost());
+    sleep_until(deadline + ms(100)).await;
+    assert_eq!(log.reported(), vec![("lock-b".to_owned(), "lock", LostReason::RenewalsFailed)]);
+}
+
+/// Registers `key` with a tag, as freshly acquired.
+fn hold_tagged(watchdog: &Watchdog, key: &str, tag: &'static str) -> (Arc<LeaseState>, Renewal) {
+    let lease = Arc::new(LeaseState::new(Instant::now() + watchdog.config().timeout));
+    let renewal = watchdog.register_tagged(Arc::from(key), OwnerId::from_raw(&owner_of(key)), &lease, tag);
+    (lease, renewal)
 }
