@@ -77,6 +77,7 @@ echo "== prometheus on $prom, scraping $metrics_addr every second"
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
     --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
 pids+=("$!")
+for _ in $(seq 150); do curl -fsS "$prom/-/ready" >/dev/null 2>&1 && break; sleep 0.2; done
 
 echo "== the example: the sale, then a real loss; /metrics on $metrics_addr for 5 minutes"
 REDIS_URL="redis://127.0.0.1:$redis_port" LEASEHOLD_METRICS_ADDR="$metrics_addr" \
@@ -84,7 +85,7 @@ REDIS_URL="redis://127.0.0.1:$redis_port" LEASEHOLD_METRICS_ADDR="$metrics_addr"
     "$example" --users 2000 --stock 500 >"$work/example.log" 2>&1 &
 pids+=("$!")
 for _ in $(seq 300); do grep -q "^# GET" "$work/example.log" && break; sleep 0.2; done
-grep -E "LEASEHOLD_DEMO_LOSS|orders placed|duplicate" "$work/example.log" || true
+grep -E "LEASEHOLD_DEMO_LOSS|orders placed|duplicates (rejected|slipped)  " "$work/example.log" || true
 
 query() { curl -fsS "$prom/api/v1/query" --data-urlencode "query=$1"; }
 # The answers, read with python3: one series a line (`{labels} value`), the rules' states,
@@ -95,7 +96,7 @@ import json, sys
 answer = json.load(sys.stdin)["data"]
 if sys.argv[1] == "vector":
     for series in answer["result"]:
-        labels = ",".join(f'{k}="{v}"' for k, v in sorted(series["metric"].items()) if k not in ("job", "instance"))
+        labels = ",".join(f'{k}="{v}"' for k, v in sorted(series["metric"].items()) if k not in ("__name__", "job", "instance"))
         print(f"    {{{labels}}} {series['value'][1]}")
 elif sys.argv[1] == "count":
     print(len(answer["result"]))
@@ -121,7 +122,7 @@ wait_for() { # wait_for SECONDS PROMQL: until the query returns a series
 
 wait_for 30 'ALERTS{alertname="LeaseholdLockLost",alertstate="firing"}' || true
 echo "== what Prometheus read (job leasehold-demo)"
-for q in 'leasehold_lost_total > 0' 'leasehold_renewals_total' 'leasehold_connected' 'leasehold_clients' \
+for q in 'leasehold_lost_total > 0' 'sum by (kind, reason) (increase(leasehold_lost_total[5m])) > 0' 'leasehold_renewals_total' 'leasehold_connected' 'leasehold_clients' \
     'leasehold_reconnects_total' 'sum by (outcome) (leasehold_acquire_duration_seconds_count)'; do
     echo "  $q"
     query "$q" | print_vector

@@ -1,6 +1,6 @@
 //! The shipped Prometheus alert rules and Grafana dashboard (`deploy/`): the rules pass
 //! `promtool check rules` and their unit tests (`promtool test rules`, series in, alerts
-//! out), every dashboard query is valid PromQL (checked by `promtool` as recording
+//! out), every dashboard query is a valid Prometheus query (checked by `promtool` as recording
 //! rules), and every `leasehold_*` metric they read is one `docs/observability.md`
 //! lists. `promtool` comes with Debian's `prometheus` package: without it these tests
 //! print why and pass, except under `CI=true`, where scripts/test.sh installs it.
