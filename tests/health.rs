@@ -1,15 +1,17 @@
 //! `Client::health()`: the connections as fred's events report them (a server stopped
 //! and started again, a connection killed with `CLIENT KILL`), the watchdog's lag under
 //! a blocked runtime, the time left on renewed holds while a frozen server lets renewals
-//! fail, and the snapshot after `shutdown` and through the blocking API. Real servers,
-//! real faults.
+//! fail, a cluster's per-node connections, and the snapshot after `shutdown` and through
+//! the blocking API. Real servers, real faults.
 //!
 //! The tests with a server of their own run on Redis and on Valkey (`NAME::redis`,
 //! `NAME::valkey`, see `both_servers!`).
 
 use std::time::Duration;
 
-use leasehold_test_support::{both_servers, client, client_with, raw, wait_until, RedisServer, ServerKind};
+use leasehold_test_support::{
+    both_servers, client, client_with, raw, wait_until, RedisCluster, RedisServer, ServerKind,
+};
 
 /// A server stopped (killed) and started again on its port: both connections are down
 /// while it is gone (not ready), up again after, each counted as re-made once or more.
@@ -100,6 +102,31 @@ async fn a_killed_connection_is_counted_on_its_own_side(on: ServerKind) {
     guard.unlock().await.expect("unlock");
 }
 both_servers!(a_killed_connection_is_counted_on_its_own_side);
+
+/// A cluster client has a command connection per primary: ready once every one is up,
+/// and after the connections of every node are killed, ready again once each is made
+/// again. A private cluster: killing connections on the shared one would hit other
+/// tests' clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_on_a_cluster_follows_every_node() {
+    let cluster = RedisCluster::start();
+    let client = client_with(&cluster.url(), Duration::from_secs(3)).await;
+    assert!(client.health().is_ready(), "{:?}", client.health());
+    for primary in cluster.primaries() {
+        cluster.on(&primary, &["CLIENT", "KILL", "TYPE", "normal"]);
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let health = client.health();
+            health.reconnects >= 1 && health.is_ready()
+        })
+        .await,
+        "every node's connection made again: {:?}",
+        client.health()
+    );
+    let guard = client.lock("health:cluster").try_lock().await.expect("try").expect("free");
+    guard.unlock().await.expect("unlock");
+}
 
 /// A runtime blocked past a renewal's time (a blocking call on the only worker thread)
 /// shows as the watchdog's lag once the round runs, and the lag falls back once rounds
