@@ -9,6 +9,9 @@ source scripts/ensure-redis6.sh
 source scripts/ensure-valkey.sh
 # The partition tests (tests/partition.rs): iproute2 and iptables, installed as root.
 source scripts/ensure-iptables.sh
+# promtool for the alert rules' checks and unit tests (tests/alert_rules.rs): installed
+# under CI=true when missing; elsewhere those checks skip with a printed reason.
+source scripts/ensure-promtool.sh
 # The Java Redisson peer of tests/redisson_java.rs (Java 17 + Maven; built once, offline
 # from ~/.m2 after the first fetch). Under CI=true it must build (Java installed if
 # missing); elsewhere without Java the Java suite skips its tests with a printed reason.

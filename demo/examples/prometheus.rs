@@ -14,9 +14,14 @@
 //! Environment (besides the demo's `REDIS_URL`):
 //! - `LEASEHOLD_METRICS_ADDR`: where `/metrics` is served (default `127.0.0.1:9464`);
 //! - `LEASEHOLD_METRICS_LINGER`: seconds to keep serving after the sale, for a real
-//!   Prometheus to scrape (default `0`).
+//!   Prometheus to scrape (default `0`);
+//! - `LEASEHOLD_DEMO_LOSS=1`: after the sale, one more client (on `REDIS_URL`, or a
+//!   throwaway server) takes a lock that another handle force-unlocks 3 s later, so its
+//!   holder loses it: a real `leasehold_lost_total` increase for the alert rules to see.
+//!   That client stays connected while the page lingers (stopping its server then shows
+//!   `leasehold_connected` at 0). `scripts/prometheus-demo.sh` uses both.
 //!
-//! The printed page is in `docs/observability.md` ("A scrape of the demo").
+//! The printed page is in `docs/observability.md` ("Exporting to Prometheus").
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -79,6 +84,8 @@ fn serve_then_sell() -> Result<ExitCode, DynError> {
     println!("serving leasehold's metrics on http://{addr}/metrics\n");
 
     let code = seckill::main();
+    // Kept alive (with its runtime) until the page stops being served.
+    let _loss = if env_or("LEASEHOLD_DEMO_LOSS", "0") == "1" { Some(lose_one_lock()?) } else { None };
 
     println!("\n# GET http://{addr}/metrics (the leasehold_* lines)\n");
     for line in scrape(addr)?.lines().filter(|line| line.contains("leasehold_")) {
@@ -89,6 +96,46 @@ fn serve_then_sell() -> Result<ExitCode, DynError> {
         std::thread::sleep(linger);
     }
     Ok(code)
+}
+
+/// What `lose_one_lock` keeps alive: the client that lost its lock stays connected (its
+/// runtime runs its connections), and a throwaway server when `REDIS_URL` is unset.
+struct LossDemo {
+    _client: leasehold::Client,
+    _runtime: tokio::runtime::Runtime,
+    _server: Option<leasehold_test_support::RedisServer>,
+}
+
+/// A real loss, as an operator would see it: a client holds `demo:lost` (renewed by its
+/// watchdog) until another handle force-unlocks it; the watchdog's next renewal finds
+/// the owner gone, the holder's `lost()` fires and `leasehold_lost_total{kind="lock",
+/// reason="owner_gone"}` goes from 0 to 1.
+fn lose_one_lock() -> Result<LossDemo, DynError> {
+    let server = std::env::var("REDIS_URL")
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+        .is_none()
+        .then(leasehold_test_support::RedisServer::start);
+    let url = server.as_ref().map_or_else(|| env_or("REDIS_URL", ""), leasehold_test_support::RedisServer::url);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let client = runtime.block_on(async {
+        // A short watchdog, so the renewal that finds the lock gone comes within a second.
+        let client = leasehold::Client::builder()
+            .url(url)
+            .watchdog_timeout(Duration::from_secs(3))
+            .command_timeout(Duration::from_millis(500))
+            .connect()
+            .await?;
+        let guard = client.lock("demo:lost").lock().await?;
+        // Held (and renewed) for a few seconds first, so that a scraper reads the lost
+        // counter at 0 before the loss: an `increase()` needs both samples.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        client.lock("demo:lost").force_unlock().await?;
+        tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.map_err(|_| "lost() did not fire")?;
+        println!("\nLEASEHOLD_DEMO_LOSS: demo:lost was force-unlocked under its holder; lost() fired");
+        Ok::<_, DynError>(client)
+    })?;
+    Ok(LossDemo { _client: client, _runtime: runtime, _server: server })
 }
 
 /// One plain HTTP/1.0 `GET /metrics`: the page a Prometheus server would read.

@@ -204,6 +204,7 @@ mod telemetry;
 mod wait;
 
 pub use client::config::{ClientBuilder, ClientConfig, ShardedSubscriptionMode};
+pub use client::health::Health;
 pub use client::stats::ClientStats;
 pub use client::Client;
 pub use latch::CountDownLatch;

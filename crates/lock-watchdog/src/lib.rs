@@ -32,6 +32,9 @@
 //!   follows the source's `ASK` to the target and splits a batch whose keys straddle
 //!   the move, so a hand-over longer than the lease does not lose the holds (the
 //!   scheduler just sees the answer).
+//! - [`Watchdog::lag`] (how late the last round started) and
+//!   [`Watchdog::soonest_deadline`] (the renewed holds' nearest deadline) feed
+//!   leasehold's `Client::health`.
 //! - The scheduler task holds only a `Weak` reference and ends when the `Watchdog` is
 //!   dropped (bb8's reaper pattern).
 

@@ -18,6 +18,11 @@ pub enum LostReason {
 }
 
 impl LostReason {
+    /// Every reason, so that a metrics layer can register each reason's series before
+    /// the first loss (an alert on a counter's increase misses a series born at 1).
+    pub const ALL: [LostReason; 3] =
+        [LostReason::OwnerGone, LostReason::RenewalsFailed, LostReason::GoneAfterReconnect];
+
     /// A short, stable label: `owner_gone`, `renewals_failed`, `gone_after_reconnect`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -73,5 +78,22 @@ pub trait WatchdogObserver: Debug + Send + Sync + 'static {
     /// The number of holds registered for renewal changed to `registered`.
     fn registered(&self, registered: usize) {
         let _ = registered;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LostReason;
+
+    /// `ALL` has every reason: the match is exhaustive, so a reason added to the enum
+    /// fails to compile here until it is counted (and added to `ALL`).
+    #[test]
+    fn all_has_every_reason() {
+        let counted = |reason: LostReason| match reason {
+            LostReason::OwnerGone | LostReason::RenewalsFailed | LostReason::GoneAfterReconnect => 3,
+        };
+        assert_eq!(LostReason::ALL.len(), counted(LostReason::OwnerGone));
+        let labels: std::collections::HashSet<&str> = LostReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(labels.len(), LostReason::ALL.len(), "every reason has its own label");
     }
 }

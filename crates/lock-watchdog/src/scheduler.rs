@@ -119,6 +119,8 @@ struct Shared {
     /// Kept so that every helper task can stop with the watchdog.
     shutdown_rx: watch::Receiver<()>,
     stats: Counters,
+    /// How late the last renewal round started, in nanoseconds ([`Watchdog::lag`]).
+    round_lag_nanos: AtomicU64,
     _shutdown: watch::Sender<()>,
 }
 
@@ -376,6 +378,7 @@ impl Watchdog {
             expiry_kick: Arc::new(Notify::new()),
             shutdown_rx: shutdown_rx.clone(),
             stats: Counters::default(),
+            round_lag_nanos: AtomicU64::new(0),
             _shutdown: shutdown_tx,
         });
         let weak = Arc::downgrade(&shared);
@@ -542,6 +545,10 @@ async fn run<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: watch::R
         {
             let Some(shared) = weak.upgrade() else { return };
             let idle = shared.entries.lock().is_empty();
+            if idle {
+                // Nothing to renew: no round is late.
+                shared.record_lag(Duration::ZERO);
+            }
             // Not held while idle: dropping the `Watchdog` must drop `Shared` (and the
             // shutdown sender). A registration meanwhile leaves a `notify_one` permit.
             drop(shared);
@@ -582,6 +589,9 @@ async fn run<R: Renewer>(weak: Weak<Shared>, renewer: &R, mut shutdown: watch::R
             }
         }
         let Some(shared) = weak.upgrade() else { return };
+        // How late the round starts against its schedule (the period's tick or the
+        // retry's time); a round asked for (a reconnect) is on time.
+        shared.record_lag(if kicked { Duration::ZERO } else { now.saturating_duration_since(wake_at) });
         let any_failing = round(&shared, renewer, full_round).await;
         retry_at = any_failing.then(|| Instant::now() + shared.config.retry_interval());
     }
@@ -939,5 +949,6 @@ fn chunk(jobs: Vec<Job>, size: usize) -> Vec<Vec<Job>> {
     out
 }
 
+mod health;
 #[cfg(test)]
 mod tests;

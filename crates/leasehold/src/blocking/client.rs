@@ -126,6 +126,12 @@ impl Client {
         self.shared.client.stats()
     }
 
+    /// As [`crate::Client::health`]: the connections and renewals now, for a readiness
+    /// probe. Never blocks and sends nothing.
+    pub fn health(&self) -> crate::Health {
+        self.shared.client.health()
+    }
+
     /// The async client underneath, for async code in the same process: its locks share
     /// this client's connections and runtime tasks (their own calls run on the caller's
     /// runtime). It keeps the connections, not the runtime thread: keep a clone of this

@@ -6,9 +6,10 @@
 //! ([`ClientShared`], what every kind imports: kinds never import this facade, which
 //! imports every kind); `config.rs` (the settings and the builder); `live.rs` (the holds
 //! alive, released at shutdown, named by a trait object, not by kind); `stats.rs`
-//! (snapshots); `sentinel.rs` and `tls.rs` (how it connects).
+//! (snapshots); `health.rs` ([`Client::health`]); `sentinel.rs` and `tls.rs` (how it connects).
 
 pub(crate) mod config;
+pub(crate) mod health;
 pub(crate) mod live;
 pub(crate) mod sentinel;
 pub(crate) mod shared;
@@ -213,6 +214,8 @@ impl Client {
         watchdog_config.topology_check = group_by_slot.then_some(lock_core::topology::TOPOLOGY_CHECK);
         let telemetry = Arc::new(crate::telemetry::Telemetry::new(config.metric_label));
         watchdog_config.observer = Some(telemetry.clone());
+        // Up or down, and re-made, from fred's events (`Client::health`, the metrics).
+        let connection_watch = crate::telemetry::ConnectionWatch::start(store.client(), &subscriber, &telemetry);
         let watchdog = Watchdog::start(store.clone(), watchdog_config);
         // After a reconnect (restart, failover, killed connection; in a cluster also the
         // connection to a newly promoted primary) the server may have lost locks: renew
@@ -243,6 +246,7 @@ impl Client {
                 fair_keepalive,
                 owns_connection: owns,
                 telemetry,
+                connection_watch,
                 live: crate::client::live::LiveGuards::default(),
                 shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,

@@ -31,6 +31,8 @@ pub(crate) struct ClientShared {
     pub(super) owns_connection: bool,
     /// The counters behind [`Client::stats`] and the metrics, shared with the watchdog.
     pub(crate) telemetry: Arc<crate::telemetry::Telemetry>,
+    /// The tasks that follow both connections' events into `telemetry` (stopped with it).
+    pub(super) connection_watch: crate::telemetry::ConnectionWatch,
     /// Every guard alive of this client's handles ([`Client::shutdown`] releases them).
     pub(crate) live: crate::client::live::LiveGuards,
     /// `true` once a [`Client::shutdown`] started; the sender tells later calls it ended.
@@ -42,6 +44,9 @@ pub(crate) struct ClientShared {
 
 impl Drop for ClientShared {
     fn drop(&mut self) {
+        // Out of the process-wide connection gauges now, not when the last task lets go
+        // of the telemetry.
+        self.telemetry.connections.retire();
         // After `shutdown` (the store is closed then) the connection was quit already:
         // a second QUIT only makes fred warn.
         if self.owns_connection && !self.store.is_closed() {
@@ -61,6 +66,9 @@ impl ClientShared {
         let released = self.live.release_all(timeout).await;
         self.store.close();
         self.watchdog.stop();
+        // The connections are quit below: no longer followed, and counted as down.
+        self.connection_watch.stop();
+        self.telemetry.connections.retire();
         self.subscriber.stop();
         if let Some(watch) = &self._sentinel {
             watch.stop();

@@ -1,5 +1,5 @@
 //! The closed sets of values that label metrics and fill span fields: lock kinds,
-//! acquire outcomes, how holds end. Kept apart from the counters (`mod.rs`) so that the
+//! acquire outcomes, how holds end, connection roles. Kept apart from the counters (`mod.rs`) so that the
 //! metric handles (`handles.rs`) can name them without importing the counters.
 
 /// The lock kinds, as labels and span fields.
@@ -121,6 +121,34 @@ impl HoldEnd {
             HoldEnd::Released => "released",
             HoldEnd::Lost => "lost",
             HoldEnd::Dropped => "dropped",
+        }
+    }
+}
+
+/// Which of a client's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The command connection (every node's, in a cluster): acquires, releases, renewals.
+    Commands,
+    /// The pub/sub connection that waiters' wake-ups come through.
+    Subscriber,
+}
+
+impl Role {
+    /// Every role, in [`Role::index`] order.
+    pub(crate) const ALL: [Role; 2] = [Role::Commands, Role::Subscriber];
+
+    /// The role's place in [`Role::ALL`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The `role` label.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Role::Commands => "commands",
+            Role::Subscriber => "subscriber",
         }
     }
 }

@@ -1,13 +1,16 @@
 //! Counting what the client does, for [`Client::stats`](crate::Client::stats) (always)
 //! and, with the `metrics` feature, for the `metrics` facade: one place that every
-//! acquire, wait, guard and watchdog event goes through. Atomics only, no lock: it sits
-//! on the hot path.
+//! acquire, wait, guard and watchdog event goes through. Atomics only on the hot path, no
+//! lock (the connections' state, `connection.rs`, moves only at connection events).
 
+pub(crate) mod connection;
 #[cfg(feature = "metrics")]
 pub(crate) mod handles;
 mod labels;
+mod watch;
 
-pub(crate) use labels::{HoldEnd, Kind, Outcome};
+pub(crate) use labels::{HoldEnd, Kind, Outcome, Role};
+pub(crate) use watch::ConnectionWatch;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -41,6 +44,8 @@ pub(crate) struct Telemetry {
     missing_semaphore_waits: AtomicU64,
     held: AtomicUsize,
     waiters: AtomicUsize,
+    /// The command and subscriber connections, as their events tell them.
+    pub(crate) connections: connection::Connections,
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     label: Option<LabelFn>,
     /// This client's share of the process-wide `leasehold_watchdog_locks` gauge, as last
@@ -59,7 +64,10 @@ struct WatchdogShare(AtomicUsize);
 impl Telemetry {
     pub(crate) fn new(label: Option<LabelFn>) -> Self {
         #[cfg(feature = "metrics")]
-        describe_metrics();
+        {
+            describe_metrics();
+            register_up_front();
+        }
         Telemetry { label, ..Telemetry::default() }
     }
 
@@ -241,15 +249,18 @@ impl WatchdogObserver for Telemetry {
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
     fn renewal(&self, renewed: bool) {
         #[cfg(feature = "metrics")]
-        metrics::counter!("leasehold_renewals_total", "outcome" => if renewed { "renewed" } else { "lost" })
-            .increment(1);
+        crate::telemetry::handles::with(|handles| {
+            let counter = if renewed { &handles.renewed } else { &handles.renewal_lost };
+            counter.increment(1);
+        });
     }
 
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
     fn renewal_failed(&self, holds: usize) {
         #[cfg(feature = "metrics")]
-        metrics::counter!("leasehold_renewals_total", "outcome" => "failed")
-            .increment(u64::try_from(holds).unwrap_or(u64::MAX));
+        crate::telemetry::handles::with(|handles| {
+            handles.renewal_failed.increment(u64::try_from(holds).unwrap_or(u64::MAX));
+        });
     }
 
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
@@ -297,6 +308,38 @@ fn count_as_f64(count: usize) -> f64 {
     f64::from(u32::try_from(count).unwrap_or(u32::MAX))
 }
 
+/// The `kind` of every hold the watchdog can report lost: the lock kinds it renews or
+/// checks after a reconnect ([`Kind::of`]), and a `PermitExpirableSemaphore`'s renewed
+/// permits (tagged `permit` in `permit_semaphore/permit.rs`). A `SimpleLock` (neither
+/// renewed nor checked), a `Semaphore`'s permits (no owner, no lease) and a latch are
+/// never reported lost.
+#[cfg(feature = "metrics")]
+const LOST_KINDS: [&str; 6] = ["lock", "fenced", "fair", "read", "write", "permit"];
+
+/// Whether a hold of `kind` can be reported lost for `reason`: every pair but a permit
+/// found gone after a reconnect, because only renewed permits are followed (a fixed-lease
+/// permit is not checked after reconnects) and a renewed hold is checked by its renewal.
+#[cfg(feature = "metrics")]
+fn can_be_lost(kind: &str, reason: LostReason) -> bool {
+    !(kind == "permit" && reason == LostReason::GoneAfterReconnect)
+}
+
+/// The series that exist from the start, at 0, in the recorder installed when a client
+/// is built: the gauges, `leasehold_renewals_total` and `leasehold_reconnects_total` of
+/// every label value, and `leasehold_lost_total` of every (kind, reason) that can occur.
+/// An alert on `increase()` sees no increase in a series whose first sample is already
+/// 1, so these must exist before their first event. (The histograms, and every series
+/// with a `lock` label, appear with their first record.)
+#[cfg(feature = "metrics")]
+fn register_up_front() {
+    crate::telemetry::handles::with(crate::telemetry::handles::Handles::touch);
+    for kind in LOST_KINDS {
+        for reason in LostReason::ALL.into_iter().filter(|reason| can_be_lost(kind, *reason)) {
+            metrics::counter!("leasehold_lost_total", "kind" => kind, "reason" => reason.as_str()).increment(0);
+        }
+    }
+}
+
 /// Units and help texts for the exporter (`# HELP` lines in Prometheus). Sent to the
 /// recorder installed when a client is built; a recorder installed later gets the
 /// metrics without their descriptions.
@@ -326,4 +369,13 @@ fn describe_metrics() {
     metrics::describe_gauge!("leasehold_held", "Guards alive now (not unlocked, dropped or detached)");
     metrics::describe_gauge!("leasehold_waiters", "Acquire calls queued now");
     metrics::describe_gauge!("leasehold_watchdog_locks", "Holds the watchdog renews now");
+    metrics::describe_gauge!(
+        "leasehold_connected",
+        "Clients whose connection of this role (commands, subscriber) is up now"
+    );
+    metrics::describe_counter!(
+        "leasehold_reconnects_total",
+        "Connections re-made after the client was built, by role (commands, subscriber)"
+    );
+    metrics::describe_gauge!("leasehold_clients", "Clients built and not shut down or dropped");
 }
