@@ -183,12 +183,14 @@ mod wait;
 
 pub use client::config::{ClientBuilder, ClientConfig, ShardedSubscriptionMode};
 pub use client::stats::ClientStats;
+pub use client::who::SERVICE_ENV;
 pub use client::Client;
 pub use latch::CountDownLatch;
 pub use lock::fair::FairLock;
 pub use lock::fenced::{FencedGuard, FencedLock};
 pub use lock::guard::LockGuard;
 pub use lock::Lock;
+pub use lock_core::who::{ClientDescription, HistoryEntry};
 pub use lock_core::{Error, ErrorKind, Result};
 pub use lock_pubsub::{PubsubMode, SubscriberStats};
 pub use lock_watchdog::WatchdogStats;

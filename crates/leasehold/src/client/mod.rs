@@ -14,6 +14,7 @@ pub(crate) mod sentinel;
 pub(crate) mod shared;
 pub(crate) mod stats;
 mod tls;
+pub(crate) mod who;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -135,6 +136,8 @@ impl Client {
             crate::client::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
         let client = Self::assemble(client, subscriber, config, false, mode, sentinel);
         client.inner.store.load_scripts().await?;
+        // The application's connection keeps the application's name: not renamed.
+        who::start(&client.inner, false).await;
         Ok(client)
     }
 
@@ -170,6 +173,7 @@ impl Client {
             crate::client::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
         let client = Self::assemble(client, subscriber, config, true, mode, sentinel);
         client.inner.store.load_scripts().await?;
+        who::start(&client.inner, true).await;
         Ok(client)
     }
 
@@ -217,7 +221,11 @@ impl Client {
         // at the end of their lease.
         watchdog.renew_on_each(reconnects);
         let topology = sharded.then(|| store.client().clone());
-        let subscriber = Subscriber::start_with(subscriber, config.command_timeout, mode, topology);
+        let id = ClientId::new_random();
+        let who = who::Identity::new(&id, &config);
+        // leasehold made the subscriber connection (from_fred too): it is always named.
+        let name = Some(who.connection_name.clone());
+        let subscriber = Subscriber::start_named(subscriber, config.command_timeout, mode, topology, name);
         // Validated: at most a year, so it fits.
         let watchdog_lease_ms = u64::try_from(config.watchdog_timeout.as_millis()).unwrap_or(u64::MAX);
         // Both validated by `ClientConfig::validate` (which builds the same ReplicaSync),
@@ -228,7 +236,7 @@ impl Client {
         let fair_keepalive = config.queue_keepalive();
         Client {
             inner: Arc::new(ClientShared {
-                id: ClientId::new_random(),
+                id,
                 store,
                 subscriber,
                 watchdog,
@@ -243,6 +251,7 @@ impl Client {
                 shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,
                 runtime: tokio::runtime::Handle::current(),
+                who,
             }),
         }
     }
