@@ -131,6 +131,8 @@ async fn a_description_costs_one_request_per_period() {
     let server = RedisServer::start();
     let watchdog = Duration::from_millis(600);
     let period = watchdog / 3;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks_before = metrics.num_alive_tasks();
     let client = named_client(&server.url(), watchdog, "cost").await;
     let key = client_key(&client);
     // The measurement window: ten periods, idle.
@@ -145,8 +147,10 @@ async fn a_description_costs_one_request_per_period() {
     let ttl = leasehold_test_support::pttl(&server, &key);
     assert!(ttl > 0 && ttl <= 600, "{ttl}");
     drop(client);
-    // Dropped without shutdown: the refresh task ends with it, and the key expires
-    // within one watchdog timeout.
+    // Dropped without shutdown: the refresh task ends with it (with every other task of
+    // the client), and the key expires within one watchdog timeout.
+    let ended = wait_until(Duration::from_secs(5), || metrics.num_alive_tasks() <= tasks_before).await;
+    assert!(ended, "tasks left after the drop: {} alive, {tasks_before} before", metrics.num_alive_tasks());
     assert!(
         wait_until(Duration::from_secs(3), || raw(&server, &["EXISTS", &key]) == RespValue::Integer(0)).await,
         "the key expired after the client was dropped"
