@@ -308,7 +308,25 @@ impl LockStore {
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
+    ///
+    /// A history the ACL user may not write (no `~leasehold_history:*`: the script's
+    /// first read of it is refused, before anything is written) does not stop the
+    /// unlock: it is sent again without the record, and a warning says so.
     pub async fn force_release(&self, kind: &LockKind, names: &LockNames, by: Option<&str>) -> Result<bool> {
+        match self.force_release_once(kind, names, by).await {
+            Err(error) if by.is_some() && crate::who::is_acl_refusal(&error) => {
+                tracing::warn!(
+                    key = names.key(),
+                    %error,
+                    "the forced unlock could not be recorded (ACL: see docs/deployment.md); unlocking without the record"
+                );
+                self.force_release_once(kind, names, None).await
+            }
+            result => result,
+        }
+    }
+
+    async fn force_release_once(&self, kind: &LockKind, names: &LockNames, by: Option<&str>) -> Result<bool> {
         let settings = self.call_settings();
         let build = || kind.force_release_args(names, by, settings);
         let (reply, _): (i64, _) = self.run_script(names.key(), kind.force_release_script(), build, None).await?;

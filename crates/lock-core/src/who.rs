@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use fred::clients::Client;
-use fred::prelude::{ClientLike, HashesInterface, KeysInterface};
+use fred::prelude::{ClientLike, ClusterInterface, HashesInterface, KeysInterface};
 use fred::types::config::{Options, Server};
 use fred::types::{ClusterHash, CustomCommand, Key, Value};
 
@@ -169,7 +169,7 @@ pub async fn describe_owner(client: &Client, timeout: Duration, owner: &str) -> 
 }
 
 /// Names the connection of `client` to `server` (every connection when `server` is
-/// `None`: one on a standalone server, one per node of a cluster) with `CLIENT SETNAME
+/// `None`: one on a standalone server, one per primary of a cluster) with `CLIENT SETNAME
 /// name`, each within `timeout`. A connection subscribed with RESP2 refuses it: name a
 /// subscriber connection before it subscribes.
 ///
@@ -178,20 +178,29 @@ pub async fn describe_owner(client: &Client, timeout: Duration, owner: &str) -> 
 ///
 /// # Cancel safety
 /// Dropping the future drops the calls not yet answered; a name is idempotent.
-pub async fn set_connection_name<C: ClientLike>(
+pub async fn set_connection_name<C: ClientLike + ClusterInterface>(
     client: &C,
     server: Option<&Server>,
     name: &str,
     timeout: Duration,
 ) -> Result<()> {
-    let servers = match server {
-        Some(server) => vec![server.clone()],
-        None => client.active_connections(),
+    // On a standalone or Sentinel-managed server there is one connection: no routing.
+    // In a cluster, every primary of fred's slot map (not fred's `active_connections`,
+    // which lists only connections whose `CLIENT ID` the ACL user may ask).
+    let nodes: Vec<Option<Server>> = match server {
+        _ if !client.is_clustered() => vec![None],
+        Some(server) => vec![Some(server.clone())],
+        None => client
+            .cached_cluster_state()
+            .map(|map| map.unique_primary_nodes())
+            .unwrap_or_default()
+            .into_iter()
+            .map(Some)
+            .collect(),
     };
     let mut first_error = None;
-    for server in servers {
-        // On a standalone or Sentinel-managed server there is one connection: no routing.
-        let options = Options { cluster_node: client.is_clustered().then(|| server.clone()), ..Options::default() };
+    for node in nodes {
+        let options = Options { cluster_node: node, ..Options::default() };
         let command = CustomCommand::new_static("CLIENT", ClusterHash::Random, false);
         let routed = client.with_options(&options);
         let call = routed.custom::<Value, _>(command, vec!["SETNAME", name]);
@@ -200,6 +209,15 @@ pub async fn set_connection_name<C: ClientLike>(
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// `true` when the server refused `error`'s command for the ACL user (`NOPERM`, or a
+/// command or key refused inside a script).
+pub(crate) fn is_acl_refusal(error: &crate::Error) -> bool {
+    error.fred_error().is_some_and(|fred| {
+        let details = fred.details();
+        details.contains("NOPERM") || details.contains("The user executing the script can't")
+    })
 }
 
 /// One forced unlock recorded in a lock's history.

@@ -53,7 +53,9 @@ mod shared;
 mod topology;
 
 pub use children::{contenders_intervals, spawn_contenders, HolderProcess};
-pub use client::{client, client_with, command_timeout_for, hgetall, pttl, pubsub_channels, raw};
+pub use client::{
+    client, client_with, command_timeout_for, hgetall, is_client_description, lock_keys, pttl, pubsub_channels, raw,
+};
 pub use failover::assert_unreplicated_holders_told_and_no_waiter_stuck;
 pub use listener::Listener;
 pub use server_kind::{ServerKind, VALKEY_SERVER_VAR};
