@@ -5,6 +5,7 @@
 mod args;
 mod duration;
 mod exit;
+mod history;
 mod inspect;
 mod json;
 mod run;
@@ -68,6 +69,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Status(args) => inspect::status(&client, &args).await,
         Command::List(args) => inspect::list(&client, &args).await,
         Command::Unlock(args) => unlock::unlock(&client, &args).await,
+        Command::History(args) => history::history(&client, &args).await,
     };
     // Gives back anything still held and closes the connections (bounded by the
     // command timeout).
