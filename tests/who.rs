@@ -106,7 +106,7 @@ async fn reconnected_connections_are_named_again() {
         let lock = waiter.lock("who:busy");
         async move { lock.try_lock_for(Duration::from_secs(20)).await.map(|g| g.is_some()) }
     });
-    assert!(wait_until(Duration::from_secs(5), || waiter.subscribed_channels().len() >= 1).await);
+    assert!(wait_until(Duration::from_secs(5), || !waiter.subscribed_channels().is_empty()).await);
     assert!(
         wait_until(Duration::from_secs(5), || named_connections(&raw(&server, &["CLIENT", "LIST"]), &name) == 2).await
     );
