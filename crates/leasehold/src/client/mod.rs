@@ -15,6 +15,7 @@ pub(crate) mod shared;
 pub(crate) mod stats;
 mod tls;
 pub(crate) mod who;
+mod who_api;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -137,7 +138,7 @@ impl Client {
         let client = Self::assemble(client, subscriber, config, false, mode, sentinel);
         client.inner.store.load_scripts().await?;
         // The application's connection keeps the application's name: not renamed.
-        who::start(&client.inner, false).await;
+        who::start(&client.inner.who, client.inner.store.client(), &client.inner.config, false).await;
         Ok(client)
     }
 
@@ -173,7 +174,7 @@ impl Client {
             crate::client::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
         let client = Self::assemble(client, subscriber, config, true, mode, sentinel);
         client.inner.store.load_scripts().await?;
-        who::start(&client.inner, true).await;
+        who::start(&client.inner.who, client.inner.store.client(), &client.inner.config, true).await;
         Ok(client)
     }
 

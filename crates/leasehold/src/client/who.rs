@@ -6,9 +6,10 @@
 //! name it before it subscribes. The keys and their format: [`lock_core::who`].
 //!
 //! Nothing here affects locks: a failed write or name is logged at debug and tried
-//! again at the next period (or reconnect).
+//! again at the next period (or reconnect). What the application asks
+//! ([`Client::describe_owner`](crate::Client::describe_owner),
+//! [`Client::lock_history`](crate::Client::lock_history)) is in `client/who_api.rs`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use fred::prelude::{Client as FredClient, EventInterface};
@@ -17,7 +18,6 @@ use lock_core::ClientId;
 use tokio::task::AbortHandle;
 
 use crate::client::config::ClientConfig;
-use crate::client::shared::ClientShared;
 
 /// The environment variable naming the service when the builder does not
 /// ([`ClientBuilder::service_name`](crate::ClientBuilder::service_name)).
@@ -86,11 +86,13 @@ impl Identity {
 /// connection that reconnects. `rename` is `false` for a fred client given to
 /// [`Client::from_fred`](crate::Client::from_fred): its connections are the
 /// application's, named by it.
-pub(crate) async fn start(shared: &Arc<ClientShared>, rename: bool) {
-    let client = shared.store.client().clone();
-    let timeout = shared.config.command_timeout;
-    let ttl = shared.config.watchdog_timeout;
-    let identity = &shared.who;
+///
+/// Takes the client's pieces, not its shared state: this file is below
+/// `client/shared.rs`, which holds the [`Identity`].
+pub(crate) async fn start(identity: &Identity, client: &FredClient, config: &ClientConfig, rename: bool) {
+    let client = client.clone();
+    let timeout = config.command_timeout;
+    let ttl = config.watchdog_timeout;
     // Taken before the first names go out: a reconnect after this is named again.
     let mut reconnects = rename.then(|| client.reconnect_rx());
     if rename {
@@ -197,46 +199,4 @@ fn host_name() -> String {
         .filter(|name| !name.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok().filter(|name| !name.is_empty()))
         .unwrap_or_else(|| "unknown".to_owned())
-}
-
-impl crate::Client {
-    /// This client's connection name, `leasehold:<UUID>:<service>` (`CLIENT SETNAME` of
-    /// every connection leasehold made for it; see `docs/observability.md`). A lock's
-    /// history names the client that forced an unlock by it.
-    pub fn connection_name(&self) -> &str {
-        &self.inner.who.connection_name
-    }
-
-    /// The history of forced unlocks of the lock `name` (the client's key prefix is
-    /// applied, as in [`Client::lock`](crate::Client::lock)), newest first: when (the
-    /// server's clock), who (the forcing client's connection name) and which owners
-    /// were removed. At most 100 entries, kept 7 days after the last one; empty when none
-    /// was recorded. Every kind's `force_unlock` records one entry when it deleted a lock.
-    ///
-    /// # Errors
-    /// An empty name; [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the
-    /// history key is not a List; timeouts and connection errors.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads.
-    pub async fn lock_history(&self, name: impl AsRef<str>) -> crate::Result<Vec<crate::HistoryEntry>> {
-        let names = lock_core::LockNames::new(&self.full_key(name.as_ref()))?;
-        who::lock_history(self.inner.store.client(), self.inner.config.command_timeout, &names).await
-    }
-
-    /// The description of the client that made the owner id `owner` (`UUID:N`, a
-    /// writer's `UUID:N:write`, a simple lock's `UUID-N`): its host, pid, service, start
-    /// time and leasehold version, as that client last wrote them. `None` when no live
-    /// client describes it (it died or shut down more than a watchdog timeout ago, or
-    /// the owner is not a leasehold client's).
-    ///
-    /// # Errors
-    /// [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the description key
-    /// is not a Hash; timeouts and connection errors.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads.
-    pub async fn describe_owner(&self, owner: &str) -> crate::Result<Option<ClientDescription>> {
-        who::describe_owner(self.inner.store.client(), self.inner.config.command_timeout, owner).await
-    }
 }
