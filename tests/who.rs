@@ -278,3 +278,32 @@ async fn a_cluster_client_names_its_connection_on_every_node() {
     client.shutdown().await.expect("shutdown");
     assert_eq!(cluster.on_key(&key, &["EXISTS", &key]), RespValue::Integer(0));
 }
+
+/// A client made with `Client::from_fred` leaves the application's connection its own
+/// name (the connection is the application's) and names only the subscriber connection
+/// it made; it describes itself as any client does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_fred_names_only_its_own_subscriber_connection() {
+    use leasehold::fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+    let server = RedisServer::start();
+    let mut builder = Builder::from_config(Config::from_url(&server.url()).expect("url"));
+    builder.set_policy(ReconnectPolicy::new_constant(0, 50));
+    // fred names the application's connection with its own id.
+    builder.with_connection_config(|c| c.auto_client_setname = true);
+    let fred = builder.build().expect("fred client");
+    fred.init().await.expect("connect");
+    let mut config = leasehold::ClientConfig::default();
+    config.service_name = Some("app".to_owned());
+    let client = leasehold::Client::from_fred(fred.clone(), config).await.expect("from_fred");
+    let ours = client.connection_name().to_owned();
+    let theirs = fred.id().to_owned();
+    let named = wait_until(Duration::from_secs(5), || {
+        let list = raw(&server, &["CLIENT", "LIST"]);
+        named_connections(&list, &ours) == 1 && named_connections(&list, &theirs) == 1
+    })
+    .await;
+    assert!(named, "{ours} (subscriber) and {theirs} (the app's): {:?}", raw(&server, &["CLIENT", "LIST"]));
+    let fields = leasehold_test_support::hgetall(&server, &client_key(&client));
+    assert!(fields.iter().any(|(field, value)| field == "service" && value == "app"), "{fields:?}");
+    client.shutdown().await.expect("shutdown");
+}
