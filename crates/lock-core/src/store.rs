@@ -309,16 +309,18 @@ impl LockStore {
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
     ///
-    /// A history the ACL user may not write (no `~leasehold_history:*`: the script's
-    /// first read of it is refused, before anything is written) does not stop the
-    /// unlock: it is sent again without the record, and a warning says so.
+    /// A history the script may not touch does not stop the unlock: the ACL user's
+    /// (no `~leasehold_history:*`), or one not on this node while its cluster slot
+    /// migrates. The script's first read of it is refused, before anything is
+    /// written; the call is sent again without the record, and a warning says so.
     pub async fn force_release(&self, kind: &LockKind, names: &LockNames, by: Option<&str>) -> Result<bool> {
         match self.force_release_once(kind, names, by).await {
-            Err(error) if by.is_some() && crate::who::is_acl_refusal(&error) => {
+            Err(error) if by.is_some() && crate::who::history_refused(&error) => {
                 tracing::warn!(
                     key = names.key(),
                     %error,
-                    "the forced unlock could not be recorded (ACL: see docs/deployment.md); unlocking without the record"
+                    "the forced unlock could not be recorded (the ACL, see docs/deployment.md, or a slot migration); \
+                     unlocking without the record"
                 );
                 self.force_release_once(kind, names, None).await
             }

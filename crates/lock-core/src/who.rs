@@ -211,12 +211,17 @@ pub async fn set_connection_name<C: ClientLike + ClusterInterface>(
     first_error.map_or(Ok(()), Err)
 }
 
-/// `true` when the server refused `error`'s command for the ACL user (`NOPERM`, or a
-/// command or key refused inside a script).
-pub(crate) fn is_acl_refusal(error: &crate::Error) -> bool {
+/// `true` when a force-release script with a history was refused over the history
+/// key, which it reads first, before writing anything: the ACL user may not touch it
+/// (`NOPERM`, or a command or key refused inside the script), or, in a cluster slot
+/// being migrated, the key is not on this node (it is not declared: see
+/// `force_release.lua`), which Redis refuses as "a non local key".
+pub(crate) fn history_refused(error: &crate::Error) -> bool {
     error.fred_error().is_some_and(|fred| {
         let details = fred.details();
-        details.contains("NOPERM") || details.contains("The user executing the script can't")
+        details.contains("NOPERM")
+            || details.contains("The user executing the script can't")
+            || details.contains("non local key")
     })
 }
 
