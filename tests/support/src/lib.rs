@@ -13,7 +13,8 @@
 //! - [`Monitor`]: a `MONITOR` tap that records every command the server runs.
 //! - [`raw_command`]: one command over a plain TCP connection, for tests that must not go
 //!   through the client under test; [`raw`], [`pttl`], [`hgetall`] and
-//!   [`pubsub_channels`] ask a [`RedisServer`] through it.
+//!   [`pubsub_channels`] ask a [`RedisServer`] through it; [`lock_keys`] lists its keys
+//!   but the clients' descriptions (`leasehold_client:{UUID}`, one per live client).
 //! - [`client`](fn@client) and [`client_with`]: a leasehold `Client` with short timeouts for tests.
 //! - [`Topology`] with [`both_topologies!`]: one test body on a standalone Redis, on
 //!   Valkey and on a cluster; [`ServerKind`] with [`both_servers!`]: one standalone body

@@ -87,6 +87,10 @@ impl Client {
     /// A subscriber connection is made from its configuration. leasehold never closes
     /// the client it is given (not on error, not when the last clone of the returned
     /// `Client` is dropped); it closes only the subscriber connection it made itself.
+    /// Nor does it rename it: only the subscriber connection is named
+    /// `leasehold:<UUID>:<service>` (the given client's connection is the application's,
+    /// and so is its name); the client's description is written as for any client
+    /// (`docs/observability.md`, "Who holds what").
     ///
     /// A client made elsewhere may replay in-flight commands after a reconnect
     /// (fred's `max_command_attempts`); leasehold's acquire and release set absolute
