@@ -139,8 +139,9 @@ async fn a_description_costs_one_request_per_period() {
     let calls = calls_during(&server, tokio::time::sleep(period * 10)).await;
     eprintln!("commands in 10 periods: {calls:?}");
     let evalsha = calls.get("evalsha").copied().unwrap_or(0);
-    // 10 on an idle machine; a loaded one may fall a period or two behind, never ahead.
-    assert!((7..=11).contains(&evalsha), "one request per period: {calls:?}");
+    // 10 on an idle machine; on a loaded one the refresh may fall a period or two
+    // behind, or the window's sleep overshoot by a period or two.
+    assert!((7..=13).contains(&evalsha), "one request per period: {calls:?}");
     assert_eq!(calls.get("hset").copied(), Some(evalsha), "{calls:?}");
     assert_eq!(calls.get("pexpire").copied(), Some(evalsha), "{calls:?}");
     assert_eq!(calls.len(), 3, "nothing else: {calls:?}");
