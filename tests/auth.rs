@@ -109,6 +109,16 @@ fn leasehold_acl_rules(lock_keys: &str) -> Vec<String> {
         "+type",
         "~redisson_countdownlatch__channel__*",
         "&redisson_countdownlatch__channel__*",
+        // Who holds what: every connection's name (CLIENT SETNAME), the client's
+        // description (client_describe.lua: HSET, PEXPIRE; DEL at shutdown), and the
+        // history of forced unlocks (the force-release scripts: LLEN checks its type,
+        // LPUSH, LTRIM, PEXPIRE; TYPE, HKEYS and TIME as above).
+        "+client|setname",
+        "~leasehold_client:*",
+        "+llen",
+        "+lpush",
+        "+ltrim",
+        "~leasehold_history:*",
     ]
     .iter()
     .map(|r| (*r).to_owned())
@@ -311,7 +321,9 @@ async fn a_missing_right_is_a_prompt_noperm_error_and_writes_nothing() {
     assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
     assert!(fred_details(&err).starts_with("NOPERM"), "{}", fred_details(&err));
 
-    assert_eq!(raw(&server, &["DBSIZE"]), RespValue::Integer(0), "nothing was written");
+    // Nothing but the description of the one client allowed to write it (`app-only`).
+    let written = leasehold_test_support::lock_keys(&server);
+    assert_eq!(written, Vec::<String>::new(), "nothing was written");
     assert!(!acl_denials(&server).is_empty(), "the server logged the denials");
 }
 
@@ -357,6 +369,18 @@ async fn life_of_a_client(url: &str, name: &str) -> Result<(), String> {
     // which holds on a loaded 2-core machine (300 ms did not: 99 ms timeouts fired).
     let first = connect(url, Duration::from_millis(900)).await.map_err(step("connect"))?;
     let second = connect(url, Duration::from_millis(900)).await.map_err(step("connect"))?;
+    // Its connections are named (`+client|setname`: a refusal is not in `ACL LOG`, so
+    // the name itself is looked for, as the default user, over a raw connection).
+    let addr = url.rsplit('@').next().unwrap_or(url);
+    let name_field = format!("name={} ", first.connection_name());
+    let named = || {
+        let list = leasehold_test_support::raw_command(addr, &[b"CLIENT", b"LIST"]);
+        list.as_str().is_some_and(|text| text.contains(&name_field))
+    };
+    if !wait_until(Duration::from_secs(2), named).await {
+        let list = leasehold_test_support::raw_command(addr, &[b"CLIENT", b"LIST"]);
+        return Err(format!("the client's connections are not named {name_field:?}: {list:?}"));
+    }
     let guard = first.lock(name).lock_with_lease(Duration::from_secs(30)).await.map_err(step("lock"))?;
     let waiting = {
         let second = second.clone();

@@ -582,14 +582,8 @@ fn slot(key: &str) -> u16 {
 
 /// Every key on the server, sorted.
 fn all_keys(server: &RedisServer) -> Vec<String> {
-    match raw(server, &["KEYS", "*"]) {
-        RespValue::Array(items) => {
-            let mut keys: Vec<String> = items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
-            keys.sort();
-            keys
-        }
-        other => panic!("unexpected KEYS reply {other:?}"),
-    }
+    // The clients' descriptions are in their own UUID's slot, not a lock's.
+    leasehold_test_support::lock_keys(server)
 }
 
 // 1. Ownership: one owner shared through an `Arc`.

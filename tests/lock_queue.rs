@@ -62,12 +62,8 @@ async fn a_release_hands_the_lock_to_the_queued_waiter_so_no_newcomer_barges_in(
     waiter.signal("CONT");
     assert_eq!(waiter.next_line(Duration::from_secs(5)).await.as_deref(), Some("LOCKED"), "the waiter claims it");
     assert_eq!(waiter.next_line(Duration::from_secs(5)).await.as_deref(), Some("UNLOCKED"));
-    let keys = raw(&server, &["KEYS", "*"]);
-    let left: Vec<&str> = match &keys {
-        RespValue::Array(items) => items.iter().filter_map(RespValue::as_str).collect(),
-        other => panic!("KEYS: {other:?}"),
-    };
-    assert_eq!(left, ["queue:handover:order"], "nothing left but the waiter's record");
+    let left = leasehold_test_support::lock_keys(&server);
+    assert_eq!(left, ["queue:handover:order"], "nothing left but the waiter's record (and the clients' descriptions)");
 }
 
 // Redisson's RLock scripts, transcribed by hand from RedissonLock.java
@@ -159,7 +155,7 @@ async fn a_redisson_rlock_peer_and_queued_waiters_wake_each_other() {
     guard.unlock().await.expect("unlock");
     assert_eq!(redisson_try(), RespValue::Nil, "and Redisson gets it after that");
     assert_eq!(redisson_unlock().as_int(), Some(1));
-    assert_eq!(raw(&server, &["DBSIZE"]).as_int(), Some(0), "nothing left behind");
+    assert_eq!(leasehold_test_support::lock_keys(&server), Vec::<String>::new(), "nothing left behind");
     let _ = subscriber.quit().await;
 }
 

@@ -61,6 +61,8 @@ pub(crate) enum Command {
     /// Delete NAME whoever holds it and wake its waiters.
     #[command(after_help = EXIT_CODES)]
     Unlock(UnlockArgs),
+    /// Show the forced unlocks of NAME: when, by which client, which owners.
+    History(crate::history::HistoryArgs),
 }
 
 /// `leasehold run`.

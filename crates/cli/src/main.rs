@@ -8,6 +8,7 @@ mod connect;
 mod duration;
 mod exit;
 mod held;
+mod history;
 mod hold;
 mod inspect;
 mod json;
@@ -88,6 +89,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Status(args) => inspect::status(&client, &args).await,
         Command::List(args) => inspect::list(&client, &args).await,
         Command::Unlock(args) => unlock::unlock(&client, &args).await,
+        Command::History(args) => history::history(&client, &args).await,
     };
     // Gives back anything still held and closes the connections (bounded by the
     // command timeout).

@@ -9,9 +9,13 @@
 --          KEYS[4] .. ':' .. head
 -- ARGV[1]  unlock message ("0")
 -- ARGV[2]  the publish command: "publish" (classic pub/sub) or "spublish" (sharded)
+-- ARGV[3]  optional: the lock's history "leasehold_history:{NAME}", or '' (as
+--          force_release.lua)
+-- ARGV[4]  with ARGV[3]: who forced it
 --
 -- Replies:
---   1  the key existed and was deleted; ARGV[1] published to the head's channel, if any
+--   1  the key existed and was deleted; ARGV[1] published to the head's channel, if any;
+--      with ARGV[3], the removed owners recorded in the history
 --   0  no key; nothing published
 -- Errors:
 --   WRONGTYPE  KEYS[2] is not a List or KEYS[3] not a ZSet; nothing was written
@@ -30,8 +34,31 @@ while true do
   redis.call('zrem', KEYS[3], head)
 end
 
+local removed = ''
+if ARGV[3] and ARGV[3] ~= '' then
+  redis.call('llen', ARGV[3])
+  local shape = redis.call('type', KEYS[1])['ok']
+  local owners = {}
+  if shape == 'hash' then
+    for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+      if field ~= 'mode' and string.sub(field, -2) ~= ':w' then
+        owners[#owners + 1] = field
+      end
+    end
+  elseif shape == 'string' then
+    owners[1] = redis.call('get', KEYS[1])
+  end
+  removed = table.concat(owners, ',')
+end
 if redis.call('del', KEYS[1]) == 0 then
   return 0
+end
+if ARGV[3] and ARGV[3] ~= '' then
+  local clock = redis.call('time')
+  local at = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  redis.call('lpush', ARGV[3], string.format('%d force-unlock by=%s owners=%s', at, ARGV[4], removed))
+  redis.call('ltrim', ARGV[3], 0, 99)
+  redis.call('pexpire', ARGV[3], 604800000)
 end
 local head = redis.call('lindex', KEYS[2], 0)
 if head then

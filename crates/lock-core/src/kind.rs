@@ -439,20 +439,34 @@ impl LockKind {
     }
 
     /// The KEYS and ARGV of its force-release script.
-    pub(crate) fn force_release_args(&self, names: &LockNames, settings: CallSettings) -> ScriptArgs {
-        let args = vec![unlock_message(), static_arg(settings.publish)];
+    /// `by`: who forces it (the forcing client's connection name), recorded with the
+    /// removed owners in the lock's history `leasehold_history:{NAME}`; `None` records
+    /// nothing.
+    pub(crate) fn force_release_args(&self, names: &LockNames, by: Option<&str>, settings: CallSettings) -> ScriptArgs {
+        // The history key and who, last in ARGV (never declared: see `force_release.lua`).
+        let history = match by {
+            Some(by) => [Value::from(names.history_key()), Value::from(by)],
+            None => [static_arg(""), static_arg("")],
+        };
+        let mut args = vec![unlock_message(), static_arg(settings.publish)];
         match self {
-            LockKind::Read { .. } | LockKind::Write { .. } => (
+            LockKind::Read { .. } | LockKind::Write { .. } => {
+                // "1" whoever held it: every waiter, reader or writer, may try.
+                let mut args =
+                    vec![read_unlock_message(), static_arg(settings.publish), Value::from(names.rwlock_channel())];
+                args.extend(history);
                 // Only the lock key is declared; the channel is in ARGV (see
                 // `rw_force_release.lua`).
-                vec![Key::from(names.key_arg())],
-                // "1" whoever held it: every waiter, reader or writer, may try.
-                vec![read_unlock_message(), static_arg(settings.publish), Value::from(names.rwlock_channel())],
-            ),
+                (vec![Key::from(names.key_arg())], args)
+            }
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => {
+                args.extend(history);
                 (vec![Key::from(names.key_arg()), Key::from(names.channel_arg())], args)
             }
-            LockKind::Fair { .. } => (fair_keys(names), args),
+            LockKind::Fair { .. } => {
+                args.extend(history);
+                (fair_keys(names), args)
+            }
         }
     }
 }
@@ -604,11 +618,15 @@ mod tests {
         );
         let (_, args) = WRITE.release_args(&names, &writer, 0, 0, true, settings());
         assert_eq!(text(&args)[6], "1", "a wait's clean-up leaves the waiting writers");
-        let (keys, args) = READ.force_release_args(&names, settings());
+        let (keys, args) = READ.force_release_args(&names, None, settings());
         assert_eq!(
             (key_text(&keys), text(&args)),
-            (vec!["k".to_owned()], vec!["1".to_owned(), "spublish".to_owned(), "redisson_rwlock:{k}".to_owned()])
+            (vec!["k".to_owned()], ["1", "spublish", "redisson_rwlock:{k}", "", ""].map(str::to_owned).to_vec())
         );
+        // With who forces it: the history key (in ARGV, never declared) and who.
+        let (keys, args) = READ.force_release_args(&names, Some("leasehold:u:ops"), settings());
+        assert_eq!(key_text(&keys), ["k"]);
+        assert_eq!(text(&args)[3..], ["leasehold_history:{k}", "leasehold:u:ops"]);
         // A name with a hash tag is its own prefix (Redisson's suffixName rule).
         let tagged = LockNames::new("{a}b").expect("valid");
         assert_eq!(tagged.rw_timeout_prefix("o"), "{a}b:o:rwlock_timeout");

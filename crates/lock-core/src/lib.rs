@@ -23,6 +23,8 @@
 //! - [`replicas`]: replica acknowledgement (`WAIT` pipelined behind an acquire).
 //! - [`args`]: validation of durations before anything is sent.
 //! - [`latch`]: Redisson's `RCountDownLatch`: its key, its literal channel, its calls.
+//! - [`who`]: who holds what: a client's description key, its connection name, a lock's
+//!   history of forced unlocks.
 //! - [`error`]: the one error type, with a [`ErrorKind`] and `is_*` predicates.
 //!
 //! Users depend on the `leasehold` crate; this crate is its building block.
@@ -51,6 +53,7 @@ pub mod scripts;
 pub mod semaphore;
 pub mod store;
 pub mod topology;
+pub mod who;
 
 pub use error::{Error, ErrorKind, Result};
 pub use gate::WriteGate;

@@ -45,6 +45,17 @@ pub const LOCK_WAITERS_PREFIX: &str = "leasehold_lock_waiters";
 /// where releases announce hand-overs and new queue heads (`"GRANTED NEXT WAIT_MS"`).
 pub const LOCK_QUEUE_CHANNEL_PREFIX: &str = "leasehold_lock__queue";
 
+/// Prefix of a lock's history of forced unlocks (leasehold only; Redisson ignores it):
+/// `leasehold_history:{NAME}`, a List of `"<server TIME ms> force-unlock by=<who>
+/// owners=<a,b>"`, newest first, at most 100 entries, expiring 7 days after the last.
+pub const HISTORY_PREFIX: &str = "leasehold_history";
+
+/// Prefix of a client's description (leasehold only; Redisson ignores it):
+/// `leasehold_client:{UUID}`, a Hash `host`, `pid`, `service`, `started`, `version`,
+/// refreshed every watchdog period and expiring one watchdog timeout after the last
+/// refresh (see [`crate::who`]).
+pub const CLIENT_PREFIX: &str = "leasehold_client";
+
 /// Prefix of a fenced resource's fence: `leasehold_fence:{RESOURCE}` (leasehold only;
 /// see `lua/fenced_write.lua`).
 pub const FENCE_PREFIX: &str = "leasehold_fence";
@@ -310,6 +321,12 @@ impl LockNames {
     /// and an owner belongs to one lock.
     pub fn lock_queue_channel(&self) -> String {
         derived_key(LOCK_QUEUE_CHANNEL_PREFIX, &self.key)
+    }
+
+    /// The lock's history of forced unlocks, `leasehold_history:{NAME}` (see
+    /// [`HISTORY_PREFIX`]; one per lock key, as the wait queue).
+    pub fn history_key(&self) -> String {
+        unique_key(HISTORY_PREFIX, &self.key)
     }
 
     /// The fencing counter, `redisson_lock_token:{NAME}`.

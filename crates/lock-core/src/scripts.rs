@@ -103,8 +103,12 @@ pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
 /// `pes_renew_batch.lua`: extend many live permits (the watchdog).
 pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 
+/// `client_describe.lua`: write or refresh a client's description and its TTL
+/// ([`crate::who`]).
+pub static CLIENT_DESCRIBE: LazyLock<LuaScript> = lua!("client_describe.lua");
+
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 36] {
+pub fn all() -> [&'static LuaScript; 37] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -142,6 +146,7 @@ pub fn all() -> [&'static LuaScript; 36] {
         &PES_PERMITS,
         &PES_SET_PERMITS,
         &PES_RENEW_BATCH,
+        &CLIENT_DESCRIBE,
     ]
 }
 

@@ -296,7 +296,10 @@ impl LockStore {
     /// Runs the force-release of `kind`: delete the lock whoever holds it and tell its
     /// waiters (`force_release.lua` publishes on the release channel and deletes the key
     /// whatever its type; `fair_force_release.lua` tells the queue head, whose place and
-    /// the other waiters' stay). Returns `true` if a lock was deleted.
+    /// the other waiters' stay). Returns `true` if a lock was deleted. With `by` (who
+    /// forces it: the forcing client's connection name), a deletion is recorded in the
+    /// lock's history, `leasehold_history:{NAME}`, with the owners it removed (see
+    /// [`crate::who::lock_history`]).
     ///
     /// # Errors
     /// [`ErrorKind::WrongType`] when a fair lock's queue is not a List or its deadlines
@@ -305,9 +308,30 @@ impl LockStore {
     /// # Cancel safety
     /// Dropping the future does not take the command back: once written it runs, and
     /// only its answer is lost.
-    pub async fn force_release(&self, kind: &LockKind, names: &LockNames) -> Result<bool> {
+    ///
+    /// A history the script may not touch does not stop the unlock: the ACL user's
+    /// (no `~leasehold_history:*`), or one not on this node while its cluster slot
+    /// migrates. The script's first read of it is refused, before anything is
+    /// written; the call is sent again without the record, and a warning says so.
+    pub async fn force_release(&self, kind: &LockKind, names: &LockNames, by: Option<&str>) -> Result<bool> {
+        match self.force_release_once(kind, names, by).await {
+            Err(error) if by.is_some() && crate::who::history_refused(&error) => {
+                tracing::warn!(
+                    target: crate::TARGET,
+                    key = names.key(),
+                    %error,
+                    "the forced unlock could not be recorded (the ACL, see docs/deployment.md, or a slot migration); \
+                     unlocking without the record"
+                );
+                self.force_release_once(kind, names, None).await
+            }
+            result => result,
+        }
+    }
+
+    async fn force_release_once(&self, kind: &LockKind, names: &LockNames, by: Option<&str>) -> Result<bool> {
         let settings = self.call_settings();
-        let build = || kind.force_release_args(names, settings);
+        let build = || kind.force_release_args(names, by, settings);
         let (reply, _): (i64, _) = self.run_script(names.key(), kind.force_release_script(), build, None).await?;
         Ok(reply == 1)
     }

@@ -155,6 +155,25 @@ impl Subscriber {
         mode: PubsubMode,
         topology: Option<Client>,
     ) -> Self {
+        Self::start_named(client, command_timeout, mode, topology, None)
+    }
+
+    /// [`Subscriber::start_with`], naming the subscriber connection `name` (`CLIENT
+    /// SETNAME`, [`lock_core::who::set_connection_name`]): every connection as the task
+    /// starts, and each reconnected one before the task subscribes again on it (a
+    /// connection subscribed with RESP2 refuses `CLIENT SETNAME`, so the task that
+    /// subscribes names first). A refused or timed-out name is logged at debug and
+    /// changes nothing else.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn start_named(
+        client: SubscriberClient,
+        command_timeout: Duration,
+        mode: PubsubMode,
+        topology: Option<Client>,
+        name: Option<String>,
+    ) -> Self {
         let (shutdown_tx, shutdown_rx) = watch::channel(());
         let (ended_tx, ended_rx) = watch::channel(false);
         let reconcile = Arc::new(Notify::new());
@@ -190,6 +209,7 @@ impl Subscriber {
             topology_at: None,
             topology,
             ended: ended_tx,
+            name,
         };
         let changes = Changes { own: own_changes, command: command_changes };
         tokio::spawn(task.run(messages, reconnects, changes, shutdown_rx, reconcile));
@@ -668,6 +688,8 @@ struct Task {
     topology: Option<Client>,
     /// Set once the task ended ([`Subscriber::ended`]).
     ended: watch::Sender<bool>,
+    /// The connection name ([`Subscriber::start_named`]).
+    name: Option<String>,
 }
 
 /// The cluster change streams a sharded subscriber watches.
@@ -680,6 +702,16 @@ struct Changes {
 }
 
 impl Task {
+    /// Names the connection to `server` (every connection when `None`), when the
+    /// subscriber has a name; a failure is logged at debug, never fatal.
+    async fn name_connection(&self, server: Option<&Server>) {
+        let Some(name) = &self.name else { return };
+        if let Err(error) = lock_core::who::set_connection_name(&self.client, server, name, self.command_timeout).await
+        {
+            tracing::debug!(target: crate::TARGET, %error, ?server, "CLIENT SETNAME of the subscriber connection failed");
+        }
+    }
+
     async fn run(
         mut self,
         mut messages: broadcast::Receiver<Message>,
@@ -688,6 +720,8 @@ impl Task {
         mut shutdown: watch::Receiver<()>,
         reconcile: Arc<Notify>,
     ) {
+        // Before any subscription: a subscribed RESP2 connection refuses CLIENT SETNAME.
+        self.name_connection(None).await;
         loop {
             // Wait without holding the registry: dropping the last `Subscriber` must be
             // able to free it, which drops the shutdown sender and ends this loop.
@@ -701,9 +735,12 @@ impl Task {
             let event = tokio::select! {
                 biased;
                 _ = shutdown.changed() => break,
-                reconnect = reconnects.recv() => {
-                    Event::Reconnect(!matches!(reconnect, Err(broadcast::error::RecvError::Closed)))
-                }
+                reconnect = reconnects.recv() => match reconnect {
+                    Ok(server) => Event::Reconnect(Some(Some(server))),
+                    // Lagged: at least one reconnect happened, on a node not known.
+                    Err(broadcast::error::RecvError::Lagged(_)) => Event::Reconnect(Some(None)),
+                    Err(broadcast::error::RecvError::Closed) => Event::Reconnect(None),
+                },
                 () = reconcile.notified() => Event::Reconcile,
                 () = sleep_until_opt(retry) => Event::Retry,
                 () = sleep_until_opt(linger) => Event::Linger,
@@ -731,9 +768,11 @@ impl Task {
                     shared.wake_all();
                     continue;
                 }
-                Event::Message(Err(broadcast::error::RecvError::Closed)) | Event::Reconnect(false) => break,
-                Event::Reconnect(true) => {
+                Event::Message(Err(broadcast::error::RecvError::Closed)) | Event::Reconnect(None) => break,
+                Event::Reconnect(Some(server)) => {
                     tracing::debug!(target: crate::TARGET, "subscriber reconnected: resubscribing");
+                    // Named before the reconcile below subscribes again on it.
+                    self.name_connection(server.as_ref()).await;
                     // The server forgot our subscriptions with the old connection:
                     // every channel must be subscribed again, and confirmed again.
                     shared.active.lock().clear();
@@ -1114,9 +1153,10 @@ impl Task {
 /// What woke the subscriber task.
 enum Event {
     Message(Result<Message, broadcast::error::RecvError>),
-    /// `false` when the reconnect stream closed (the client is gone); a lagged stream
-    /// still means at least one reconnect happened.
-    Reconnect(bool),
+    /// `None` when the reconnect stream closed (the client is gone); else the node that
+    /// reconnected, `Some(None)` when not known (a lagged stream still means at least
+    /// one reconnect happened).
+    Reconnect(Option<Option<Server>>),
     Reconcile,
     Retry,
     /// An idle channel's linger may be over.

@@ -34,6 +34,23 @@ pub async fn client(server: &RedisServer) -> leasehold::Client {
     client_with(&server.url(), Duration::from_secs(30)).await
 }
 
+/// Every key of `server` but the clients' descriptions (`leasehold_client:{UUID}`, one
+/// per live client, beside the locks: `docs/architecture/data-layout.md`), sorted.
+pub fn lock_keys(server: &RedisServer) -> Vec<String> {
+    let mut keys: Vec<String> = match raw(server, &["KEYS", "*"]) {
+        RespValue::Array(items) => items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        other => panic!("unexpected KEYS reply {other:?}"),
+    };
+    keys.retain(|key| !is_client_description(key));
+    keys.sort();
+    keys
+}
+
+/// Whether `key` is a client's description, `leasehold_client:{UUID}`.
+pub fn is_client_description(key: &str) -> bool {
+    key.starts_with("leasehold_client:")
+}
+
 /// Runs one command on `server` over a separate raw connection.
 pub fn raw(server: &RedisServer, args: &[&str]) -> RespValue {
     let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();

@@ -17,7 +17,8 @@
 //! - [`Monitor`]: a `MONITOR` tap that records every command the server runs.
 //! - [`raw_command`]: one command over a plain TCP connection, for tests that must not go
 //!   through the client under test; [`raw`], [`pttl`], [`hgetall`] and
-//!   [`pubsub_channels`] ask a [`RedisServer`] through it.
+//!   [`pubsub_channels`] ask a [`RedisServer`] through it; [`lock_keys`] lists its keys
+//!   but the clients' descriptions (`leasehold_client:{UUID}`, one per live client).
 //! - [`client`](fn@client) and [`client_with`]: a leasehold `Client` with short timeouts for tests.
 //! - [`Topology`] with [`both_topologies!`]: one test body on a standalone Redis, on
 //!   Valkey and on a cluster; [`ServerKind`] with [`both_servers!`]: one standalone body
@@ -59,7 +60,9 @@ mod topology;
 mod trace;
 
 pub use children::{contenders_intervals, spawn_contenders, HolderProcess};
-pub use client::{client, client_with, command_timeout_for, hgetall, pttl, pubsub_channels, raw};
+pub use client::{
+    client, client_with, command_timeout_for, hgetall, is_client_description, lock_keys, pttl, pubsub_channels, raw,
+};
 pub use failover::assert_unreplicated_holders_told_and_no_waiter_stuck;
 pub use listener::Listener;
 pub use server_kind::{ServerKind, VALKEY_SERVER_VAR};

@@ -86,6 +86,11 @@ pub struct ClientConfig {
     /// `None` (the default), or an answer of `None`, adds no `lock` label. Set with
     /// [`ClientBuilder::metric_label`].
     pub metric_label: Option<fn(&str) -> Option<&'static str>>,
+    /// The service this client works for, shown beside its holds
+    /// (`leasehold_client:{UUID}`) and in its connections' names. Default (`None`): the
+    /// environment variable `LEASEHOLD_SERVICE`, else the executable's file name. Set
+    /// with [`ClientBuilder::service_name`].
+    pub service_name: Option<String>,
     /// Set by [`ClientBuilder::command_timeout`]: the command timeout is explicit even
     /// when it is the default value, so it is never derived.
     explicit_command_timeout: bool,
@@ -106,6 +111,7 @@ impl Default for ClientConfig {
             sharded_subscription_mode: ShardedSubscriptionMode::Auto,
             redisson_waiters: true,
             metric_label: None,
+            service_name: None,
             explicit_command_timeout: false,
         }
     }
@@ -367,6 +373,16 @@ impl ClientBuilder {
     /// ```
     pub fn metric_label(mut self, label: fn(&str) -> Option<&'static str>) -> Self {
         self.config.metric_label = Some(label);
+        self
+    }
+
+    /// The service this client works for: written in its description beside its holds
+    /// (`leasehold_client:{UUID}`, which `leasehold status` shows) and in its connections'
+    /// names (`CLIENT SETNAME leasehold:<UUID>:<service>`, each character outside
+    /// `[A-Za-z0-9._-]` replaced by `_`). Default: the environment variable
+    /// `LEASEHOLD_SERVICE`, else the executable's file name.
+    pub fn service_name(mut self, name: impl Into<String>) -> Self {
+        self.config.service_name = Some(name.into());
         self
     }
 

@@ -15,6 +15,8 @@ pub(crate) mod sentinel;
 pub(crate) mod shared;
 pub(crate) mod stats;
 mod tls;
+pub(crate) mod who;
+mod who_api;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,6 +88,10 @@ impl Client {
     /// A subscriber connection is made from its configuration. leasehold never closes
     /// the client it is given (not on error, not when the last clone of the returned
     /// `Client` is dropped); it closes only the subscriber connection it made itself.
+    /// Nor does it rename it: only the subscriber connection is named
+    /// `leasehold:<UUID>:<service>` (the given client's connection is the application's,
+    /// and so is its name); the client's description is written as for any client
+    /// (`docs/observability.md`, "Who holds what").
     ///
     /// A client made elsewhere may replay in-flight commands after a reconnect
     /// (fred's `max_command_attempts`); leasehold's acquire and release set absolute
@@ -140,6 +146,8 @@ impl Client {
             crate::client::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
         let client = Self::assemble(client, subscriber, config, false, mode, sentinel);
         client.inner.store.load_scripts().await?;
+        // The application's connection keeps the application's name: not renamed.
+        who::start(&client.inner.who, client.inner.store.client(), &client.inner.config, false).await;
         Ok(client)
     }
 
@@ -175,6 +183,7 @@ impl Client {
             crate::client::sentinel::watch(&fred_config, &policy, &client, &subscriber, config.command_timeout);
         let client = Self::assemble(client, subscriber, config, true, mode, sentinel);
         client.inner.store.load_scripts().await?;
+        who::start(&client.inner.who, client.inner.store.client(), &client.inner.config, true).await;
         Ok(client)
     }
 
@@ -224,7 +233,11 @@ impl Client {
         // at the end of their lease.
         watchdog.renew_on_each(reconnects);
         let topology = sharded.then(|| store.client().clone());
-        let subscriber = Subscriber::start_with(subscriber, config.command_timeout, mode, topology);
+        let id = ClientId::new_random();
+        let who = who::Identity::new(&id, &config);
+        // leasehold made the subscriber connection (from_fred too): it is always named.
+        let name = Some(who.connection_name.clone());
+        let subscriber = Subscriber::start_named(subscriber, config.command_timeout, mode, topology, name);
         // Validated: at most a year, so it fits.
         let watchdog_lease_ms = u64::try_from(config.watchdog_timeout.as_millis()).unwrap_or(u64::MAX);
         // Both validated by `ClientConfig::validate` (which builds the same ReplicaSync),
@@ -235,7 +248,7 @@ impl Client {
         let fair_keepalive = config.queue_keepalive();
         Client {
             inner: Arc::new(ClientShared {
-                id: ClientId::new_random(),
+                id,
                 store,
                 subscriber,
                 watchdog,
@@ -251,6 +264,7 @@ impl Client {
                 shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,
                 runtime: tokio::runtime::Handle::current(),
+                who,
             }),
         }
     }

@@ -40,6 +40,8 @@ pub(crate) struct ClientShared {
     /// Through Sentinel: the watch that reconnects at a switch of primary.
     pub(super) _sentinel: Option<crate::client::sentinel::SentinelWatch>,
     pub(super) runtime: tokio::runtime::Handle,
+    /// Its description key and connection name (`client/who.rs`).
+    pub(crate) who: crate::client::who::Identity,
 }
 
 impl Drop for ClientShared {
@@ -63,7 +65,9 @@ impl ClientShared {
     /// The steps of [`Client::shutdown`], in order.
     pub(super) async fn shut_down(&self) -> Result<()> {
         let timeout = self.config.command_timeout;
-        let released = self.live.release_all(timeout).await;
+        // The description goes with the holds (its refresh stopped first), concurrently.
+        let forget = self.who.forget(self.store.client(), timeout);
+        let (released, ()) = tokio::join!(self.live.release_all(timeout), forget);
         self.store.close();
         self.watchdog.stop();
         // The connections are quit below: no longer followed, and counted as down.

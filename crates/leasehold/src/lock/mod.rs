@@ -207,7 +207,9 @@ impl Lock {
 
     /// Deletes the lock whoever holds it and wakes its waiters. Returns `true` if there
     /// was a key to delete. Like Redisson's `forceUnlock`, it deletes the key whatever
-    /// its type. Holders find out at their next renewal (watchdog mode) or unlock.
+    /// its type. Holders find out at their next renewal (watchdog mode) or unlock. A
+    /// deletion is recorded in the lock's history (`leasehold_history:{NAME}`: when, this
+    /// client's connection name, the owners removed; [`Client::lock_history`](crate::Client::lock_history)).
     ///
     /// # Errors
     /// Empty name; connection errors and timeouts.
@@ -216,7 +218,8 @@ impl Lock {
     /// Once sent, the delete happens whether or not the future is polled again.
     pub async fn force_unlock(&self) -> Result<bool> {
         let names = self.shared.names()?;
-        self.shared.client.store.force_release(&self.shared.kind, names).await
+        let by = Some(self.shared.client.who.connection_name.as_str());
+        self.shared.client.store.force_release(&self.shared.kind, names, by).await
     }
 
     /// Whether any owner holds the lock now.

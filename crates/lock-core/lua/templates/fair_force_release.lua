@@ -9,9 +9,13 @@
 --          KEYS[4] .. ':' .. head
 -- ARGV[1]  unlock message ("0")
 -- ARGV[2]  the publish command: "publish" (classic pub/sub) or "spublish" (sharded)
+-- ARGV[3]  optional: the lock's history "leasehold_history:{NAME}", or '' (as
+--          force_release.lua)
+-- ARGV[4]  with ARGV[3]: who forced it
 --
 -- Replies:
---   1  the key existed and was deleted; ARGV[1] published to the head's channel, if any
+--   1  the key existed and was deleted; ARGV[1] published to the head's channel, if any;
+--      with ARGV[3], the removed owners recorded in the history
 --   0  no key; nothing published
 -- Errors:
 --   WRONGTYPE  KEYS[2] is not a List or KEYS[3] not a ZSet; nothing was written
@@ -22,9 +26,11 @@ redis.call('zcard', KEYS[3])
 --#include fragments/time.lua
 --#include fragments/fair_purge.lua
 
+--#include fragments/force_owners.lua history=ARGV[3]
 if redis.call('del', KEYS[1]) == 0 then
   return 0
 end
+--#include fragments/force_history.lua history=ARGV[3] by=ARGV[4]
 local head = redis.call('lindex', KEYS[2], 0)
 if head then
   redis.call(ARGV[2], KEYS[4] .. ':' .. head, ARGV[1])
