@@ -230,6 +230,7 @@ impl ClientBuilder {
         fn queue_keepalive(keepalive: Duration);
         fn sharded_subscription_mode(mode: ShardedSubscriptionMode);
         fn redisson_waiters(wake: bool);
+        fn service_name(name: impl Into<String>);
     }
 
     /// Applies any setters of the async builder at once (`|b| b.key_prefix("shop:")`),
