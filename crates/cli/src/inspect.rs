@@ -9,11 +9,17 @@ use crate::args::{ListArgs, StatusArgs};
 use crate::exit;
 use crate::json::Json;
 use crate::keys::derived;
+use crate::owners::Owners;
 use crate::status::{read_status, Channels, Status};
 
 /// Runs `leasehold status`; returns the exit code.
 pub(crate) async fn status(client: &Client, args: &StatusArgs) -> u8 {
-    match read_status(client, &args.name, Channels::Ask).await {
+    let read = async {
+        let mut status = read_status(client, &args.name, Channels::Ask).await?;
+        Owners::default().describe(client, &mut status).await?;
+        Ok::<_, Error>(status)
+    };
+    match read.await {
         Ok(status) if args.json => {
             println!("{}", status.to_json());
             0
@@ -39,13 +45,21 @@ pub(crate) async fn list(client: &Client, args: &ListArgs) -> u8 {
         }
     };
     let mut locks = Vec::new();
+    let mut owners = Owners::default();
     for key in keys {
         // A derived key (a queue, waiter entries, a counter, ...) is never a lock; one
         // whose name alone does not say so is read, and told by its type.
         if derived(&key).is_some_and(|d| d.only_if_type.is_none()) {
             continue;
         }
-        match read_status(client, &key, Channels::Skip).await {
+        let read = async {
+            let mut status = read_status(client, &key, Channels::Skip).await?;
+            if status.is_listed() {
+                owners.describe(client, &mut status).await?;
+            }
+            Ok::<_, Error>(status)
+        };
+        match read.await {
             Ok(status) if status.is_listed() => locks.push(status),
             // Gone since the SCAN, or not a lock.
             Ok(_) => {}
@@ -62,7 +76,15 @@ pub(crate) async fn list(client: &Client, args: &ListArgs) -> u8 {
     } else {
         for s in &locks {
             let pttl = s.pttl_ms.map_or_else(|| "-".to_owned(), |ms| format!("{ms}ms"));
-            println!("{}\t{}\tholders={}\tpttl={pttl}\twaiters={}", s.name, s.kind, s.holders.len(), s.waiters.len());
+            let clients: Vec<String> = s.holders.iter().filter_map(|h| h.who.short()).collect();
+            let by = if clients.is_empty() { String::new() } else { format!("\tby={}", clients.join(",")) };
+            println!(
+                "{}\t{}\tholders={}\tpttl={pttl}\twaiters={}{by}",
+                s.name,
+                s.kind,
+                s.holders.len(),
+                s.waiters.len()
+            );
         }
     }
     0
@@ -141,14 +163,14 @@ fn print_text(status: &Status) {
         let label = if status.kind == "permit_semaphore" { "permit:" } else { "holder:" };
         let mode = holder.mode.map(|m| format!("{m}, ")).unwrap_or_default();
         let left = holder.pttl_ms.map_or_else(|| "no expiry".to_owned(), |ms| format!("{ms} ms left"));
-        println!("{label:<11} {} ({mode}holds {}, {left})", holder.owner, holder.holds);
+        println!("{label:<11} {} ({mode}holds {}, {left}){}", holder.owner, holder.holds, holder.who.text());
     }
     println!("waiters:    {}", status.waiters.len());
     for waiter in &status.waiters {
         let permits = waiter.permits.map(|p| format!(", {p} permit(s)")).unwrap_or_default();
         let entry = millis(waiter.pttl_ms);
         let queue = format!("{}:", waiter.queue);
-        println!("  {queue:<9} {} (entry {entry} left{permits})", waiter.owner);
+        println!("  {queue:<9} {} (entry {entry} left{permits}){}", waiter.owner, waiter.who.text());
     }
     match status.last_token {
         Some(token) => println!("last token: {token}"),

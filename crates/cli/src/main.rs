@@ -13,6 +13,7 @@ mod hold;
 mod inspect;
 mod json;
 mod keys;
+mod owners;
 mod permits;
 mod run;
 mod status;

@@ -18,6 +18,7 @@ use lock_core::LockNames;
 use crate::inspect::bounded;
 use crate::json::Json;
 use crate::keys::{derived, is_owner, Derived};
+use crate::owners::Who;
 
 static STATUS: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("../lua/status.lua")));
 
@@ -33,6 +34,8 @@ pub(crate) struct Holder {
     /// Its lease's remaining time in ms: the key's PTTL for a lock, the longest read
     /// hold's for a reader, the permit's own; `None` for none (no expiry).
     pub(crate) pttl_ms: Option<i64>,
+    /// Its client (host, pid, service), filled in by [`crate::owners::Owners`].
+    pub(crate) who: Who,
 }
 
 /// One waiter, in one of the queues the data layout keeps.
@@ -48,6 +51,8 @@ pub(crate) struct Waiter {
     /// Its queue entry's remaining life in ms (its waiter refreshes it while it
     /// waits), `None` when the entry has no deadline.
     pub(crate) pttl_ms: Option<i64>,
+    /// Its client (host, pid, service), filled in by [`crate::owners::Owners`].
+    pub(crate) who: Who,
 }
 
 /// What the script read for one name, interpreted.
@@ -120,24 +125,28 @@ impl Status {
             .holders
             .iter()
             .map(|h| {
-                Json::Obj(vec![
+                let mut fields = vec![
                     ("owner", Json::str(&h.owner)),
                     ("holds", Json::Int(h.holds)),
                     ("mode", Json::opt_str(h.mode)),
                     ("pttl_ms", Json::opt_int(h.pttl_ms)),
-                ])
+                ];
+                fields.extend(h.who.json_fields());
+                Json::Obj(fields)
             })
             .collect();
         let waiters = self
             .waiters
             .iter()
             .map(|w| {
-                Json::Obj(vec![
+                let mut fields = vec![
                     ("owner", Json::str(&w.owner)),
                     ("queue", Json::str(w.queue)),
                     ("permits", Json::opt_int(w.permits)),
                     ("pttl_ms", Json::opt_int(w.pttl_ms)),
-                ])
+                ];
+                fields.extend(w.who.json_fields());
+                Json::Obj(fields)
             })
             .collect();
         Json::Obj(vec![
@@ -210,6 +219,7 @@ fn interpret(name: &str, parts: &[Value]) -> Status {
                 owner: w.get(1)?.as_string()?,
                 pttl_ms: w.get(2).and_then(Value::as_i64),
                 permits: w.get(3).and_then(Value::as_i64),
+                who: Who::NotAClient,
             })
         })
         .collect();
@@ -219,7 +229,13 @@ fn interpret(name: &str, parts: &[Value]) -> Status {
         .chunks(2)
         .filter_map(|p| {
             let owner = p.first()?.as_string()?;
-            Some(Holder { owner, holds: 1, mode: None, pttl_ms: p.get(1).and_then(Value::as_i64) })
+            Some(Holder {
+                owner,
+                holds: 1,
+                mode: None,
+                pttl_ms: p.get(1).and_then(Value::as_i64),
+                who: Who::NotAClient,
+            })
         })
         .collect();
     let mut status = Status {
@@ -251,7 +267,13 @@ fn interpret(name: &str, parts: &[Value]) -> Status {
         "hash" => hash_kind(&mut status, &body, &reads),
         "string" => match body.first() {
             Some(owner) if is_owner(owner, '-') => {
-                status.holders.push(Holder { owner: owner.clone(), holds: 1, mode: None, pttl_ms });
+                status.holders.push(Holder {
+                    owner: owner.clone(),
+                    holds: 1,
+                    mode: None,
+                    pttl_ms,
+                    who: Who::NotAClient,
+                });
                 "simple"
             }
             Some(count) => match count.parse::<i64>() {
@@ -292,10 +314,22 @@ fn hash_kind(status: &mut Status, body: &[String], reads: &HashMap<String, Optio
             let read = reads.get(field).copied();
             // A reader's own lease is its longest read hold's; a lock owner's the key's.
             let pttl_ms = read.flatten().or(status.pttl_ms);
-            status.holders.push(Holder { owner: field.clone(), holds, mode: read.map(|_| "read"), pttl_ms });
+            status.holders.push(Holder {
+                owner: field.clone(),
+                holds,
+                mode: read.map(|_| "read"),
+                pttl_ms,
+                who: Who::NotAClient,
+            });
         } else if field.strip_suffix(":write").is_some_and(|owner| is_owner(owner, ':')) {
             let pttl_ms = status.pttl_ms;
-            status.holders.push(Holder { owner: field.clone(), holds, mode: Some("write"), pttl_ms });
+            status.holders.push(Holder {
+                owner: field.clone(),
+                holds,
+                mode: Some("write"),
+                pttl_ms,
+                who: Who::NotAClient,
+            });
         } else if !field.strip_suffix(":w").is_some_and(|owner| is_owner(owner, ':')) {
             // Neither an owner nor a leasehold waiter flag: not a lock's Hash.
             owners_only = false;

@@ -975,3 +975,56 @@ async fn permits_let_n_runs_at_once_and_never_more() {
     assert_eq!(wait_for(&mut holders[1], Duration::from_secs(5)).await.code(), Some(143));
     let _ = std::fs::remove_file(&log);
 }
+
+/// `status` and `list` name the host, pid and service of every holder and waiter whose
+/// client is alive (its `leasehold_client:{UUID}` description), and say "unknown (no
+/// live client)" for an owner whose client left none (here: a hold written by hand).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_list_say_who_holds_and_waits() {
+    use leasehold_test_support::raw;
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = leasehold::Client::builder().url(&url).service_name("who-test").connect().await.expect("connect");
+    let pid = std::process::id();
+
+    let guard = client.lock("who").lock().await.expect("the hold");
+    let waiter = {
+        let lock = client.lock("who");
+        tokio::spawn(async move { lock.lock().await.map(leasehold::LockGuard::detach) })
+    };
+    let queued = || {
+        matches!(
+            raw(&server, &["EXISTS", "leasehold_lock_waiters:{who}"]),
+            leasehold_test_support::RespValue::Integer(1)
+        )
+    };
+    assert!(wait_until(Duration::from_secs(10), queued).await, "the second lock() queues");
+
+    let (code, text) = output(&url, &["status", "who"]).await;
+    assert_eq!(code, Some(0), "{text}");
+    let described = format!("pid={pid} service=who-test");
+    assert_eq!(text.matches(&described).count(), 2, "the holder and the waiter are described: {text}");
+    let (code, json) = output(&url, &["status", "who", "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    let client_id = client.id().hyphenated().to_string();
+    assert!(json.contains(&format!("\"client_id\":\"{client_id}\"")), "{json}");
+    assert!(json.contains(&format!("\"pid\":{pid}")) && json.contains("\"service\":\"who-test\""), "{json}");
+    let (code, line) = output(&url, &["list"]).await;
+    assert_eq!(code, Some(0), "{line}");
+    assert!(line.contains("by=") && line.contains(&format!("/{pid}/who-test")), "{line}");
+
+    // An owner whose client left no description: no live client to name.
+    let stranger = "6f0d5d4e-3b1a-4c59-9a43-6f3f0e2b7a10:1";
+    raw(&server, &["HSET", "orphan", stranger, "1"]);
+    raw(&server, &["PEXPIRE", "orphan", "30000"]);
+    let (code, text) = output(&url, &["status", "orphan"]).await;
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("client unknown (no live client)"), "{text}");
+    let (_, json) = output(&url, &["status", "orphan", "--json"]).await;
+    assert!(json.contains("\"client_id\":\"6f0d5d4e-3b1a-4c59-9a43-6f3f0e2b7a10\",\"client\":null"), "{json}");
+
+    guard.unlock().await.expect("unlock");
+    let second = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("handed over").expect("join");
+    second.expect("the waiter's hold");
+    client.shutdown().await.expect("shutdown");
+}
