@@ -1,18 +1,12 @@
 //! `leasehold unlock NAME --force [--owner ID]`.
 
-use std::sync::LazyLock;
-
-use leasehold::fred::types::scripts::Script;
 use leasehold::{Client, PubsubMode};
+use lock_core::who::force_release_owner;
 use lock_core::LockNames;
 
 use crate::args::UnlockArgs;
 use crate::exit;
-use crate::inspect::bounded;
 use crate::status::{read_status, Channels};
-
-static FORCE_UNLOCK_OWNER: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(include_str!("../lua/force_unlock_owner.lua")));
 
 /// Runs `leasehold unlock`; returns the exit code.
 pub(crate) async fn unlock(client: &Client, args: &UnlockArgs) -> u8 {
@@ -47,10 +41,11 @@ async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
                 PubsubMode::Sharded => "spublish",
                 _ => "publish",
             };
-            let keys = vec![names.key().to_owned(), names.channel().to_owned(), names.queue_key()];
-            let argv = vec![owner.clone(), "0".to_owned(), publish.to_owned()];
-            let reply: i64 = bounded(client, FORCE_UNLOCK_OWNER.evalsha_with_reload(client.fred(), keys, argv)).await?;
-            reply == 1
+            // Deleted only if `owner` holds it, and recorded in the lock's history as
+            // forced by this command's connection (`leasehold history NAME`).
+            let timeout = client.config().command_timeout;
+            let by = Some(client.connection_name());
+            force_release_owner(client.fred(), timeout, &names, owner, publish, by).await?
         }
     };
     if !deleted {

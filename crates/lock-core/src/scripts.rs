@@ -43,6 +43,9 @@ pub static FAIR_ACQUIRE: LazyLock<LuaScript> = lua!("fair_acquire.lua");
 /// `fair_release.lua`: `release.lua` for the fair lock: also leaves the queue, and
 /// publishes to the queue head's own channel.
 pub static FAIR_RELEASE: LazyLock<LuaScript> = lua!("fair_release.lua");
+/// `force_release_owner.lua`: delete a lock only if the given owner holds it, wake its
+/// waiters and record it in its history (`leasehold unlock --force --owner`).
+pub static FORCE_RELEASE_OWNER: LazyLock<LuaScript> = lua!("force_release_owner.lua");
 /// `fair_force_release.lua`: delete the fair lock whoever holds it, and tell the head.
 pub static FAIR_FORCE_RELEASE: LazyLock<LuaScript> = lua!("fair_force_release.lua");
 
@@ -108,11 +111,12 @@ pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 pub static CLIENT_DESCRIBE: LazyLock<LuaScript> = lua!("client_describe.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 37] {
+pub fn all() -> [&'static LuaScript; 38] {
     [
         &ACQUIRE,
         &RELEASE,
         &FORCE_RELEASE,
+        &FORCE_RELEASE_OWNER,
         &RENEW_BATCH,
         &VERIFY_BATCH,
         &SIMPLE_RELEASE,

@@ -315,14 +315,7 @@ impl LockStore {
     /// written; the call is sent again without the record, and a warning says so.
     pub async fn force_release(&self, kind: &LockKind, names: &LockNames, by: Option<&str>) -> Result<bool> {
         match self.force_release_once(kind, names, by).await {
-            Err(error) if by.is_some() && crate::who::history_refused(&error) => {
-                tracing::warn!(
-                    target: crate::TARGET,
-                    key = names.key(),
-                    %error,
-                    "the forced unlock could not be recorded (the ACL, see docs/deployment.md, or a slot migration); \
-                     unlocking without the record"
-                );
+            Err(error) if crate::who::retry_without_history(by, &error, names.key()) => {
                 self.force_release_once(kind, names, None).await
             }
             result => result,

@@ -225,6 +225,23 @@ pub(crate) fn history_refused(error: &crate::Error) -> bool {
     })
 }
 
+/// Whether a forced unlock that asked for a record (`by`) was refused it before anything
+/// was written ([`history_refused`]): then it says so at WARN, and the caller sends the
+/// unlock again without the record.
+pub(crate) fn retry_without_history(by: Option<&str>, error: &crate::Error, key: &str) -> bool {
+    let refused = by.is_some() && history_refused(error);
+    if refused {
+        tracing::warn!(
+            target: crate::TARGET,
+            key,
+            %error,
+            "the forced unlock could not be recorded (the ACL, see docs/deployment.md, or a slot migration); \
+             unlocking without the record"
+        );
+    }
+    refused
+}
+
 /// One forced unlock recorded in a lock's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryEntry {
@@ -277,6 +294,40 @@ pub async fn lock_history(client: &Client, timeout: Duration, names: &LockNames)
     let call = client.custom::<Vec<String>, _>(command, vec![key.clone(), "0".to_owned(), "-1".to_owned()]);
     let entries = bounded(timeout, "LRANGE of the lock history", &key, call).await?;
     Ok(entries.iter().map(|entry| HistoryEntry::parse(entry)).collect())
+}
+
+/// Runs `force_release_owner.lua` (`leasehold unlock NAME --force --owner ID`): deletes
+/// the lock `names` only if `owner` holds it, wakes its waiters, and, with `by` (who
+/// forces it: the forcing client's connection name), records it in the lock's history.
+/// `publish` is the publish command (`publish`, or `spublish` for sharded pub/sub). A
+/// history the server refuses before anything is written (an ACL without
+/// `~leasehold_history:*`, a migrating slot) is left out, with a warning, as by
+/// [`LockStore::force_release`](crate::LockStore::force_release). `true` when it deleted.
+///
+/// # Errors
+/// Timeouts and connection errors; script errors.
+///
+/// # Cancel safety
+/// Dropping the future does not take the command back: once written, it runs.
+pub async fn force_release_owner(
+    client: &Client,
+    timeout: Duration,
+    names: &LockNames,
+    owner: &str,
+    publish: &str,
+    by: Option<&str>,
+) -> Result<bool> {
+    let run = |by: Option<&str>| {
+        let keys = vec![names.key().to_owned(), names.channel().to_owned(), names.queue_key()];
+        let (history, by) = by.map_or((String::new(), String::new()), |by| (names.history_key(), by.to_owned()));
+        let args = vec![owner.to_owned(), "0".to_owned(), publish.to_owned(), history, by];
+        scripts::FORCE_RELEASE_OWNER.run::<i64, _, _>(client, names.key(), timeout, keys, args)
+    };
+    let reply = match run(by).await {
+        Err(error) if retry_without_history(by, &error, names.key()) => run(None).await?,
+        other => other?,
+    };
+    Ok(reply == 1)
 }
 
 #[cfg(test)]
