@@ -308,3 +308,25 @@ async fn unreachable_server_is_a_typed_error() {
     assert!(err.is_connection() || err.is_timeout(), "{err}");
     assert!(start.elapsed() < Duration::from_secs(3), "bounded by the command timeout");
 }
+
+/// A server that accepts connections and never answers (the kernel completes the
+/// handshake of connections queued in the listener's backlog): `connect` gives up after
+/// one command timeout. The `QUIT` of the half-made connection goes to the background;
+/// waited for, it took a second timeout (1.0 s here, not 0.5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_is_given_up_on_after_one_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("redis://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+    let start = std::time::Instant::now();
+    let err = leasehold::Client::builder()
+        .url(url)
+        .command_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .expect_err("nothing answers");
+    let took = start.elapsed();
+    assert!(err.is_timeout(), "{err}");
+    assert!(took >= Duration::from_millis(450), "it waited for the timeout: {took:?}");
+    assert!(took < Duration::from_millis(900), "one timeout, not two: {took:?}");
+    drop(listener);
+}

@@ -3,10 +3,9 @@
 //!
 //! `--timeout` bounds the whole connect: the library's `connect` makes two connections,
 //! reads the pub/sub mode and loads the scripts, each step bounded by the command
-//! timeout, and after a failed step it closes what it made with a `QUIT` bounded by
-//! the same timeout again (a server that never answers took twice `--timeout`). Here
-//! the whole call runs under one deadline; what is left of it when the deadline
-//! passes is dropped (its half-made connections with it) and the process exits.
+//! timeout (a server that answers each step slowly could take several). Here the
+//! whole call runs under one deadline; what is left of it when the deadline passes is
+//! dropped (its half-made connections with it) and the process exits.
 
 use std::fmt;
 use std::time::Duration;

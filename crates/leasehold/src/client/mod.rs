@@ -137,7 +137,7 @@ impl Client {
         if !client.is_connected() {
             // The caller's client: connect it if needed, but never QUIT it on failure.
             if let Err(error) = connect_only(&client, config.command_timeout).await {
-                close(&subscriber, config.command_timeout).await;
+                close_in_background(&subscriber, config.command_timeout);
                 return Err(error);
             }
         }
@@ -175,7 +175,7 @@ impl Client {
         let subscriber = subscriber_client(fred_config.clone(), policy.clone())?;
         bounded_init(&client, config.command_timeout).await?;
         if let Err(error) = bounded_init(&subscriber, config.command_timeout).await {
-            close(&client, config.command_timeout).await;
+            close_in_background(&client, config.command_timeout);
             return Err(error);
         }
         let mode = pubsub_mode(&client, &config).await;
@@ -556,6 +556,14 @@ impl ClientBuilder {
     /// or [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when Redis cannot be reached
     /// within the command timeout.
     ///
+    /// # How long it takes
+    /// Each step (the command connection, the subscriber connection, in a cluster the
+    /// pub/sub mode, the scripts, the client's description) is bounded by the command
+    /// timeout. A server that does not answer fails the step it hangs in after one
+    /// command timeout, and what was made is closed in the background: the `QUIT` of a
+    /// half-made connection never adds a second timeout. To bound the whole call by less,
+    /// wrap it in `tokio::time::timeout` (dropping the future is safe, below).
+    ///
     /// # Cancel safety
     /// Dropping the future drops the half-made connections.
     pub async fn connect(self) -> Result<Client> {
@@ -616,11 +624,12 @@ fn subscriber_client(config: Config, policy: ReconnectPolicy) -> Result<Subscrib
     builder.build_subscriber_client().map_err(Error::from_fred)
 }
 
-/// Connects a client leasehold made; on failure closes it (stopping its reconnects).
-async fn bounded_init<C: ClientLike>(client: &C, timeout: Duration) -> Result<()> {
+/// Connects a client leasehold made; on failure closes it (stopping its reconnects) in
+/// the background, so the caller hears of the failure after one `timeout`, not two.
+async fn bounded_init<C: ClientLike + Clone + 'static>(client: &C, timeout: Duration) -> Result<()> {
     let result = connect_only(client, timeout).await;
     if result.is_err() {
-        close(client, timeout).await;
+        close_in_background(client, timeout);
     }
     result
 }
@@ -635,6 +644,12 @@ async fn connect_only<C: ClientLike>(client: &C, timeout: Duration) -> Result<()
 }
 
 /// Closes a client leasehold made: `QUIT`, bounded, which also ends its reconnect loop.
-async fn close<C: ClientLike>(client: &C, timeout: Duration) {
-    let _ = tokio::time::timeout(timeout, client.quit()).await;
+/// In a task of its own: a server that never answered the connect would hold the
+/// `QUIT` for the whole `timeout` again, and the caller's bound is kept (clean-up goes
+/// to the background).
+fn close_in_background<C: ClientLike + Clone + 'static>(client: &C, timeout: Duration) {
+    let client = client.clone();
+    drop(tokio::spawn(async move {
+        let _ = tokio::time::timeout(timeout, client.quit()).await;
+    }));
 }
