@@ -42,6 +42,11 @@ fn public_types_are_send_sync_and_static() {
     shared::<leasehold::PermitExpirableSemaphore>();
     shared::<leasehold::Permit>();
     shared::<leasehold::SemaphorePermit>();
+    shared::<leasehold::Health>();
+    shared::<leasehold::ClientDescription>();
+    shared::<leasehold::HistoryEntry>();
+    shared::<leasehold::PubsubMode>();
+    shared::<leasehold::ShardedSubscriptionMode>();
 }
 
 /// The futures of the kinds added after the lock: `Send` too (compile-time, never run).
@@ -207,6 +212,8 @@ async fn futures_are_send(
     send(&Client::connect("redis://127.0.0.1"));
     send(&Client::builder().connect());
     send(&client.shutdown());
+    send(&client.lock_history("k"));
+    send(&client.describe_owner("owner"));
     send(&lock.lock());
     send(&lock.lock_with_lease(d));
     send(&lock.try_lock());
