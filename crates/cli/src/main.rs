@@ -59,6 +59,21 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The service the CLI's connections are named for (`leasehold:<UUID>:<service>`) when
+/// `LEASEHOLD_SERVICE` is not set: `leasehold-cli.<user>.<host>`. A forced unlock's
+/// history names the forcing connection, and the CLI's description (host, pid) expires
+/// with the process, so the name itself keeps which operator, on which host, did it.
+fn operator_service_name() -> String {
+    let user = ["USER", "LOGNAME"].iter().find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|host| host.trim().to_owned())
+        .filter(|host| !host.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|host| !host.is_empty()));
+    let part = |value: Option<String>| value.unwrap_or_else(|| "unknown".to_owned());
+    format!("leasehold-cli.{}.{}", part(user), part(host))
+}
+
 /// `--timeout` when not given.
 const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -74,7 +89,10 @@ async fn dispatch(cli: Cli) -> u8 {
             timeout = timeout.min(watchdog / 4);
         }
     }
-    let builder = builder.command_timeout(timeout);
+    let mut builder = builder.command_timeout(timeout);
+    if std::env::var_os(leasehold::SERVICE_ENV).is_none_or(|service| service.is_empty()) {
+        builder = builder.service_name(operator_service_name());
+    }
     // The whole connect within `timeout`, and a failure said as refused, timed out,
     // not Redis, or the server's own words.
     let client = match connect::connect(builder, &cli.url, timeout).await {

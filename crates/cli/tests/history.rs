@@ -10,6 +10,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
 /// Runs `leasehold --url URL ARGS...` to completion: (exit code, stdout).
 async fn output(url: &str, args: &[&str]) -> (Option<i32>, String) {
     let out = tokio::process::Command::new(BIN)
+        .env("USER", "operator-7")
+        .env_remove(leasehold::SERVICE_ENV)
         .arg("--url")
         .arg(url)
         .args(args)
@@ -36,8 +38,8 @@ async fn history_prints_who_forced_which_owner() {
     let (code, out) = output(&url, &["history", "hist:cli"]).await;
     assert_eq!(code, Some(0), "{out}");
     let line = out.lines().next().unwrap_or_default();
-    // "<ms> force-unlock by=leasehold:<UUID>:leasehold owners=<the app's owner>"
-    assert!(line.contains(" force-unlock by=leasehold:") && line.contains(":leasehold owners="), "{out}");
+    // "<ms> force-unlock by=leasehold:<UUID>:leasehold-cli.<user>.<host> owners=<the app's owner>"
+    assert!(line.contains(" force-unlock by=leasehold:") && line.contains(":leasehold-cli.operator-7."), "{out}");
     assert!(line.ends_with(&format!("owners={}", guard.owner())), "{out}");
     assert_eq!(out.lines().count(), 1, "{out}");
 
