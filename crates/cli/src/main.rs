@@ -79,12 +79,17 @@ const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Connects and runs the subcommand; returns the exit code.
 async fn dispatch(cli: Cli) -> u8 {
-    let mut timeout = cli.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    // `--timeout` bounds the whole connect and each call; without it the connect gets
+    // the default and each call possibly less (below).
+    let connect_budget = cli.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let mut timeout = connect_budget;
     let mut builder = leasehold::Client::builder().url(cli.url.as_str());
     if let Some(watchdog) = cli.command.watchdog() {
         builder = builder.watchdog_timeout(watchdog);
         // The library wants each call to end well within a renewal period (a
         // third of the watchdog lease); an explicit --timeout is left to it to judge.
+        // Only the calls: a short watchdog must not squeeze the whole connect (two
+        // connections, every primary named, the scripts) into a quarter of it.
         if cli.timeout.is_none() {
             timeout = timeout.min(watchdog / 4);
         }
@@ -93,9 +98,9 @@ async fn dispatch(cli: Cli) -> u8 {
     if std::env::var_os(leasehold::SERVICE_ENV).is_none_or(|service| service.is_empty()) {
         builder = builder.service_name(operator_service_name());
     }
-    // The whole connect within `timeout`, and a failure said as refused, timed out,
+    // The whole connect within the budget, and a failure said as refused, timed out,
     // not Redis, or the server's own words.
-    let client = match connect::connect(builder, &cli.url, timeout).await {
+    let client = match connect::connect(builder, &cli.url, connect_budget).await {
         Ok(client) => client,
         Err(error) => {
             eprintln!("leasehold: cannot connect to {}: {error}", redacted(&cli.url));
