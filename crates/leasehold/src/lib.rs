@@ -192,6 +192,7 @@
 
 mod client;
 mod debug;
+mod election;
 pub mod fence;
 mod latch;
 mod lock;
@@ -208,6 +209,7 @@ pub use client::health::Health;
 pub use client::stats::ClientStats;
 pub use client::who::SERVICE_ENV;
 pub use client::Client;
+pub use election::{Election, ElectionConfig, Leader, Leadership, Observer};
 pub use latch::CountDownLatch;
 pub use lock::fair::FairLock;
 pub use lock::fenced::{FencedGuard, FencedLock};
