@@ -170,6 +170,22 @@ async fn a_crashed_leader_is_replaced_within_its_lease() {
     leadership.resign().await.expect("resign");
 }
 
+/// SIGKILL of the leader's process with no other candidate: an observer sees the lead
+/// go at its expiry (it knows the TTL from its last read; no message comes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_leader_is_seen_gone_at_its_expiry() {
+    let server = RedisServer::start();
+    let (leader, term) = start_candidate(&server, "elect:gone", "gone").await;
+    let client = client(&server).await;
+    let mut observer = client.election("elect:gone").observe();
+    assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await.map(|l| l.term), Some(term));
+    let killed = Instant::now();
+    leader.signal("KILL");
+    assert_eq!(next_change(&mut observer, LEASE + MARGIN).await, None, "nobody leads once the lead expired");
+    assert!(killed.elapsed() <= LEASE + MARGIN);
+    assert_eq!(client.election("elect:gone").leader().await.expect("leader"), None);
+}
+
 /// Starts a candidate process on `name` and waits until it leads: the process and its
 /// term.
 async fn start_candidate(server: &RedisServer, name: &str, value: &str) -> (HolderProcess, u64) {
@@ -400,4 +416,76 @@ mod parking_lot_free {
             std::mem::take(&mut *self.0.lock().expect("terms"))
         }
     }
+}
+
+/// `campaign_for` keeps its bound when the server is frozen (SIGSTOP): it returns by
+/// its deadline (plus a command's slack), as `try_lock_for` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campaign_for_keeps_its_bound_when_the_server_is_frozen() {
+    let mut server = RedisServer::start();
+    let client = client(&server).await;
+    let holder = client.election("elect:frozen").try_campaign("a").await.expect("try").expect("free");
+    let election = client.election("elect:frozen");
+    server.pause();
+    let asked = Instant::now();
+    let result = election.campaign_for(Duration::from_millis(300), "b").await;
+    let took = asked.elapsed();
+    server.resume();
+    assert!(took < Duration::from_millis(800), "bounded: {took:?} ({result:?})");
+    assert!(!matches!(result, Ok(Some(_))), "the lead is held");
+    drop(holder);
+}
+
+/// The blocking API: a thread campaigns, another follows with `next_change`, the leader
+/// proclaims and resigns.
+#[test]
+fn the_blocking_election_mirrors_the_async_one() {
+    let server = RedisServer::start();
+    let connect = || {
+        leasehold::blocking::Client::builder().url(server.url()).connect().unwrap_or_else(|e| panic!("connect: {e}"))
+    };
+    let (a, b) = (connect(), connect());
+    let mut observer = b.election("elect:blocking").observe();
+    assert_eq!(observer.next_change(Duration::from_secs(5)).expect("read"), Some(None), "nobody leads");
+    let election = a.election_with("elect:blocking", short());
+    let leadership = election.campaign("one").expect("campaign");
+    let seen = observer.next_change(Duration::from_secs(2)).expect("read").expect("a change").expect("a leader");
+    assert_eq!((seen.term, seen.value.as_str()), (leadership.term(), "one"));
+    leadership.proclaim("two").expect("proclaim");
+    let seen = observer.next_change(Duration::from_secs(2)).expect("read").expect("a change").expect("a leader");
+    assert_eq!(seen.value, "two");
+    assert_eq!(observer.next_change(Duration::from_millis(100)).expect("read"), None, "no change meanwhile");
+    assert_eq!(b.election("elect:blocking").leader().expect("leader").map(|l| l.value), Some("two".to_owned()));
+    assert!(b.election("elect:blocking").try_campaign("x").expect("try").is_none());
+    assert!(!leadership.wait_lost(Duration::from_millis(10)).expect("wait"));
+    leadership.resign().expect("resign");
+    assert_eq!(observer.next_change(Duration::from_secs(2)).expect("read"), Some(None));
+    let next = b.election("elect:blocking").campaign_for(Duration::from_secs(1), "y").expect("campaign").expect("free");
+    assert!(next.term() > seen.term);
+    next.resign().expect("resign");
+}
+
+/// The handles, guards, observers and futures can cross tasks and threads.
+#[test]
+fn bounds() {
+    fn send_sync_unpin<T: Send + Sync + Unpin + 'static>() {}
+    fn send<T: Send>(_: &T) {}
+    #[allow(dead_code)]
+    fn futures_are_send(election: &leasehold::Election, leadership: &leasehold::Leadership) {
+        send(&election.campaign("v"));
+        send(&election.try_campaign("v"));
+        send(&election.campaign_for(Duration::ZERO, "v"));
+        send(&election.leader());
+        send(&election.force_resign());
+        send(&leadership.proclaim("v"));
+        send(&leadership.lost());
+    }
+    send_sync_unpin::<leasehold::Election>();
+    send_sync_unpin::<leasehold::Leadership>();
+    send_sync_unpin::<leasehold::Observer>();
+    send_sync_unpin::<leasehold::Leader>();
+    send_sync_unpin::<leasehold::ElectionConfig>();
+    send_sync_unpin::<leasehold::blocking::Election>();
+    send_sync_unpin::<leasehold::blocking::Leadership>();
+    send_sync_unpin::<leasehold::blocking::Observer>();
 }

@@ -1,5 +1,7 @@
 //! [`Leadership`]: the guard of one lead, with its term.
 
+use std::sync::Arc;
+
 use fred::bytes::Bytes;
 use lock_core::{Error, ErrorKind, Result};
 
@@ -29,7 +31,7 @@ pub struct Leadership {
     guard: LockGuard,
     term: u64,
     /// What followers see: the campaign's value, then each proclaimed one.
-    value: parking_lot::Mutex<String>,
+    value: Arc<parking_lot::Mutex<String>>,
     record_ttl_ms: u64,
 }
 
@@ -46,7 +48,10 @@ impl std::fmt::Debug for Leadership {
 impl Leadership {
     pub(crate) fn new(guard: LockGuard, value: String, record_ttl_ms: u64) -> Result<Self> {
         match guard.token() {
-            Some(term) => Ok(Leadership { guard, term, value: parking_lot::Mutex::new(value), record_ttl_ms }),
+            Some(term) => {
+                let value = Arc::new(parking_lot::Mutex::new(value));
+                Ok(Leadership { guard, term, value, record_ttl_ms })
+            }
             // election_acquire.lua always answers a term; a reply without one is
             // refused (the guard is dropped, which resigns in the background).
             None => Err(Error::new(ErrorKind::Redis, "a campaign answered no term").with_key(guard.key())),
@@ -111,32 +116,43 @@ impl Leadership {
     /// # Cancel safety
     /// Once sent, it applies whether or not the future is polled again.
     pub async fn proclaim(&self, value: impl Into<String>) -> Result<()> {
-        let value = value.into();
-        lock_core::election::check_value(value.as_bytes())?;
-        let shared = self.guard.shared();
-        let names = shared.names()?;
-        if self.guard.is_lost() {
-            return Err(Error::new(ErrorKind::LockLost, "the lead was lost before proclaim").with_key(names.key()));
-        }
-        let bytes = Bytes::from(value.clone());
-        let client = &shared.client;
-        let recorded =
-            client.store.election_proclaim(names, &shared.owner, self.term, &bytes, self.record_ttl_ms).await?;
-        if !recorded {
-            // The server says this candidate does not lead in this term: the lead ended
-            // without a resign, which its guard reports as lost.
-            let _turn = shared.holds.turn().await;
-            if !self.guard.is_lost() {
-                shared.holds.server_holds_nothing(None, Ended::Found);
+        self.proclaim_owned(value.into()).await
+    }
+
+    /// [`Leadership::proclaim`] as a future that owns what it needs (for the blocking
+    /// API, which runs it on its runtime thread).
+    pub(crate) fn proclaim_owned(
+        &self,
+        value: String,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
+        let shared = self.guard.shared().clone();
+        let lease = self.guard.lease_state().clone();
+        let (term, record_ttl_ms, cell) = (self.term, self.record_ttl_ms, self.value.clone());
+        async move {
+            lock_core::election::check_value(value.as_bytes())?;
+            let names = shared.names()?;
+            if lease.is_lost() {
+                return Err(Error::new(ErrorKind::LockLost, "the lead was lost before proclaim").with_key(names.key()));
             }
-            return Err(Error::new(ErrorKind::LockLost, "this candidate no longer leads: nothing proclaimed")
-                .with_key(names.key()));
+            let bytes = Bytes::from(value.clone());
+            let store = &shared.client.store;
+            let recorded = store.election_proclaim(names, &shared.owner, term, &bytes, record_ttl_ms).await?;
+            if !recorded {
+                // The server says this candidate does not lead in this term: the lead
+                // ended without a resign, which its guard reports as lost.
+                let _turn = shared.holds.turn().await;
+                if !lease.is_lost() {
+                    shared.holds.server_holds_nothing(None, Ended::Found);
+                }
+                return Err(Error::new(ErrorKind::LockLost, "this candidate no longer leads: nothing proclaimed")
+                    .with_key(names.key()));
+            }
+            if let Some(election) = &shared.election {
+                *election.value.lock() = bytes;
+            }
+            *cell.lock() = value;
+            Ok(())
         }
-        if let Some(election) = &shared.election {
-            *election.value.lock() = bytes;
-        }
-        *self.value.lock() = value;
-        Ok(())
     }
 
     /// Hands the lead over now: the lead and the leader record are deleted, followers

@@ -77,11 +77,6 @@ impl Observer {
     pub async fn next(&mut self) -> Option<Result<Option<Leader>>> {
         self.changes.recv().await
     }
-
-    /// [`Observer::next`] without waiting: `None` when no change is ready now.
-    pub(crate) fn try_next(&mut self) -> Option<Result<Option<Leader>>> {
-        self.changes.try_recv().ok()
-    }
 }
 
 impl futures_core::Stream for Observer {

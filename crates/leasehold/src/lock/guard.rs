@@ -269,6 +269,11 @@ impl LockGuard {
         Some((PreparedRelease { counted, since: None }, runtime))
     }
 
+    /// The lease of the guard's hold (an election's proclaim checks it).
+    pub(crate) fn lease_state(&self) -> &Arc<lock_core::LeaseState> {
+        &self.hold.lease
+    }
+
     /// The guard's lock state (for a multi-lock's grouping of its guards).
     pub(crate) fn shared(&self) -> &Arc<LockShared> {
         &self.lock
