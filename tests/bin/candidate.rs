@@ -47,10 +47,7 @@ async fn main() {
                 say("LOST");
             }
             line = lines.next_line() => {
-                let line = match line {
-                    Ok(Some(line)) => line,
-                    _ => return,
-                };
+                let Ok(Some(line)) = line else { return };
                 let line = line.trim();
                 if line == "ACT" {
                     // What a leader does before acting on its lead.

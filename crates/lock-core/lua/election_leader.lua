@@ -4,6 +4,7 @@
 --
 -- KEYS[1]  lead key "leasehold_election:{NAME}"
 -- KEYS[2]  leader record "leasehold_election_leader:{NAME}" (Hash: owner, term, value)
+-- ARGV[]   none
 --
 -- Replies:
 --   {1, pttl, term, value, owner}  a leader: its term and value; pttl = the lead's TTL

@@ -699,6 +699,55 @@ mod tests {
     }
 
     #[test]
+    fn an_election_runs_its_own_scripts_on_its_keys() {
+        const ELECTION: LockKind = LockKind::Election { counter_ttl_ms: 5_000, queue_keepalive_ms: 3_000 };
+        let names = LockNames::new(&crate::names::election_key("e")).expect("valid");
+        assert_eq!(names.key(), "leasehold_election:{e}");
+        let owner = crate::ClientId::new_random().next_owner();
+        let scripts = (
+            ELECTION.acquire_script().name(),
+            ELECTION.release_script().name(),
+            ELECTION.force_release_script().name(),
+        );
+        assert_eq!(scripts, ("election_acquire.lua", "election_release.lua", "election_force_release.lua"));
+        assert_eq!(
+            (ELECTION.wait_channel(), ELECTION.queue(), ELECTION.queue_keepalive_ms()),
+            (WaitChannel::Lock, QueueKind::Server, Some(3_000))
+        );
+        let value = fred::bytes::Bytes::from_static(b"host:1");
+        let (keys, args) = ELECTION.acquire_args(&names, &owner, 10_000, 1, true, false, 9, Some(&value), settings());
+        let keys = key_text(&keys);
+        assert_eq!(keys[0], "leasehold_election:{e}");
+        assert_eq!(
+            keys[4..],
+            ["leasehold_election_term:{e}", "leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]
+        );
+        assert_eq!(text(&args), ["10000", owner.as_str(), "1", "3000", "spublish", "5000", "host:1"]);
+        let (keys, _) = ELECTION.release_args(&names, &owner, 0, 0, false, settings());
+        assert_eq!(key_text(&keys)[5..], ["leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]);
+        let (keys, _) = ELECTION.force_release_args(&names, None, settings());
+        assert_eq!(key_text(&keys)[2..], ["leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]);
+        // Every key of the election is in the name's slot, whatever braces the name has.
+        for name in ["e", "{a}b", "a{b", "}{"] {
+            let names = LockNames::new(&crate::names::election_key(name)).expect("valid");
+            let slot = crate::names::key_slot(name.as_bytes());
+            for key in [
+                names.key().to_owned(),
+                names.election_term_key(),
+                names.election_record_key(),
+                names.election_channel(),
+                names.lock_queue_key(),
+            ] {
+                assert_eq!(crate::names::key_slot(key.as_bytes()), slot, "{key} of {name}");
+            }
+        }
+        assert_eq!(
+            ELECTION.parse_acquire(&names, &[1, 1, 42]).expect("term"),
+            (Acquire::Acquired { holds: 1 }, Some(42))
+        );
+    }
+
+    #[test]
     fn only_a_fenced_acquire_answers_a_token() {
         let names = LockNames::new("k").expect("valid");
         assert_eq!(

@@ -106,6 +106,20 @@ pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
 /// `pes_renew_batch.lua`: extend many live permits (the watchdog).
 pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 
+/// `election_acquire.lua`: a candidate takes the election's lead (`acquire.lua`'s steps),
+/// and a fresh lead gets a term, its leader record and a change message.
+pub static ELECTION_ACQUIRE: LazyLock<LuaScript> = lua!("election_acquire.lua");
+/// `election_release.lua`: `release.lua` for an election's lead; a lead that ended
+/// deletes its leader record and publishes `N <term>`.
+pub static ELECTION_RELEASE: LazyLock<LuaScript> = lua!("election_release.lua");
+/// `election_force_release.lua`: `force_release.lua` for an election's lead, telling
+/// the followers.
+pub static ELECTION_FORCE_RELEASE: LazyLock<LuaScript> = lua!("election_force_release.lua");
+/// `election_proclaim.lua`: the leader changes its value, only while it leads.
+pub static ELECTION_PROCLAIM: LazyLock<LuaScript> = lua!("election_proclaim.lua");
+/// `election_leader.lua`: who leads now (read-only), and the lead's TTL.
+pub static ELECTION_LEADER: LazyLock<LuaScript> = lua!("election_leader.lua");
+
 /// `client_describe.lua`: write or refresh a client's description and its TTL
 /// ([`crate::who`]).
 pub static CLIENT_DESCRIBE: LazyLock<LuaScript> = lua!("client_describe.lua");
@@ -174,17 +188,3 @@ mod tests {
         }
     }
 }
-
-/// `election_acquire.lua`: a candidate takes the election's lead (`acquire.lua`'s steps),
-/// and a fresh lead gets a term, its leader record and a change message.
-pub static ELECTION_ACQUIRE: LazyLock<LuaScript> = lua!("election_acquire.lua");
-/// `election_release.lua`: `release.lua` for an election's lead; a lead that ended
-/// deletes its leader record and publishes `N <term>`.
-pub static ELECTION_RELEASE: LazyLock<LuaScript> = lua!("election_release.lua");
-/// `election_force_release.lua`: `force_release.lua` for an election's lead, telling
-/// the followers.
-pub static ELECTION_FORCE_RELEASE: LazyLock<LuaScript> = lua!("election_force_release.lua");
-/// `election_proclaim.lua`: the leader changes its value, only while it leads.
-pub static ELECTION_PROCLAIM: LazyLock<LuaScript> = lua!("election_proclaim.lua");
-/// `election_leader.lua`: who leads now (read-only), and the lead's TTL.
-pub static ELECTION_LEADER: LazyLock<LuaScript> = lua!("election_leader.lua");

@@ -279,7 +279,7 @@ impl Client {
     }
 
     /// A new candidate of the leader election `name` with the default
-    /// [`ElectionConfig`] (a 10 s lease, renewed every third of it): see
+    /// [`ElectionConfig`](crate::ElectionConfig) (a 10 s lease, renewed every third of it): see
     /// [`Election`](crate::Election). Cheap: nothing is sent. Each call makes a new
     /// candidate (a new owner), as [`Client::lock`] makes a new owner. An empty name is
     /// reported by the first operation, before anything is sent.
