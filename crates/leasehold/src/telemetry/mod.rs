@@ -310,18 +310,20 @@ fn count_as_f64(count: usize) -> f64 {
 
 /// The `kind` of every hold the watchdog can report lost: the lock kinds it renews or
 /// checks after a reconnect ([`Kind::of`]), and a `PermitExpirableSemaphore`'s renewed
-/// permits (tagged `permit` in `permit_semaphore/permit.rs`). A `SimpleLock` (neither
+/// permits (tagged `permit` in `permit_semaphore/permit.rs`), and an election's lead
+/// (`election`, always renewed). A `SimpleLock` (neither
 /// renewed nor checked), a `Semaphore`'s permits (no owner, no lease) and a latch are
 /// never reported lost.
 #[cfg(feature = "metrics")]
-const LOST_KINDS: [&str; 6] = ["lock", "fenced", "fair", "read", "write", "permit"];
+const LOST_KINDS: [&str; 7] = ["lock", "fenced", "fair", "read", "write", "permit", "election"];
 
 /// Whether a hold of `kind` can be reported lost for `reason`: every pair but a permit
-/// found gone after a reconnect, because only renewed permits are followed (a fixed-lease
-/// permit is not checked after reconnects) and a renewed hold is checked by its renewal.
+/// or an election's lead found gone after a reconnect, because only renewed permits are
+/// followed (a fixed-lease permit is not checked after reconnects), a lead is always
+/// renewed, and a renewed hold is checked by its renewal.
 #[cfg(feature = "metrics")]
 fn can_be_lost(kind: &str, reason: LostReason) -> bool {
-    !(kind == "permit" && reason == LostReason::GoneAfterReconnect)
+    !(matches!(kind, "permit" | "election") && reason == LostReason::GoneAfterReconnect)
 }
 
 /// The series that exist from the start, at 0, in the recorder installed when a client
