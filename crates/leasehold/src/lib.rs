@@ -107,6 +107,7 @@
 //! | at most N at once | [`Semaphore`] ([`Client::semaphore`]) | `RSemaphore` |
 //! | at most N at once, and a crashed holder's permit comes back | [`PermitExpirableSemaphore`] ([`Client::permit_expirable_semaphore`]) | `RPermitExpirableSemaphore` |
 //! | to wait until N others are done | [`CountDownLatch`] ([`Client::count_down_latch`]) | `RCountDownLatch` |
+//! | one instance of a fleet to lead (run a task), the others to take over, everyone to know who leads | [`Election`] ([`Client::election`]: [`Leadership`], [`Observer`]) | none (leasehold's own keys) |
 //! | the cheapest try-lock: one `SET NX PX` String, not reentrant, not renewed | [`SimpleLock`] ([`Client::simple_lock`]) | none (rslock's algorithm) |
 //!
 //! The feature `blocking` adds `leasehold::blocking`, the same kinds for synchronous
