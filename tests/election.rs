@@ -520,3 +520,44 @@ fn bounds() {
     send_sync_unpin::<leasehold::blocking::Leadership>();
     send_sync_unpin::<leasehold::blocking::Observer>();
 }
+
+/// Dropping a `Leadership` resigns in the background, and `Client::shutdown` resigns
+/// what the client still leads: either way the waiting candidate leads at once, not at
+/// the lease's end (10 s), and followers are told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drop_and_shutdown_resign() {
+    let server = RedisServer::start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let mut observer = b.election("elect:drop").observe();
+    assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await, None);
+    let first = a.election("elect:drop").campaign("a").await.expect("a leads");
+    let candidate = b.election("elect:drop");
+    let waiting = tokio::spawn(async move {
+        let leadership = candidate.campaign("b").await.expect("b leads");
+        (leadership, candidate)
+    });
+    assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "b waits in the queue");
+    let dropped = Instant::now();
+    drop(first);
+    let (second, candidate) =
+        tokio::time::timeout(Duration::from_secs(2), waiting).await.expect("in time").expect("task");
+    assert!(dropped.elapsed() < Duration::from_secs(1), "handed over on drop in {:?}", dropped.elapsed());
+    let seen =
+        until_change(&mut observer, Duration::from_secs(2), |l| l.as_ref().is_some_and(|l| l.value == "b")).await;
+    assert_term_order(&seen);
+
+    // b's client shuts down while leading: a third candidate leads at once.
+    let c = client(&server).await;
+    let third = c.election("elect:drop");
+    let waiting = tokio::spawn(async move { third.campaign("c").await.expect("c leads") });
+    assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "c waits in the queue");
+    let shut = Instant::now();
+    b.shutdown().await.expect("shutdown");
+    let last = tokio::time::timeout(Duration::from_secs(2), waiting).await.expect("in time").expect("task");
+    assert!(shut.elapsed() < Duration::from_secs(1), "handed over at shutdown in {:?}", shut.elapsed());
+    assert!(second.is_lost(), "ended locally by the shutdown");
+    assert!(last.term() > second.term());
+    assert!(second.resign().await.expect_err("shut down").is_shutdown());
+    drop(candidate);
+    last.resign().await.expect("resign");
+}
