@@ -87,7 +87,7 @@ impl Election {
         let lease = Duration::from_millis(lease_ms);
         let watchdog = {
             let _runtime = client.runtime.enter();
-            client.election_watchdogs.for_lease(lease, &client.store, &client.watchdog)
+            client.election_watchdogs.for_lease(lease, &client.store, &client.watchdog, &client.telemetry)
         };
         let kind = LockKind::Election { counter_ttl_ms: client.fence_token_ttl_ms, queue_keepalive_ms: lease_ms };
         let record_ttl_ms = client.fence_token_ttl_ms;

@@ -27,19 +27,39 @@ pub(crate) struct ElectionWatchdogs {
 impl ElectionWatchdogs {
     /// The watchdog for holds of `lease`, started (on the current runtime) if none is.
     /// `like`: the client's watchdog, whose settings it copies.
-    pub(crate) fn for_lease(&self, lease: Duration, store: &LockStore, like: &Watchdog) -> Arc<Watchdog> {
+    pub(crate) fn for_lease(
+        &self,
+        lease: Duration,
+        store: &LockStore,
+        like: &Watchdog,
+        telemetry: &Arc<crate::telemetry::Telemetry>,
+    ) -> Arc<Watchdog> {
         let mut by_lease = self.by_lease.lock();
         by_lease
             .entry(lease)
             .or_insert_with(|| {
                 let mut config: WatchdogConfig = like.config().clone();
                 config.timeout = lease;
+                // The client's telemetry, with this watchdog's own share of the renewed
+                // holds' gauge.
+                let observer = crate::telemetry::ExtraWatchdog::new(telemetry.clone());
+                config.observer = Some(Arc::new(observer));
                 let watchdog = Watchdog::start(store.clone(), config);
                 // As the client's: after a reconnect, renew and check at once.
                 watchdog.renew_on_each(store.client().reconnect_rx());
                 Arc::new(watchdog)
             })
             .clone()
+    }
+
+    /// The largest lag of the election watchdogs' last rounds (zero with none).
+    pub(crate) fn lag(&self) -> Duration {
+        self.by_lease.lock().values().map(|watchdog| watchdog.lag()).max().unwrap_or_default()
+    }
+
+    /// The soonest local lease deadline of the leads they renew.
+    pub(crate) fn soonest_deadline(&self) -> Option<tokio::time::Instant> {
+        self.by_lease.lock().values().filter_map(|watchdog| watchdog.soonest_deadline()).min()
     }
 
     /// Stops every election watchdog (after shutdown released the holds).

@@ -13,6 +13,7 @@ pub(crate) use labels::{HoldEnd, Kind, Outcome, Role};
 pub(crate) use watch::ConnectionWatch;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_watchdog::{LostReason, WatchdogObserver};
@@ -282,6 +283,61 @@ impl WatchdogObserver for Telemetry {
             // The watchdog calls this under its entries lock, so the swaps of one client
             // are in order and the gauge ends at the sum of every client's count.
             let before = self.watchdog_locks_reported.0.swap(registered, Ordering::Relaxed);
+            crate::telemetry::handles::with(|handles| {
+                if registered >= before {
+                    handles.watchdog_locks.increment(count_as_f64(registered - before));
+                } else {
+                    handles.watchdog_locks.decrement(count_as_f64(before - registered));
+                }
+            });
+        }
+    }
+}
+
+/// A further watchdog of the same client (an election lease's, `election/watchdogs.rs`)
+/// reporting into its telemetry: everything is forwarded, but the number of holds it
+/// renews is its own share of the gauge (the client's watchdog reports an absolute count
+/// of its holds, which would overwrite this one's in a shared share).
+pub(crate) struct ExtraWatchdog {
+    telemetry: Arc<Telemetry>,
+    #[cfg(feature = "metrics")]
+    reported: WatchdogShare,
+}
+
+impl ExtraWatchdog {
+    pub(crate) fn new(telemetry: Arc<Telemetry>) -> Self {
+        ExtraWatchdog {
+            telemetry,
+            #[cfg(feature = "metrics")]
+            reported: WatchdogShare::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ExtraWatchdog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtraWatchdog").finish_non_exhaustive()
+    }
+}
+
+impl WatchdogObserver for ExtraWatchdog {
+    fn renewal(&self, renewed: bool) {
+        self.telemetry.renewal(renewed);
+    }
+
+    fn renewal_failed(&self, holds: usize) {
+        self.telemetry.renewal_failed(holds);
+    }
+
+    fn lost(&self, key: &str, tag: &'static str, reason: LostReason) {
+        self.telemetry.lost(key, tag, reason);
+    }
+
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    fn registered(&self, registered: usize) {
+        #[cfg(feature = "metrics")]
+        {
+            let before = self.reported.0.swap(registered, Ordering::Relaxed);
             crate::telemetry::handles::with(|handles| {
                 if registered >= before {
                     handles.watchdog_locks.increment(count_as_f64(registered - before));
