@@ -162,6 +162,7 @@ async fn a_crashed_leader_is_replaced_within_its_lease() {
     leader.signal("KILL");
     let (led_at, leadership) = waiting.await.expect("next");
     let failover = led_at.duration_since(killed);
+    eprintln!("crash failover: {failover:?} (lease {LEASE:?})");
     assert!(failover <= LEASE + MARGIN, "failover took {failover:?} (lease {LEASE:?})");
     assert!(leadership.term() > first_term);
     let seen = until_change(&mut observer, LEASE + MARGIN, |l| l.as_ref().is_some_and(|l| l.value == "next")).await;
