@@ -296,6 +296,10 @@ async fn proclaim_is_seen_by_observe(on: ServerKind) {
     let term = leadership.term();
     let seen = next_change(&mut observer, Duration::from_secs(2)).await.expect("leader");
     assert_eq!((seen.term, seen.value.as_str(), seen.owner.as_str()), (term, "first", election.owner()));
+    // The record lives as long as the lead, however long: no TTL (the lead has one).
+    let record = "leasehold_election_leader:{elect:proclaim}";
+    assert_eq!(raw(&server, &["PTTL", record]).as_int(), Some(-1), "the record has no TTL");
+    assert!(raw(&server, &["PTTL", "leasehold_election:{elect:proclaim}"]).as_int() > Some(0), "the lead has one");
     leadership.proclaim("second").await.expect("proclaim");
     assert_eq!(leadership.value(), "second");
     let seen = next_change(&mut observer, Duration::from_secs(2)).await.expect("leader");

@@ -8,7 +8,6 @@
 -- ARGV[2]  its term (decimal)
 -- ARGV[3]  the new value
 -- ARGV[4]  the publish command, "publish" or "spublish"
--- ARGV[5]  TTL in ms given to the record again (the term counter's)
 --
 -- Replies:
 --   1  the value is recorded; "L <term> <pttl> <value>" published (pttl = the lead's TTL)
@@ -23,7 +22,6 @@ if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] then
   return 0
 end
 redis.call('hset', KEYS[2], 'value', ARGV[3])
-redis.call('pexpire', KEYS[2], ARGV[5])
 local pttl = redis.call('pttl', KEYS[1])
 redis.call(ARGV[4], KEYS[3], 'L ' .. ARGV[2] .. ' ' .. pttl .. ' ' .. ARGV[3])
 return 1

@@ -18,7 +18,7 @@ use std::time::Duration;
 use fred::bytes::Bytes;
 use fred::types::{Key, Value};
 
-use crate::call::{int_arg, static_arg};
+use crate::call::static_arg;
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::LockNames;
 use crate::owner::OwnerId;
@@ -106,7 +106,7 @@ impl LockStore {
 
     /// Runs `election_proclaim.lua`: `owner`, leading in `term`, records `value` and
     /// tells the followers. `false` when it no longer leads in that term (nothing
-    /// written). `record_ttl_ms`: the TTL the record is given again.
+    /// written).
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`] for a value over [`MAX_VALUE_LEN`] (nothing sent);
@@ -121,7 +121,6 @@ impl LockStore {
         owner: &OwnerId,
         term: u64,
         value: &Bytes,
-        record_ttl_ms: u64,
     ) -> Result<bool> {
         check_value(value)?;
         let key = names.key();
@@ -131,7 +130,6 @@ impl LockStore {
             Value::from(term.to_string()),
             Value::Bytes(value.clone()),
             static_arg(self.call_settings().publish),
-            int_arg(record_ttl_ms),
         ];
         let budget = self.write_budget(key).await?;
         let reply: i64 = scripts::ELECTION_PROCLAIM.run(self.client(), key, budget, keys, args).await?;

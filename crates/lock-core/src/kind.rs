@@ -87,8 +87,8 @@ pub enum LockKind {
     /// value in `leasehold_election_leader:{NAME}`, and publishes the change on
     /// `leasehold_election__channel:{NAME}` (see [`crate::election`]).
     Election {
-        /// The TTL the term counter and the leader record are given with each term, in
-        /// ms (> 0).
+        /// The TTL the term counter is given with each term, in ms (> 0). The leader
+        /// record has none (it must outlive the longest lead).
         counter_ttl_ms: u64,
         /// A queue entry's life without a refresh, in ms (> 0).
         queue_keepalive_ms: u64,

@@ -57,8 +57,6 @@ pub struct Election {
     config: ElectionConfig,
     /// The config's error, reported by every operation (nothing sent).
     invalid: Option<String>,
-    /// The TTL of the term counter and the leader record, in ms.
-    record_ttl_ms: u64,
 }
 
 impl std::fmt::Debug for Election {
@@ -90,11 +88,10 @@ impl Election {
             client.election_watchdogs.for_lease(lease, &client.store, &client.watchdog, &client.telemetry)
         };
         let kind = LockKind::Election { counter_ttl_ms: client.fence_token_ttl_ms, queue_keepalive_ms: lease_ms };
-        let record_ttl_ms = client.fence_token_ttl_ms;
         let hold = ElectionHold { lease, watchdog, value: parking_lot::Mutex::new(Bytes::new()) };
         let key = if name.is_empty() { String::new() } else { lock_core::names::election_key(name) };
         let lock = Lock::for_election(client, &key, kind, hold);
-        Election { lock, name: name.to_owned(), config, invalid, record_ttl_ms }
+        Election { lock, name: name.to_owned(), config, invalid }
     }
 
     /// The election's name (with the client's key prefix, if any).
@@ -145,7 +142,7 @@ impl Election {
     }
 
     fn lead(&self, guard: crate::LockGuard, value: String) -> Result<Leadership> {
-        Leadership::new(guard, value, self.record_ttl_ms)
+        Leadership::new(guard, value)
     }
 
     /// Waits as long as it takes for this candidate to lead, then returns its

@@ -32,7 +32,6 @@ pub struct Leadership {
     term: u64,
     /// What followers see: the campaign's value, then each proclaimed one.
     value: Arc<parking_lot::Mutex<String>>,
-    record_ttl_ms: u64,
 }
 
 impl std::fmt::Debug for Leadership {
@@ -46,11 +45,11 @@ impl std::fmt::Debug for Leadership {
 }
 
 impl Leadership {
-    pub(crate) fn new(guard: LockGuard, value: String, record_ttl_ms: u64) -> Result<Self> {
+    pub(crate) fn new(guard: LockGuard, value: String) -> Result<Self> {
         match guard.token() {
             Some(term) => {
                 let value = Arc::new(parking_lot::Mutex::new(value));
-                Ok(Leadership { guard, term, value, record_ttl_ms })
+                Ok(Leadership { guard, term, value })
             }
             // election_acquire.lua always answers a term; a reply without one is
             // refused (the guard is dropped, which resigns in the background).
@@ -127,7 +126,7 @@ impl Leadership {
     ) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
         let shared = self.guard.shared().clone();
         let lease = self.guard.lease_state().clone();
-        let (term, record_ttl_ms, cell) = (self.term, self.record_ttl_ms, self.value.clone());
+        let (term, cell) = (self.term, self.value.clone());
         async move {
             lock_core::election::check_value(value.as_bytes())?;
             let names = shared.names()?;
@@ -136,7 +135,7 @@ impl Leadership {
             }
             let bytes = Bytes::from(value.clone());
             let store = &shared.client.store;
-            let recorded = store.election_proclaim(names, &shared.owner, term, &bytes, record_ttl_ms).await?;
+            let recorded = store.election_proclaim(names, &shared.owner, term, &bytes).await?;
             if !recorded {
                 // The server says this candidate does not lead in this term: the lead
                 // ended without a resign, which its guard reports as lost.

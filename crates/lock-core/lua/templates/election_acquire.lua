@@ -22,7 +22,9 @@
 -- ARGV[4]  keep-alive in ms of a queue entry (> 0): a waiting call (a campaign); "0": a
 --          single try (try_campaign), which never reads or writes the queue
 -- ARGV[5]  the publish command, "publish" or "spublish"
--- ARGV[6]  TTL in ms given to the term counter and the leader record with each term
+-- ARGV[6]  TTL in ms given to the term counter with each term (the leader record has
+--          none: it must outlive the longest lead; a resign or force deletes it, the
+--          next lead overwrites a crashed leader's)
 -- ARGV[7]  the value the new leader proclaims (bytes; may be empty)
 --
 -- Replies (fenced_acquire.lua's, the token being the term):
@@ -68,7 +70,6 @@ if not term then
   term = next_token(KEYS[5], ARGV[6])
   redis.call('del', KEYS[6])
   redis.call('hset', KEYS[6], 'owner', ARGV[2], 'term', term, 'value', ARGV[7])
-  redis.call('pexpire', KEYS[6], ARGV[6])
   redis.call(ARGV[5], KEYS[7], 'L ' .. term .. ' ' .. ARGV[1] .. ' ' .. ARGV[7])
 end
 return {1, reply[2], tonumber(term)}
