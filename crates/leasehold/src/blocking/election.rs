@@ -45,6 +45,15 @@ impl Election {
         self.handle.get().key()
     }
 
+    /// The change channel, `leasehold_election__channel:{NAME}` (as
+    /// [`crate::Election::channel`]).
+    ///
+    /// # Errors
+    /// As [`crate::Election::channel`].
+    pub fn channel(&self) -> Result<String> {
+        self.handle.get().channel()
+    }
+
     /// This candidate's owner id, `CLIENT_UUID:N`.
     pub fn owner(&self) -> &str {
         self.handle.get().owner()
