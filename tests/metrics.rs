@@ -121,6 +121,20 @@ async fn every_metric_is_recorded_with_its_labels() {
     let now = s.snap();
     assert!(counter(&now, "leasehold_renewals_total", &[("outcome", "renewed")]) >= 2, "renewals counted");
     assert_eq!(now.watchdog_locks, 1.0, "unchanged by the renewal rounds");
+    // An election's lead is renewed by a watchdog of its own lease: its hold adds to the
+    // gauge beside the lock's, and leaves it when it resigns.
+    let lead = plain
+        .election_with("m:e", leasehold::ElectionConfig::default().with_lease(Duration::from_millis(300)))
+        .campaign("v")
+        .await
+        .expect("campaign");
+    let election_renewals = plain.stats().renewals;
+    assert!(wait_until(Duration::from_secs(5), || plain.stats().renewals >= election_renewals + 2).await);
+    let now = s.snap();
+    assert_eq!(now.watchdog_locks, 2.0, "the lock's and the lead's");
+    assert_eq!(histogram(&now, acquire, &[("kind", "election"), ("mode", "wait"), ("outcome", "acquired")]), 1);
+    lead.resign().await.expect("resign");
+    assert!(wait_until(Duration::from_secs(5), || s.snap().watchdog_locks == 1.0).await, "the lead left the gauge");
     assert!(plain.lock("m:a").force_unlock().await.expect("force"));
     tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost() fires");
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());

@@ -59,10 +59,11 @@ fn at_start() -> BTreeMap<String, f64> {
     for outcome in ["failed", "lost", "renewed"] {
         want.insert(format!("leasehold_renewals_total{{outcome=\"{outcome}\"}}"), 0.0);
     }
-    for kind in ["lock", "fenced", "fair", "read", "write", "permit"] {
+    for kind in ["lock", "fenced", "fair", "read", "write", "permit", "election"] {
         for reason in ["owner_gone", "renewals_failed", "gone_after_reconnect"] {
-            // A permit is renewed, never checked after a reconnect (docs/observability.md).
-            if kind == "permit" && reason == "gone_after_reconnect" {
+            // A permit and an election's lead are renewed, never checked after a reconnect
+            // (docs/observability.md).
+            if (kind == "permit" || kind == "election") && reason == "gone_after_reconnect" {
                 continue;
             }
             want.insert(format!("leasehold_lost_total{{kind=\"{kind}\",reason=\"{reason}\"}}"), 0.0);

@@ -267,6 +267,7 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "hincrby",
     "hkeys",
     "hlen",
+    "hmget",
     "hset",
     "incr",
     "incrby",

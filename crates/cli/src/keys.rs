@@ -8,9 +8,10 @@
 
 use lock_core::latch::LATCH_CHANNEL_PREFIX;
 use lock_core::names::{
-    hash_tag, key_slot, CHANNEL_PREFIX, FENCE_PREFIX, LOCK_QUEUE_CHANNEL_PREFIX, LOCK_QUEUE_PREFIX,
-    LOCK_WAITERS_PREFIX, QUEUE_PREFIX, RWLOCK_CHANNEL_PREFIX, RW_GRANTS_CHANNEL_PREFIX, RW_READERS_PREFIX,
-    RW_WRITERS_ORDER_PREFIX, RW_WRITERS_PREFIX, SEMAPHORE_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
+    hash_tag, key_slot, CHANNEL_PREFIX, ELECTION_CHANNEL_PREFIX, ELECTION_PREFIX, ELECTION_RECORD_PREFIX,
+    ELECTION_TERM_PREFIX, FENCE_PREFIX, LOCK_QUEUE_CHANNEL_PREFIX, LOCK_QUEUE_PREFIX, LOCK_WAITERS_PREFIX,
+    QUEUE_PREFIX, RWLOCK_CHANNEL_PREFIX, RW_GRANTS_CHANNEL_PREFIX, RW_READERS_PREFIX, RW_WRITERS_ORDER_PREFIX,
+    RW_WRITERS_PREFIX, SEMAPHORE_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
 };
 use lock_core::pes::{PES_QUEUE_PREFIX, PES_WAITERS_PREFIX};
 use lock_core::semaphore::{
@@ -52,7 +53,7 @@ enum Tail {
 /// `(prefix, role, what, channel, tail)` of every name derived as `PREFIX:...` (the
 /// latch's channel, `PREFIX{NAME}`, is checked apart). `leasehold_rwlock_writers:order`
 /// comes before `leasehold_rwlock_writers`, whose keys it would otherwise match.
-const PREFIXES: [(&str, &str, &str, bool, Tail); 21] = [
+const PREFIXES: [(&str, &str, &str, bool, Tail); 25] = [
     (TOKEN_PREFIX, "fencing_counter", "the fencing counter of the lock", false, Tail::Name),
     (QUEUE_PREFIX, "fair_queue", "the wait queue of the fair lock", false, Tail::Name),
     (TIMEOUT_PREFIX, "fair_deadlines", "the waiter deadlines of the fair lock", false, Tail::Name),
@@ -86,6 +87,13 @@ const PREFIXES: [(&str, &str, &str, bool, Tail); 21] = [
     (RWLOCK_CHANNEL_PREFIX, "rw_channel", "the channel of the read/write lock", true, Tail::Name),
     (SEMAPHORE_GRANTS_PREFIX, "semaphore_grants_channel", "the grants channel of the semaphore", true, Tail::Name),
     (SEMAPHORE_CHANNEL_PREFIX, "semaphore_channel", "the channel of the semaphore", true, Tail::Name),
+    // A leader election's keys (leasehold only): the lead is a lock Hash, but of an
+    // election, which `leasehold leader` shows; the term counter, the leader record and
+    // the change channel beside it.
+    (ELECTION_PREFIX, "election_lead", "the lead of the election", false, Tail::Name),
+    (ELECTION_TERM_PREFIX, "election_term", "the term counter of the election", false, Tail::Name),
+    (ELECTION_RECORD_PREFIX, "election_leader", "the leader record of the election", false, Tail::Name),
+    (ELECTION_CHANNEL_PREFIX, "election_channel", "the change channel of the election", true, Tail::Name),
 ];
 
 /// The suffix of a read hold's timeout key, `{NAME}:OWNER:rwlock_timeout:K`.
@@ -215,6 +223,7 @@ mod tests {
             let sem = SemaphoreNames::new(name).expect("a name");
             let pes = PesNames::new(name).expect("a name");
             let latch = lock_core::latch::LatchNames::new(name).expect("a name");
+            let election = LockNames::new(&lock_core::names::election_key(name)).expect("a lead key");
             let op = sem.op_key(lock_core::semaphore::SemaphoreOp::random());
             let keys = [
                 (lock.token_key(), "fencing_counter"),
@@ -242,6 +251,10 @@ mod tests {
                 (sem.channel().to_string(), "semaphore_channel"),
                 (sem.grants().to_string(), "semaphore_grants_channel"),
                 (latch.channel().to_owned(), "latch_channel"),
+                (lock_core::names::election_key(name), "election_lead"),
+                (election.election_term_key(), "election_term"),
+                (election.election_record_key(), "election_leader"),
+                (election.election_channel(), "election_channel"),
             ];
             for (key, role) in keys {
                 let found = derived(&key).unwrap_or_else(|| panic!("{key:?} (of {name:?}) not recognised"));

@@ -107,6 +107,7 @@
 //! | at most N at once | [`Semaphore`] ([`Client::semaphore`]) | `RSemaphore` |
 //! | at most N at once, and a crashed holder's permit comes back | [`PermitExpirableSemaphore`] ([`Client::permit_expirable_semaphore`]) | `RPermitExpirableSemaphore` |
 //! | to wait until N others are done | [`CountDownLatch`] ([`Client::count_down_latch`]) | `RCountDownLatch` |
+//! | one instance of a fleet to lead (run a task), the others to take over, everyone to know who leads | [`Election`] ([`Client::election`]: [`Leadership`], [`Observer`]) | none (leasehold's own keys) |
 //! | the cheapest try-lock: one `SET NX PX` String, not reentrant, not renewed | [`SimpleLock`] ([`Client::simple_lock`]) | none (rslock's algorithm) |
 //!
 //! The feature `blocking` adds `leasehold::blocking`, the same kinds for synchronous
@@ -192,6 +193,7 @@
 
 mod client;
 mod debug;
+mod election;
 pub mod fence;
 mod latch;
 mod lock;
@@ -208,6 +210,7 @@ pub use client::health::Health;
 pub use client::stats::ClientStats;
 pub use client::who::SERVICE_ENV;
 pub use client::Client;
+pub use election::{Election, ElectionConfig, Leader, Leadership, Observer};
 pub use latch::CountDownLatch;
 pub use lock::fair::FairLock;
 pub use lock::fenced::{FencedGuard, FencedLock};

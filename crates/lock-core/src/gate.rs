@@ -120,7 +120,7 @@ mod tests {
         let names = crate::LockNames::new("k").expect("name");
         let owner = crate::ClientId::new_random().next_owner();
         let kind = crate::LockKind::Reentrant { queue_keepalive_ms: 10_000 };
-        let spec = crate::AcquireSpec { kind, waiting: false, registered: false, ticket: 0, sync: None };
+        let spec = crate::AcquireSpec { kind, waiting: false, registered: false, ticket: 0, sync: None, value: None };
         let error = store.acquire(&names, &owner, 1_000, 1, spec).await.expect_err("held at the gate");
         assert!(error.is_connection() && error.is_not_sent() && error.is_transient(), "{error:?}");
         assert_eq!(started.elapsed(), timeout, "waited the whole command timeout");

@@ -79,6 +79,20 @@ pub enum LockKind {
         /// The life of the writer's entry without a refresh, in ms (> 0).
         queue_keepalive_ms: u64,
     },
+    /// A candidate of a leader election: the lead is a reentrant lock Hash,
+    /// `leasehold_election:{NAME}` (`election_acquire.lua`, `election_release.lua`,
+    /// `election_force_release.lua`). Waiters queue in leasehold's wait queue as
+    /// [`LockKind::Reentrant`]'s do; a fresh lead issues a term from
+    /// `leasehold_election_term:{NAME}` (a fencing token), records the leader and its
+    /// value in `leasehold_election_leader:{NAME}`, and publishes the change on
+    /// `leasehold_election__channel:{NAME}` (see [`crate::election`]).
+    Election {
+        /// The TTL the term counter is given with each term, in ms (> 0). The leader
+        /// record has none (it must outlive the longest lead).
+        counter_ttl_ms: u64,
+        /// A queue entry's life without a refresh, in ms (> 0).
+        queue_keepalive_ms: u64,
+    },
 }
 
 /// The channel a kind's waiters listen on for a release.
@@ -134,7 +148,7 @@ pub enum QueueKind {
 
 /// How to acquire: the lock's kind (which script, its KEYS and ARGV, how its reply is
 /// read), whether it is a waiting call, and whether replicas must acknowledge it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcquireSpec {
     /// The lock's kind.
     pub kind: LockKind,
@@ -152,6 +166,9 @@ pub struct AcquireSpec {
     pub ticket: u64,
     /// Follow the script with `WAIT`.
     pub sync: Option<ReplicaSync>,
+    /// The value a [`LockKind::Election`] candidate proclaims when it takes the lead
+    /// (`None` for every other kind, and taken as empty for an election).
+    pub value: Option<fred::bytes::Bytes>,
 }
 
 /// The answer to [`LockStore::acquire`](crate::LockStore::acquire).
@@ -175,13 +192,14 @@ impl LockKind {
             LockKind::Fair { .. } => "fair",
             LockKind::Read { .. } => "read",
             LockKind::Write { .. } => "write",
+            LockKind::Election { .. } => "election",
         }
     }
 
     /// Where its waiters hear a release.
     pub fn wait_channel(&self) -> WaitChannel {
         match self {
-            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => WaitChannel::Lock,
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } | LockKind::Election { .. } => WaitChannel::Lock,
             LockKind::Fair { .. } => WaitChannel::Own,
             LockKind::Read { .. } | LockKind::Write { .. } => WaitChannel::ReadWrite,
         }
@@ -190,7 +208,7 @@ impl LockKind {
     /// What orders its waiters.
     pub fn queue(&self) -> QueueKind {
         match self {
-            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => QueueKind::Server,
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } | LockKind::Election { .. } => QueueKind::Server,
             LockKind::Fair { .. } => QueueKind::Fair,
             LockKind::Read { .. } => QueueKind::Readers,
             LockKind::Write { .. } => QueueKind::WriterIntent,
@@ -201,9 +219,9 @@ impl LockKind {
     /// hold a place in a server queue (every kind's now: a reader's registration too).
     pub fn queue_keepalive_ms(&self) -> Option<u64> {
         match *self {
-            LockKind::Reentrant { queue_keepalive_ms } | LockKind::Fenced { queue_keepalive_ms, .. } => {
-                Some(queue_keepalive_ms)
-            }
+            LockKind::Reentrant { queue_keepalive_ms }
+            | LockKind::Fenced { queue_keepalive_ms, .. }
+            | LockKind::Election { queue_keepalive_ms, .. } => Some(queue_keepalive_ms),
             LockKind::Fair { keepalive_ms } => Some(keepalive_ms),
             LockKind::Write { queue_keepalive_ms } | LockKind::Read { queue_keepalive_ms } => Some(queue_keepalive_ms),
         }
@@ -211,7 +229,7 @@ impl LockKind {
 
     /// Whether a fresh hold of this kind carries a fencing token.
     pub fn issues_tokens(&self) -> bool {
-        matches!(self, LockKind::Fenced { .. })
+        matches!(self, LockKind::Fenced { .. } | LockKind::Election { .. })
     }
 
     /// The KEYS and ARGV of its acquire script ([`LockKind::acquire_script`]): take or
@@ -230,9 +248,30 @@ impl LockKind {
         waiting: bool,
         registered: bool,
         ticket: u64,
+        value: Option<&fred::bytes::Bytes>,
         settings: CallSettings,
     ) -> ScriptArgs {
         match *self {
+            LockKind::Election { counter_ttl_ms, queue_keepalive_ms } => {
+                // fenced_acquire.lua's KEYS and ARGV (the term counter for the token
+                // counter), then the leader record, the change channel and the value.
+                let mut keys = vec![Key::from(names.key_arg())];
+                keys.extend(names.queue_args().iter().cloned().map(Key::from));
+                keys.push(Key::from(names.election_term_key()));
+                keys.push(Key::from(names.election_record_key()));
+                keys.push(Key::from(names.election_channel()));
+                let keepalive = if waiting { queue_keepalive_ms.max(1) } else { 0 };
+                let args = vec![
+                    int_arg(lease_ms),
+                    Value::Bytes(owner.arg()),
+                    int_arg(target.max(1)),
+                    int_arg(keepalive),
+                    static_arg(settings.publish),
+                    int_arg(counter_ttl_ms),
+                    Value::Bytes(value.cloned().unwrap_or_default()),
+                ];
+                (keys, args)
+            }
             LockKind::Reentrant { queue_keepalive_ms } => {
                 let mut keys = vec![Key::from(names.key_arg())];
                 let keepalive = if waiting { queue_keepalive_ms.max(1) } else { 0 };
@@ -331,6 +370,7 @@ impl LockKind {
             LockKind::Fair { .. } => &scripts::FAIR_ACQUIRE,
             LockKind::Read { .. } => &scripts::READ_ACQUIRE,
             LockKind::Write { .. } => &scripts::WRITE_ACQUIRE,
+            LockKind::Election { .. } => &scripts::ELECTION_ACQUIRE,
         }
     }
 
@@ -342,6 +382,7 @@ impl LockKind {
             LockKind::Fair { .. } => &scripts::FAIR_RELEASE,
             LockKind::Read { .. } => &scripts::READ_RELEASE,
             LockKind::Write { .. } => &scripts::WRITE_RELEASE,
+            LockKind::Election { .. } => &scripts::ELECTION_RELEASE,
         }
     }
 
@@ -360,10 +401,15 @@ impl LockKind {
         settings: CallSettings,
     ) -> ScriptArgs {
         match self {
-            LockKind::Reentrant { .. } | LockKind::Fenced { .. } => {
+            LockKind::Reentrant { .. } | LockKind::Fenced { .. } | LockKind::Election { .. } => {
                 let leave_queue = leave_queue && self.queue() == QueueKind::Server;
                 let mut keys = vec![Key::from(names.key_arg()), Key::from(names.channel_arg())];
                 keys.extend(names.queue_args().iter().cloned().map(Key::from));
+                if matches!(self, LockKind::Election { .. }) {
+                    // election_release.lua: release.lua's, then the record and channel.
+                    keys.push(Key::from(names.election_record_key()));
+                    keys.push(Key::from(names.election_channel()));
+                }
                 let args = vec![
                     Value::Bytes(owner.arg()),
                     int_arg(target),
@@ -435,6 +481,7 @@ impl LockKind {
             LockKind::Reentrant { .. } | LockKind::Fenced { .. } => &scripts::FORCE_RELEASE,
             LockKind::Fair { .. } => &scripts::FAIR_FORCE_RELEASE,
             LockKind::Read { .. } | LockKind::Write { .. } => &scripts::RW_FORCE_RELEASE,
+            LockKind::Election { .. } => &scripts::ELECTION_FORCE_RELEASE,
         }
     }
 
@@ -466,6 +513,16 @@ impl LockKind {
             LockKind::Fair { .. } => {
                 args.extend(history);
                 (fair_keys(names), args)
+            }
+            LockKind::Election { .. } => {
+                args.extend(history);
+                let keys = vec![
+                    Key::from(names.key_arg()),
+                    Key::from(names.channel_arg()),
+                    Key::from(names.election_record_key()),
+                    Key::from(names.election_channel()),
+                ];
+                (keys, args)
             }
         }
     }
@@ -537,10 +594,10 @@ mod tests {
     fn a_single_try_of_the_plain_lock_names_only_its_key() {
         let names = LockNames::new("k").expect("valid");
         let owner = crate::ClientId::new_random().next_owner();
-        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, false, false, 9, settings());
+        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, false, false, 9, None, settings());
         assert_eq!(key_text(&keys), ["k"]);
         assert_eq!(text(&args), ["30000", owner.as_str(), "2", "0"]);
-        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, true, false, 9, settings());
+        let (keys, args) = REENTRANT.acquire_args(&names, &owner, 30_000, 2, true, false, 9, None, settings());
         assert_eq!(keys.len(), 4);
         assert_eq!(text(&args), ["30000", owner.as_str(), "2", "10000", "spublish"]);
     }
@@ -552,13 +609,13 @@ mod tests {
         // acquire.lua's KEYS and ARGV, then the counter and its TTL; a single try names
         // the queue keys too (the counter stays KEYS[5]) with a keep-alive of 0.
         let queue = ["leasehold_lock_queue:{k}", "leasehold_lock_waiters:{k}", "leasehold_lock__queue:{k}"];
-        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, true, false, 9, settings());
+        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, true, false, 9, None, settings());
         assert_eq!(key_text(&keys), ["k", queue[0], queue[1], queue[2], "redisson_lock_token:{k}"]);
         assert_eq!(text(&args), ["30000", owner.as_str(), "1", "9000", "spublish", "5000"]);
-        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, false, false, 9, settings());
+        let (keys, args) = FENCED.acquire_args(&names, &owner, 30_000, 1, false, false, 9, None, settings());
         assert_eq!(keys.len(), 5);
         assert_eq!(text(&args), ["30000", owner.as_str(), "1", "0", "spublish", "5000"]);
-        let (keys, args) = FAIR.acquire_args(&names, &owner, 30_000, 1, false, false, 9, settings());
+        let (keys, args) = FAIR.acquire_args(&names, &owner, 30_000, 1, false, false, 9, None, settings());
         assert_eq!(
             key_text(&keys),
             ["k", "redisson_lock_queue:{k}", "redisson_lock_timeout:{k}", "redisson_lock__channel:{k}"]
@@ -588,21 +645,21 @@ mod tests {
         assert_eq!(plan(READ), (WaitChannel::ReadWrite, QueueKind::Readers, Some(7_000)));
         assert_eq!(plan(WRITE), (WaitChannel::ReadWrite, QueueKind::WriterIntent, Some(8_000)));
         let writers = "leasehold_rwlock_writers:{k}";
-        let (keys, args) = READ.acquire_args(&names, &reader, 30_000, 2, true, false, 9, settings());
+        let (keys, args) = READ.acquire_args(&names, &reader, 30_000, 2, true, false, 9, None, settings());
         // No timeout-key prefix among the keys: it never exists (TRYAGAIN in a migrating
         // slot); the script builds it from ARGV[4] and the owner.
         let readers = "leasehold_rwlock_readers:{k}";
         assert_eq!(key_text(&keys), ["k", writers, readers]);
         assert_eq!(text(&args), ["30000", reader.as_str(), "2", "{k}", "1", "7000", "9"]);
-        let (_, args) = READ.acquire_args(&names, &reader, 30_000, 1, true, true, 9, settings());
+        let (_, args) = READ.acquire_args(&names, &reader, 30_000, 1, true, true, 9, None, settings());
         assert_eq!(text(&args)[4..], ["2", "7000", "9"], "a registered wait removes its entry when it acquires");
-        let (_, args) = READ.acquire_args(&names, &reader, 30_000, 1, false, false, 9, settings());
+        let (_, args) = READ.acquire_args(&names, &reader, 30_000, 1, false, false, 9, None, settings());
         assert_eq!(text(&args)[4..], ["0", "0", "9"], "a single try registers nothing");
         let order = "leasehold_rwlock_writers:order:{k}";
-        let (keys, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, false, false, 9, settings());
+        let (keys, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, false, false, 9, None, settings());
         assert_eq!(key_text(&keys), ["k", writers, order]);
         assert_eq!(text(&args), ["30000", writer.as_str(), "1", "{k}", "0"], "a single try records no intent");
-        let (_, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, true, false, 9, settings());
+        let (_, args) = WRITE.acquire_args(&names, &writer, 30_000, 1, true, false, 9, None, settings());
         assert_eq!(text(&args)[4], "8000");
         let (keys, args) = READ.release_args(&names, &reader, 0, 0, true, settings());
         assert_eq!(key_text(&keys), ["k", readers], "a wait's clean-up leaves the waiting readers");
@@ -639,6 +696,55 @@ mod tests {
             );
         }
         assert_eq!([READ.name(), WRITE.name()], ["read", "write"]);
+    }
+
+    #[test]
+    fn an_election_runs_its_own_scripts_on_its_keys() {
+        const ELECTION: LockKind = LockKind::Election { counter_ttl_ms: 5_000, queue_keepalive_ms: 3_000 };
+        let names = LockNames::new(&crate::names::election_key("e")).expect("valid");
+        assert_eq!(names.key(), "leasehold_election:{e}");
+        let owner = crate::ClientId::new_random().next_owner();
+        let scripts = (
+            ELECTION.acquire_script().name(),
+            ELECTION.release_script().name(),
+            ELECTION.force_release_script().name(),
+        );
+        assert_eq!(scripts, ("election_acquire.lua", "election_release.lua", "election_force_release.lua"));
+        assert_eq!(
+            (ELECTION.wait_channel(), ELECTION.queue(), ELECTION.queue_keepalive_ms()),
+            (WaitChannel::Lock, QueueKind::Server, Some(3_000))
+        );
+        let value = fred::bytes::Bytes::from_static(b"host:1");
+        let (keys, args) = ELECTION.acquire_args(&names, &owner, 10_000, 1, true, false, 9, Some(&value), settings());
+        let keys = key_text(&keys);
+        assert_eq!(keys[0], "leasehold_election:{e}");
+        assert_eq!(
+            keys[4..],
+            ["leasehold_election_term:{e}", "leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]
+        );
+        assert_eq!(text(&args), ["10000", owner.as_str(), "1", "3000", "spublish", "5000", "host:1"]);
+        let (keys, _) = ELECTION.release_args(&names, &owner, 0, 0, false, settings());
+        assert_eq!(key_text(&keys)[5..], ["leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]);
+        let (keys, _) = ELECTION.force_release_args(&names, None, settings());
+        assert_eq!(key_text(&keys)[2..], ["leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]);
+        // Every key of the election is in the name's slot, whatever braces the name has.
+        for name in ["e", "{a}b", "a{b", "}{"] {
+            let names = LockNames::new(&crate::names::election_key(name)).expect("valid");
+            let slot = crate::names::key_slot(name.as_bytes());
+            for key in [
+                names.key().to_owned(),
+                names.election_term_key(),
+                names.election_record_key(),
+                names.election_channel(),
+                names.lock_queue_key(),
+            ] {
+                assert_eq!(crate::names::key_slot(key.as_bytes()), slot, "{key} of {name}");
+            }
+        }
+        assert_eq!(
+            ELECTION.parse_acquire(&names, &[1, 1, 42]).expect("term"),
+            (Acquire::Acquired { holds: 1 }, Some(42))
+        );
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub const TARGET: &str = "leasehold::redis";
 pub mod args;
 mod ask;
 mod call;
+pub mod election;
 pub mod error;
 pub mod fence;
 pub mod gate;

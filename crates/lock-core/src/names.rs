@@ -66,6 +66,30 @@ pub fn fence_key(resource: &str) -> String {
     derived_key(FENCE_PREFIX, resource)
 }
 
+/// Prefix of an election's lead (leasehold only; Redisson ignores it):
+/// `leasehold_election:{NAME}`, a reentrant lock Hash (field = the leading candidate's
+/// owner id, value = its hold count) whose TTL is the leader's lease.
+pub const ELECTION_PREFIX: &str = "leasehold_election";
+/// Prefix of an election's term counter (leasehold only): `leasehold_election_term:{NAME}`,
+/// a String integer, the last term issued (a fencing token; see `fragments/token.lua`).
+pub const ELECTION_TERM_PREFIX: &str = "leasehold_election_term";
+/// Prefix of an election's leader record (leasehold only):
+/// `leasehold_election_leader:{NAME}`, a Hash `owner`, `term`, `value`: who leads, in
+/// which term, and what it proclaims. Valid only while `owner` holds the lead.
+pub const ELECTION_RECORD_PREFIX: &str = "leasehold_election_leader";
+/// Prefix of an election's change channel (leasehold only):
+/// `leasehold_election__channel:{NAME}`, carrying `L <term> <lease_ms> <value>` (a
+/// leader took the lead or proclaimed a value) and `N <term>` (the lead of that term
+/// ended: resigned or forced).
+pub const ELECTION_CHANNEL_PREFIX: &str = "leasehold_election__channel";
+
+/// The lead key of the election `name` (the full name, any client prefix included),
+/// `leasehold_election:{NAME}`: [`unique_key`], so every key of the election is in
+/// `name`'s slot and two names (`x`, `{x}`) never share an election.
+pub fn election_key(name: &str) -> String {
+    unique_key(ELECTION_PREFIX, name)
+}
+
 /// Payload published on the release channel when a lock is released.
 pub const UNLOCK_MESSAGE: &str = "0";
 /// The prefix of a read/write lock's waiting writers, `leasehold_rwlock_writers:{NAME}`
@@ -397,6 +421,33 @@ impl LockNames {
     /// channel's companion in the subscriber.
     pub fn rw_grants_channel(&self) -> String {
         derived_key(RW_GRANTS_CHANNEL_PREFIX, &self.key)
+    }
+
+    /// The election key `PREFIX:SUFFIX` beside this lead key `leasehold_election:SUFFIX`
+    /// (in its slot); any other key: [`derived_key`] of it.
+    fn election_sibling(&self, prefix: &str) -> String {
+        match self.key.strip_prefix(ELECTION_PREFIX).and_then(|rest| rest.strip_prefix(':')) {
+            Some(suffix) => concat_shared(&[prefix, ":", suffix]).to_string(),
+            None => derived_key(prefix, &self.key),
+        }
+    }
+
+    /// The term counter of the election whose lead is this key,
+    /// `leasehold_election_term:{NAME}` (see [`ELECTION_TERM_PREFIX`]).
+    pub fn election_term_key(&self) -> String {
+        self.election_sibling(ELECTION_TERM_PREFIX)
+    }
+
+    /// The leader record of the election whose lead is this key,
+    /// `leasehold_election_leader:{NAME}` (see [`ELECTION_RECORD_PREFIX`]).
+    pub fn election_record_key(&self) -> String {
+        self.election_sibling(ELECTION_RECORD_PREFIX)
+    }
+
+    /// The change channel of the election whose lead is this key,
+    /// `leasehold_election__channel:{NAME}` (see [`ELECTION_CHANNEL_PREFIX`]).
+    pub fn election_channel(&self) -> String {
+        self.election_sibling(ELECTION_CHANNEL_PREFIX)
     }
 
     /// One reader owner's timeout-key prefix, `{NAME}:OWNER:rwlock_timeout` (the read

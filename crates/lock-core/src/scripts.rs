@@ -106,12 +106,26 @@ pub static PES_SET_PERMITS: LazyLock<LuaScript> = lua!("pes_set_permits.lua");
 /// `pes_renew_batch.lua`: extend many live permits (the watchdog).
 pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 
+/// `election_acquire.lua`: a candidate takes the election's lead (`acquire.lua`'s steps),
+/// and a fresh lead gets a term, its leader record and a change message.
+pub static ELECTION_ACQUIRE: LazyLock<LuaScript> = lua!("election_acquire.lua");
+/// `election_release.lua`: `release.lua` for an election's lead; a lead that ended
+/// deletes its leader record and publishes `N <term>`.
+pub static ELECTION_RELEASE: LazyLock<LuaScript> = lua!("election_release.lua");
+/// `election_force_release.lua`: `force_release.lua` for an election's lead, telling
+/// the followers.
+pub static ELECTION_FORCE_RELEASE: LazyLock<LuaScript> = lua!("election_force_release.lua");
+/// `election_proclaim.lua`: the leader changes its value, only while it leads.
+pub static ELECTION_PROCLAIM: LazyLock<LuaScript> = lua!("election_proclaim.lua");
+/// `election_leader.lua`: who leads now (read-only), and the lead's TTL.
+pub static ELECTION_LEADER: LazyLock<LuaScript> = lua!("election_leader.lua");
+
 /// `client_describe.lua`: write or refresh a client's description and its TTL
 /// ([`crate::who`]).
 pub static CLIENT_DESCRIBE: LazyLock<LuaScript> = lua!("client_describe.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 38] {
+pub fn all() -> [&'static LuaScript; 43] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -151,6 +165,11 @@ pub fn all() -> [&'static LuaScript; 38] {
         &PES_SET_PERMITS,
         &PES_RENEW_BATCH,
         &CLIENT_DESCRIBE,
+        &ELECTION_ACQUIRE,
+        &ELECTION_RELEASE,
+        &ELECTION_FORCE_RELEASE,
+        &ELECTION_PROCLAIM,
+        &ELECTION_LEADER,
     ]
 }
 

@@ -76,7 +76,7 @@ impl LockStore {
     }
 
     /// The error of a call after [`LockStore::close`].
-    fn check_open(&self, key: &str) -> Result<()> {
+    pub(crate) fn check_open(&self, key: &str) -> Result<()> {
         if self.is_closed() {
             return Err(Error::unsent(ErrorKind::Shutdown, "the client was shut down: not sent").with_key(key));
         }
@@ -252,8 +252,20 @@ impl LockStore {
     ) -> Result<AcquireReply> {
         let kind = spec.kind;
         let settings = self.call_settings();
-        let build =
-            || kind.acquire_args(names, owner, lease_ms, target, spec.waiting, spec.registered, spec.ticket, settings);
+        let value = spec.value.as_ref();
+        let build = || {
+            kind.acquire_args(
+                names,
+                owner,
+                lease_ms,
+                target,
+                spec.waiting,
+                spec.registered,
+                spec.ticket,
+                value,
+                settings,
+            )
+        };
         let (reply, acknowledged): (Vec<i64>, _) =
             self.run_script(names.key(), kind.acquire_script(), build, spec.sync).await?;
         let (acquire, token) = kind.parse_acquire(names, &reply)?;

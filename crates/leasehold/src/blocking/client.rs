@@ -79,6 +79,17 @@ impl Client {
         Lock::new(&self.shared, self.shared.client.lock(name))
     }
 
+    /// A new candidate of the leader election `name` (as [`crate::Client::election`]).
+    pub fn election(&self, name: impl AsRef<str>) -> crate::blocking::Election {
+        crate::blocking::Election::new(&self.shared, self.shared.client.election(name))
+    }
+
+    /// A new candidate of the election `name` with `config` (as
+    /// [`crate::Client::election_with`]).
+    pub fn election_with(&self, name: impl AsRef<str>, config: crate::ElectionConfig) -> crate::blocking::Election {
+        crate::blocking::Election::new(&self.shared, self.shared.client.election_with(name, config))
+    }
+
     /// A handle on the fenced lock `name` (as [`crate::Client::fenced_lock`]).
     pub fn fenced_lock(&self, name: impl AsRef<str>) -> FencedLock {
         FencedLock::new(&self.shared, self.shared.client.fenced_lock(name))

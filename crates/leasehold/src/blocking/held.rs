@@ -205,6 +205,22 @@ leased_async_guard! {
     crate::WriteGuard => |guard| guard.lock_guard();
 }
 
+impl AsyncGuard for crate::Leadership {
+    fn release(self) -> impl Future<Output = Result<()>> + Send + 'static {
+        self.resign()
+    }
+}
+
+impl LeasedGuard for crate::Leadership {
+    fn is_lost(&self) -> bool {
+        crate::Leadership::is_lost(self)
+    }
+
+    fn lost_owned(&self) -> impl Future<Output = ()> + Send + 'static {
+        crate::Leadership::lost_owned(self)
+    }
+}
+
 impl AsyncGuard for crate::MultiGuard {
     fn release(self) -> impl Future<Output = Result<()>> + Send + 'static {
         self.unlock()

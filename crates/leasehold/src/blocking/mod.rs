@@ -5,7 +5,7 @@
 //! same methods, owner rules and errors: [`Client`] (and [`ClientBuilder`]), [`Lock`],
 //! [`FairLock`], [`FencedLock`], [`ReadWriteLock`], [`SimpleLock`] and [`MultiLock`],
 //! and their guards, [`CountDownLatch`], [`Semaphore`] and [`PermitExpirableSemaphore`]
-//! (with its [`Permit`]).
+//! (with its [`Permit`]), and [`Election`] (with its [`Leadership`] and [`Observer`]).
 //!
 //! - **A runtime thread of its own.** A [`Client`] starts a current-thread tokio runtime
 //!   on a thread named `leasehold-blocking`, connects on it and keeps it running: the
@@ -50,6 +50,7 @@
 //! `docs/blocking.md` in the repository has the design, and how to wrap a new lock kind.
 
 mod client;
+mod election;
 mod held;
 mod latch;
 mod lock;
@@ -62,6 +63,7 @@ mod shared;
 mod simple;
 
 pub use client::{Client, ClientBuilder};
+pub use election::{Election, Leadership, Observer};
 pub use latch::CountDownLatch;
 pub use lock::fair::FairLock;
 pub use lock::fenced::{FencedGuard, FencedLock};

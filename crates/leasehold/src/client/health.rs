@@ -44,15 +44,17 @@ pub struct Health {
     /// Subscriber connections made again since the client was built; each is followed
     /// by a resubscription and a wake-up of every waiter.
     pub subscriber_reconnects: u64,
-    /// How late the watchdog's last renewal round started against its schedule
-    /// (from when it was due to when it ran): a few milliseconds on a
+    /// How late the watchdog's last renewal round started against its schedule, from
+    /// when it was due to when it ran (the latest of the client's watchdog and its
+    /// elections', one per election lease): a few milliseconds on a
     /// healthy runtime; zero while nothing is renewed. A runtime blocked or starved
     /// (a blocking call on a worker thread) shows here before any lease runs out, and so
     /// does a server slower to answer a round than the renewal period: a lag near a
     /// third of the watchdog timeout puts renewed holds at risk.
     pub watchdog_lag: Duration,
     /// The time left until the soonest local lease deadline of the holds the watchdog
-    /// renews: when the first of them would be lost if no renewal landed before it.
+    /// renews (an election's lead included): when the first of them would be lost if no
+    /// renewal landed before it.
     /// `None` while nothing is renewed. With renewals answered it stays above two thirds
     /// of the watchdog timeout (less the renewal's round trip); it shrinks while
     /// renewals fail (a frozen or unreachable server).
@@ -86,8 +88,13 @@ impl Client {
             subscriber_connected: subscriber.connected && !shut_down,
             reconnects: commands.reconnects,
             subscriber_reconnects: subscriber.reconnects,
-            watchdog_lag: inner.watchdog.lag(),
-            lease_left: inner.watchdog.soonest_deadline().map(|deadline| deadline.saturating_duration_since(now)),
+            // The client's watchdog and its elections' (one per election lease).
+            watchdog_lag: inner.watchdog.lag().max(inner.election_watchdogs.lag()),
+            lease_left: [inner.watchdog.soonest_deadline(), inner.election_watchdogs.soonest_deadline()]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(|deadline| deadline.saturating_duration_since(now)),
             shut_down,
         }
     }

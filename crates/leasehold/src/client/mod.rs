@@ -264,6 +264,7 @@ impl Client {
                 shutdown: parking_lot::Mutex::new(None),
                 _sentinel: sentinel,
                 runtime: tokio::runtime::Handle::current(),
+                election_watchdogs: crate::election::watchdogs::ElectionWatchdogs::default(),
                 who,
             }),
         }
@@ -275,6 +276,31 @@ impl Client {
     /// is sent.
     pub fn lock(&self, name: impl AsRef<str>) -> Lock {
         Lock::new(self.inner.clone(), &self.full_key(name.as_ref()))
+    }
+
+    /// A new candidate of the leader election `name` with the default
+    /// [`ElectionConfig`](crate::ElectionConfig) (a 10 s lease, renewed every third of it): see
+    /// [`Election`](crate::Election). Cheap: nothing is sent. Each call makes a new
+    /// candidate (a new owner), as [`Client::lock`] makes a new owner. An empty name is
+    /// reported by the first operation, before anything is sent.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+    /// let election = client.election("report-builder");
+    /// let leadership = election.campaign("pod-7").await?;
+    /// assert!(leadership.term() > 0);
+    /// leadership.resign().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn election(&self, name: impl AsRef<str>) -> crate::Election {
+        self.election_with(name, crate::ElectionConfig::default())
+    }
+
+    /// [`Client::election`] with `config` (its lease). An invalid config (a lease under
+    /// 30 ms or over a year) is reported by the first operation, before anything is sent.
+    pub fn election_with(&self, name: impl AsRef<str>, config: crate::ElectionConfig) -> crate::Election {
+        crate::Election::new(self.inner.clone(), &self.full_key(name.as_ref()), config)
     }
 
     /// A handle on the fenced lock `name`: a reentrant [`Lock`] whose every fresh hold

@@ -39,7 +39,9 @@ pub(crate) struct ClientShared {
     pub(super) shutdown: parking_lot::Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
     /// Through Sentinel: the watch that reconnects at a switch of primary.
     pub(super) _sentinel: Option<crate::client::sentinel::SentinelWatch>,
-    pub(super) runtime: tokio::runtime::Handle,
+    pub(crate) runtime: tokio::runtime::Handle,
+    /// The renewal schedulers of this client's elections, one per election lease.
+    pub(crate) election_watchdogs: crate::election::watchdogs::ElectionWatchdogs,
     /// Its description key and connection name (`client/who.rs`).
     pub(crate) who: crate::client::who::Identity,
 }
@@ -70,6 +72,7 @@ impl ClientShared {
         let (released, ()) = tokio::join!(self.live.release_all(timeout), forget);
         self.store.close();
         self.watchdog.stop();
+        self.election_watchdogs.stop();
         // The connections are quit below: no longer followed, and counted as down.
         self.connection_watch.stop();
         self.telemetry.connections.retire();

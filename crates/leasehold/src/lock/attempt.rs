@@ -174,7 +174,7 @@ pub(crate) async fn acquire(
     // Every check happens before anything is sent.
     let names = shared.names()?;
     let lease = match mode {
-        LeaseMode::Watchdog => shared.client.config.watchdog_timeout,
+        LeaseMode::Watchdog => shared.watchdog_lease(),
         LeaseMode::Fixed(lease) => lease,
     };
     let lease_ms = args::lease_millis(lease, "lease")?;
@@ -238,7 +238,7 @@ impl LockShared {
         lease: Duration,
         mode: LeaseMode,
     ) -> LockGuard {
-        let watchdog = &self.client.watchdog;
+        let watchdog = self.watchdog();
         let kind = self.telemetry_kind().as_str();
         let hold = self.holds.acquired(seq, holds, sent_at, lease, mode, |lease_state| {
             watchdog.register_spec(
@@ -276,8 +276,15 @@ impl LockShared {
         let target = self.holds.accounted() + 1;
         let mut pending = PendingAcquire { lock: self, names, armed: true };
         let sent_at = Instant::now();
-        let spec =
-            AcquireSpec { kind: self.kind, waiting: enqueue, registered, ticket: turn.seq, sync: self.client.sync };
+        let value = self.election.as_ref().map(|election| election.value.lock().clone());
+        let spec = AcquireSpec {
+            kind: self.kind,
+            waiting: enqueue,
+            registered,
+            ticket: turn.seq,
+            sync: self.client.sync,
+            value,
+        };
         let reply = self.client.store.acquire(names, &self.owner, lease_ms, target, spec).await;
         match reply {
             Ok(AcquireReply { acquire: Acquire::Acquired { holds }, token, acknowledged }) => {

@@ -61,7 +61,7 @@ pub struct LockGuard {
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (mode, lease) = match self.mode {
-            LeaseMode::Watchdog => ("watchdog", self.lock.client.config.watchdog_timeout),
+            LeaseMode::Watchdog => ("watchdog", self.lock.watchdog_lease()),
             LeaseMode::Fixed(lease) => ("fixed", lease),
         };
         f.debug_struct("LockGuard")
@@ -269,6 +269,11 @@ impl LockGuard {
         Some((PreparedRelease { counted, since: None }, runtime))
     }
 
+    /// The lease of the guard's hold (an election's proclaim checks it).
+    pub(crate) fn lease_state(&self) -> &Arc<lock_core::LeaseState> {
+        &self.hold.lease
+    }
+
     /// The guard's lock state (for a multi-lock's grouping of its guards).
     pub(crate) fn shared(&self) -> &Arc<LockShared> {
         &self.lock
@@ -370,7 +375,7 @@ async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, counted
         // While a watchdog guard of the hold remains, the key must keep the watchdog
         // lease; fixed-lease holds already have theirs (no command shortens a TTL), so
         // the release leaves it as it is.
-        let need_ms = if target > 0 && hold.has_watchdog_guards() { client.watchdog_lease_ms } else { 0 };
+        let need_ms = if target > 0 && hold.has_watchdog_guards() { lock.watchdog_lease_ms() } else { 0 };
         let first_sent = retry.sending();
         match lock.set_holds(names, target, need_ms, false).await {
             Ok(Release::NotOwner) if target == 0 && retry.may_have_applied() => {

@@ -86,7 +86,22 @@ impl Lock {
         let names = LockNames::new(key).map_err(|e| e.to_string());
         let holds = OwnerHolds::default();
         let queued_waits = AtomicUsize::new(0);
-        Lock { shared: Arc::new(LockShared { client, names, owner, holds, kind, queued_waits }) }
+        Lock { shared: Arc::new(LockShared { client, names, owner, holds, kind, queued_waits, election: None }) }
+    }
+
+    /// An election candidate's lock (`election/`): kind [`LockKind::Election`] on the
+    /// lead key, a new owner, renewed by the election's own watchdog.
+    pub(crate) fn for_election(
+        client: Arc<ClientShared>,
+        key: &str,
+        kind: LockKind,
+        election: crate::lock::shared::ElectionHold,
+    ) -> Self {
+        let owner = client.id.next_owner();
+        let names = LockNames::new(key).map_err(|e| e.to_string());
+        let (holds, queued_waits) = (OwnerHolds::default(), AtomicUsize::new(0));
+        let election = Some(election);
+        Lock { shared: Arc::new(LockShared { client, names, owner, holds, kind, queued_waits, election }) }
     }
 
     /// The lock's Redis key (the name with the client's key prefix, if any).

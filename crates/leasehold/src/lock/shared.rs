@@ -34,6 +34,19 @@ pub(crate) struct LockShared {
     /// nothing: that wait's next call sets the owner's absolute hold count anyway, and
     /// its own end cleans up; removing the queue entry would take that wait's place.
     pub(crate) queued_waits: AtomicUsize,
+    /// A leader election's candidate ([`LockKind::Election`]): its own lease, renewed by
+    /// its own watchdog, and the value its next campaign proclaims. `None` for a lock.
+    pub(crate) election: Option<ElectionHold>,
+}
+
+/// What sets an election candidate's lock apart from a lock's: a lease of its own
+/// (shorter than the client's watchdog timeout: failover is bounded by it), renewed every
+/// third of it by a watchdog of that lease (`election/watchdogs.rs`), and the value the
+/// campaign script records with the lead.
+pub(crate) struct ElectionHold {
+    pub(crate) lease: Duration,
+    pub(crate) watchdog: Arc<lock_watchdog::Watchdog>,
+    pub(crate) value: parking_lot::Mutex<fred::bytes::Bytes>,
 }
 
 impl LockShared {
@@ -59,9 +72,34 @@ impl LockShared {
         self.queued_waits.load(Ordering::Acquire) > 0
     }
 
-    /// The life of a queue entry without a refresh (fair and server-queued waits).
+    /// The life of a queue entry without a refresh (fair and server-queued waits): the
+    /// client's, or an election's own (its lease: a candidate that died while waiting
+    /// delays a hand-over by at most one lease).
     pub(crate) fn queue_keepalive(&self) -> Duration {
-        self.client.fair_keepalive
+        match self.kind {
+            LockKind::Election { queue_keepalive_ms, .. } => Duration::from_millis(queue_keepalive_ms),
+            _ => self.client.fair_keepalive,
+        }
+    }
+
+    /// The watchdog that renews this owner's watchdog-mode holds: the client's, or an
+    /// election's own.
+    pub(crate) fn watchdog(&self) -> &lock_watchdog::Watchdog {
+        self.election.as_ref().map_or(&self.client.watchdog, |election| &election.watchdog)
+    }
+
+    /// The lease of a watchdog-mode hold: the client's watchdog timeout, or an
+    /// election's lease.
+    pub(crate) fn watchdog_lease(&self) -> Duration {
+        self.election.as_ref().map_or(self.client.config.watchdog_timeout, |election| election.lease)
+    }
+
+    /// [`LockShared::watchdog_lease`] in whole milliseconds (both validated at build).
+    pub(crate) fn watchdog_lease_ms(&self) -> u64 {
+        match &self.election {
+            Some(election) => u64::try_from(election.lease.as_millis()).unwrap_or(u64::MAX),
+            None => self.client.watchdog_lease_ms,
+        }
     }
 
     /// The lock's Redis key (empty when the name was: the only invalid name).

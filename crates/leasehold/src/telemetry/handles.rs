@@ -170,7 +170,8 @@ mod tests {
             | Kind::Read
             | Kind::Write
             | Kind::Latch
-            | Kind::Semaphore => 8,
+            | Kind::Semaphore
+            | Kind::Election => 9,
         };
         let outcomes = |outcome: Outcome| match outcome {
             Outcome::Acquired | Outcome::Busy | Outcome::TimedOut | Outcome::Error => 4,

@@ -15,13 +15,24 @@ pub(crate) enum Kind {
     Latch,
     /// A semaphore's permits (`Semaphore`).
     Semaphore,
+    /// A leader election's lead (`Election`: a campaign is an acquire, a lead a hold).
+    Election,
 }
 
 impl Kind {
     /// Every kind, in [`Kind::index`] order.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) const ALL: [Kind; 8] =
-        [Kind::Lock, Kind::Fenced, Kind::Fair, Kind::Simple, Kind::Read, Kind::Write, Kind::Latch, Kind::Semaphore];
+    pub(crate) const ALL: [Kind; 9] = [
+        Kind::Lock,
+        Kind::Fenced,
+        Kind::Fair,
+        Kind::Simple,
+        Kind::Read,
+        Kind::Write,
+        Kind::Latch,
+        Kind::Semaphore,
+        Kind::Election,
+    ];
 
     /// The kind's place in [`Kind::ALL`].
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -37,6 +48,7 @@ impl Kind {
             lock_core::LockKind::Fair { .. } => Kind::Fair,
             lock_core::LockKind::Read { .. } => Kind::Read,
             lock_core::LockKind::Write { .. } => Kind::Write,
+            lock_core::LockKind::Election { .. } => Kind::Election,
         }
     }
 
@@ -50,6 +62,7 @@ impl Kind {
             Kind::Write => "write",
             Kind::Latch => "latch",
             Kind::Semaphore => "semaphore",
+            Kind::Election => "election",
         }
     }
 }

@@ -13,6 +13,7 @@ pub(crate) use labels::{HoldEnd, Kind, Outcome, Role};
 pub(crate) use watch::ConnectionWatch;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_watchdog::{LostReason, WatchdogObserver};
@@ -293,6 +294,61 @@ impl WatchdogObserver for Telemetry {
     }
 }
 
+/// A further watchdog of the same client (an election lease's, `election/watchdogs.rs`)
+/// reporting into its telemetry: everything is forwarded, but the number of holds it
+/// renews is its own share of the gauge (the client's watchdog reports an absolute count
+/// of its holds, which would overwrite this one's in a shared share).
+pub(crate) struct ExtraWatchdog {
+    telemetry: Arc<Telemetry>,
+    #[cfg(feature = "metrics")]
+    reported: WatchdogShare,
+}
+
+impl ExtraWatchdog {
+    pub(crate) fn new(telemetry: Arc<Telemetry>) -> Self {
+        ExtraWatchdog {
+            telemetry,
+            #[cfg(feature = "metrics")]
+            reported: WatchdogShare::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ExtraWatchdog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtraWatchdog").finish_non_exhaustive()
+    }
+}
+
+impl WatchdogObserver for ExtraWatchdog {
+    fn renewal(&self, renewed: bool) {
+        self.telemetry.renewal(renewed);
+    }
+
+    fn renewal_failed(&self, holds: usize) {
+        self.telemetry.renewal_failed(holds);
+    }
+
+    fn lost(&self, key: &str, tag: &'static str, reason: LostReason) {
+        self.telemetry.lost(key, tag, reason);
+    }
+
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    fn registered(&self, registered: usize) {
+        #[cfg(feature = "metrics")]
+        {
+            let before = self.reported.0.swap(registered, Ordering::Relaxed);
+            crate::telemetry::handles::with(|handles| {
+                if registered >= before {
+                    handles.watchdog_locks.increment(count_as_f64(registered - before));
+                } else {
+                    handles.watchdog_locks.decrement(count_as_f64(before - registered));
+                }
+            });
+        }
+    }
+}
+
 #[cfg(feature = "metrics")]
 impl Drop for WatchdogShare {
     fn drop(&mut self) {
@@ -310,18 +366,20 @@ fn count_as_f64(count: usize) -> f64 {
 
 /// The `kind` of every hold the watchdog can report lost: the lock kinds it renews or
 /// checks after a reconnect ([`Kind::of`]), and a `PermitExpirableSemaphore`'s renewed
-/// permits (tagged `permit` in `permit_semaphore/permit.rs`). A `SimpleLock` (neither
+/// permits (tagged `permit` in `permit_semaphore/permit.rs`), and an election's lead
+/// (`election`, always renewed). A `SimpleLock` (neither
 /// renewed nor checked), a `Semaphore`'s permits (no owner, no lease) and a latch are
 /// never reported lost.
 #[cfg(feature = "metrics")]
-const LOST_KINDS: [&str; 6] = ["lock", "fenced", "fair", "read", "write", "permit"];
+const LOST_KINDS: [&str; 7] = ["lock", "fenced", "fair", "read", "write", "permit", "election"];
 
 /// Whether a hold of `kind` can be reported lost for `reason`: every pair but a permit
-/// found gone after a reconnect, because only renewed permits are followed (a fixed-lease
-/// permit is not checked after reconnects) and a renewed hold is checked by its renewal.
+/// or an election's lead found gone after a reconnect, because only renewed permits are
+/// followed (a fixed-lease permit is not checked after reconnects), a lead is always
+/// renewed, and a renewed hold is checked by its renewal.
 #[cfg(feature = "metrics")]
 fn can_be_lost(kind: &str, reason: LostReason) -> bool {
-    !(kind == "permit" && reason == LostReason::GoneAfterReconnect)
+    !(matches!(kind, "permit" | "election") && reason == LostReason::GoneAfterReconnect)
 }
 
 /// The series that exist from the start, at 0, in the recorder installed when a client
