@@ -51,6 +51,10 @@ struct Counts {
     /// The earliest turn known to belong to this hold, and the hold count it saw.
     first_seq: u64,
     first_holds: u64,
+    /// The latest end of a minimum hold asked by a guard of this hold
+    /// (`LockGuard::unlock_after`): the last release of the hold keeps the key until
+    /// then (`release_after.lua`) instead of deleting it.
+    keep_until: Option<Instant>,
 }
 
 impl Hold {
@@ -65,6 +69,7 @@ impl Hold {
                 tracking: None,
                 first_seq: seq,
                 first_holds: holds,
+                keep_until: None,
             }),
         }
     }
@@ -72,6 +77,25 @@ impl Hold {
     /// Whether a watchdog entry renews this hold now.
     pub(crate) fn is_renewed(&self) -> bool {
         self.counts.lock().renewal.as_ref().is_some_and(Renewal::is_active)
+    }
+
+    /// Asks the last release of this hold to keep the key until at least `until` (the
+    /// latest of every guard's ask wins: a minimum hold is never shortened).
+    pub(crate) fn keep_until(&self, until: Instant) {
+        let mut counts = self.counts.lock();
+        counts.keep_until = Some(counts.keep_until.map_or(until, |kept| kept.max(until)));
+    }
+
+    /// The whole milliseconds (rounded up) the key is still to be kept at `now` by the
+    /// last release of this hold, or `None` when no minimum hold was asked or it is over
+    /// (the release then deletes the key as usual).
+    pub(crate) fn keep_ms_left(&self, now: Instant) -> Option<u64> {
+        let left = self.counts.lock().keep_until?.saturating_duration_since(now);
+        if left.is_zero() {
+            return None;
+        }
+        let millis = left.as_millis() + u128::from(!left.subsec_nanos().is_multiple_of(1_000_000));
+        Some(u64::try_from(millis).unwrap_or(u64::MAX))
     }
 
     /// Whether a watchdog-mode guard of this hold is still alive.

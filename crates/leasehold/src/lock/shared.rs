@@ -89,6 +89,13 @@ impl LockShared {
         self.client.store.release(&self.kind, names, &self.owner, target, need_ms, leave_queue).await
     }
 
+    /// Ends the owner's holds but keeps the key `keep_ms` more milliseconds, for the
+    /// last release of a hold with a minimum hold (`release_after.lua`, see
+    /// [`lock_core::LockStore::release_after`]). The caller holds the owner's turn.
+    pub(crate) async fn keep_holds(&self, names: &LockNames, keep_ms: u64) -> Result<lock_core::Release> {
+        self.client.store.release_after(&self.kind, names, &self.owner, keep_ms).await
+    }
+
     /// Sets the owner's count back to what it accounts for (no TTL raised) and, when the
     /// server answers that the owner holds nothing, ends its local hold: the undo of an
     /// acquire whose outcome nobody will use, and the clean-up of a fair wait. The caller
