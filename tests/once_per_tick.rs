@@ -1,6 +1,6 @@
 //! Once-per-tick jobs (issue 31 item 2): `LockGuard::unlock_after(min_hold)` keeps the
 //! lock, in Redisson's layout, until the minimum hold is over, so a fleet whose ticks
-//! fire a little apart runs a job once per tick (ShedLock's `lockAtLeastFor`).
+//! fire a little apart runs a job once per tick (`lockAtLeastFor` of Java's `ShedLock`).
 
 use std::time::Duration;
 
@@ -137,10 +137,7 @@ async fn a_min_hold_already_over_is_an_unlock_that_wakes_the_waiter() {
     tokio::time::sleep(min_hold).await; // the job ran longer than the minimum hold
     let released = Instant::now();
     guard.unlock_after(min_hold).await.expect("unlock_after");
-    assert!(
-        !hgetall(&server, name).iter().any(|(field, _)| field == lock.owner()),
-        "the owner is gone at once"
-    );
+    assert!(!hgetall(&server, name).iter().any(|(field, _)| field == lock.owner()), "the owner is gone at once");
     let got = waiting.await.expect("waiter task").expect("the waiter got the lock");
     assert!(got - released < SLACK, "woken at once: {:?}", got - released);
 }
@@ -178,8 +175,7 @@ async fn bad_min_holds_are_refused() {
     let server = RedisServer::start();
     let holder = client(&server).await;
     let lock = holder.lock("tick:bad");
-    for min_hold in [Duration::ZERO, Duration::from_micros(500), Duration::from_secs(366 * 24 * 3600), Duration::MAX]
-    {
+    for min_hold in [Duration::ZERO, Duration::from_micros(500), Duration::from_secs(366 * 24 * 3600), Duration::MAX] {
         let guard = lock.lock().await.expect("lock");
         let error = guard.unlock_after(min_hold).await.expect_err("refused");
         assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{min_hold:?}: {error}");
@@ -301,8 +297,8 @@ async fn three_processes_run_the_job_once_per_tick() {
     let server = RedisServer::start();
     let url = server.url();
     let ticks = 4;
-    let start_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis()
-        + 3000; // time for the three processes to start and connect
+    let start_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() + 3000; // time for the three processes to start and connect
     let start = start_ms.to_string();
     let mut fleet: Vec<HolderProcess> = ["0", "100", "200"]
         .iter()

@@ -79,7 +79,8 @@ async fn main() -> ExitCode {
 
 /// Runs the fleet for [`TICKS`] ticks and answers how many instances ran each tick.
 async fn run(url: &str, min_hold: bool) -> leasehold::Result<Vec<u32>> {
-    let name = format!("once-per-tick-demo:{}:{}", uuid::Uuid::new_v4().simple(), if min_hold { "kept" } else { "plain" });
+    let name =
+        format!("once-per-tick-demo:{}:{}", uuid::Uuid::new_v4().simple(), if min_hold { "kept" } else { "plain" });
     let runs = Arc::new(Mutex::new(vec![0_u32; usize::try_from(TICKS).unwrap_or(0)]));
     // The first tick: the next whole second of the wall clock, plus a second to connect.
     let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -96,7 +97,10 @@ async fn run(url: &str, min_hold: bool) -> leasehold::Result<Vec<u32>> {
             for tick in 0..TICKS {
                 ticks.tick().await;
                 let Some(guard) = lock.try_lock().await? else { continue };
-                println!("tick {tick}: instance {instance} runs the job{}", if min_hold { "" } else { " (plain unlock)" });
+                println!(
+                    "tick {tick}: instance {instance} runs the job{}",
+                    if min_hold { "" } else { " (plain unlock)" }
+                );
                 runs.lock().await[usize::try_from(tick).unwrap_or(0)] += 1;
                 tokio::time::sleep(JOB).await;
                 if min_hold {

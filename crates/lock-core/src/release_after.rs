@@ -1,6 +1,6 @@
 //! The last release of a hold with a minimum hold (`release_after.lua`): the lock is kept
 //! in Redisson's layout until the minimum hold is over, then expires by itself
-//! (ShedLock's `lockAtLeastFor`, for jobs that must run once per tick across a fleet).
+//! (`lockAtLeastFor` of Java's `ShedLock`, for jobs that must run once per tick across a fleet).
 
 use fred::types::Value;
 

@@ -204,7 +204,7 @@ impl LockGuard {
     }
 
     /// Gives back this hold, but keeps the lock taken until `min_hold` after it was
-    /// acquired: ShedLock's `lockAtLeastFor`, for a job that must run **once per tick**
+    /// acquired: `lockAtLeastFor` of Java's `ShedLock`, for a job that must run **once per tick**
     /// across instances whose schedulers fire a little apart. If this is the owner's
     /// last hold and the minimum hold is not over, the key stays, in Redisson's layout
     /// (this owner's field, count 1: a Redisson client sees it held), with its TTL set

@@ -424,6 +424,22 @@ mod tests {
         assert!(!holds.has_current());
     }
 
+    /// The minimum hold kept by the last release: the latest ask wins, the time left is
+    /// rounded up to whole milliseconds (never shorter than asked), and none is left once
+    /// it is over.
+    #[tokio::test(start_paused = true)]
+    async fn the_latest_min_hold_wins_and_is_rounded_up() {
+        let holds = OwnerHolds::default();
+        let now = Instant::now();
+        let hold = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
+        assert_eq!(hold.keep_ms_left(now), None, "no minimum hold asked");
+        hold.keep_until(now + Duration::from_micros(1_500_500));
+        hold.keep_until(now + Duration::from_millis(700));
+        assert_eq!(hold.keep_ms_left(now), Some(1501), "the later ask, rounded up");
+        assert_eq!(hold.keep_ms_left(now + Duration::from_millis(1500)), Some(1));
+        assert_eq!(hold.keep_ms_left(now + Duration::from_micros(1_500_500)), None, "over");
+    }
+
     /// A shorter nested lease never moves the hold's deadline back.
     #[tokio::test(start_paused = true)]
     async fn a_shorter_nested_lease_keeps_the_outer_deadline() {
