@@ -230,6 +230,10 @@ impl LockGuard {
     /// [`Client::shutdown`](crate::Client::shutdown) gives back what it finds held at
     /// once, without a minimum hold.
     ///
+    /// **After it.** The guard is consumed, so there is no `lost()` to watch: the kept key
+    /// is no longer a hold of this owner's guards, only a marker that expires. (Forcing
+    /// it away, `force_unlock`, ends the minimum hold early; nothing reports that.)
+    ///
     /// **The owner is the handle.** The kept field is this handle's owner: an acquire
     /// through the same handle while the key is kept re-enters it (it is the same
     /// owner); other handles, clients and processes are refused until it expires.
