@@ -218,8 +218,9 @@ impl LockGuard {
     /// arrived: never earlier than the server ran the acquire. The time left is measured
     /// on the monotonic clock right before the release is sent, and the script sets it
     /// as the key's TTL when it runs, later still; so on the server's clock the key
-    /// lives at least until the acquire + `min_hold` (longer by the reply's and the
-    /// release's one-way trips). Reading the server's `TIME` in the script instead would
+    /// lives at least until the acquire + `min_hold`: never shorter, and longer only by
+    /// the reply's and the release's time on the way (one-way trips; a release held up
+    /// by a reconnect or the write gate, at most the command timeout). Reading the server's `TIME` in the script instead would
     /// need the acquire's server time recorded somewhere, in the key (not Redisson's
     /// layout) or in every acquire's reply; this costs nothing on the acquire path.
     ///
@@ -297,9 +298,11 @@ impl LockGuard {
     /// As [`LockGuard::unlock`]: the guard is consumed and its renewal stops before
     /// anything is sent; a release already sent still applies (the key kept for the time
     /// left, or deleted if none was left), and one never sent leaves the lock to expire
-    /// with its lease. A retry of the release sends the time left then, so the kept key
-    /// ends at the same point whichever attempt ran, and it writes nothing if the owner's
-    /// field is gone (the key expired and another owner may hold it).
+    /// with its lease. A retry of the release sends the time left then, measured from
+    /// the same start, so the kept key ends at the same point whichever attempt ran
+    /// (later only by the time that attempt spent on its way, never earlier), and it
+    /// writes nothing if the owner's field is gone (the key expired and another owner may
+    /// hold it).
     pub async fn unlock_after(self, min_hold: Duration) -> Result<()> {
         if let Err(error) = self.keep_for(min_hold) {
             return Err(error.with_key(self.lock.key()));
@@ -495,7 +498,7 @@ async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, counted
         let need_ms = if target > 0 && hold.has_watchdog_guards() { client.watchdog_lease_ms } else { 0 };
         // The last release of a hold with a minimum hold keeps the key for the time
         // left of it, measured now, right before the send (each retry measures again
-        // from the same start: the same end, never a later or an earlier one); once it
+        // from the same start: the same end, never an earlier one); once it
         // is over, the ordinary release deletes the key and wakes the waiters.
         let keep_ms = if target == 0 { hold.keep_ms_left(tokio::time::Instant::now()) } else { None };
         let first_sent = retry.sending();
