@@ -150,11 +150,15 @@ async fn a_kept_lock_goes_to_its_waiter_when_the_min_hold_ends_on_every_shard() 
         per_node.entry(cluster.primary_for(&name)).or_insert(name);
     }
     assert_eq!(per_node.len(), 3);
-    for name in per_node.values() {
+    for (node, name) in &per_node {
         let lock = holder.lock(name);
         let before = Instant::now();
         let guard = lock.lock().await.expect("lock");
-        let wait = woken_at(waiter.lock(name));
+        // Its calls run on the lock's primary: watch them there.
+        let monitor = leasehold_test_support::Monitor::start(node);
+        let waiting = waiter.lock(name);
+        let owner = format!("\"{}\"", waiting.owner());
+        let wait = woken_at(waiting);
         let (channel, queue_channel) = (channel_of(name), format!("leasehold_lock__queue:{{{name}}}"));
         assert!(
             leasehold_test_support::wait_until(Duration::from_secs(5), || {
@@ -164,6 +168,13 @@ async fn a_kept_lock_goes_to_its_waiter_when_the_min_hold_ends_on_every_shard() 
             .await,
             "the waiter queued and subscribed"
         );
+        // Settled: its catch-up call after the subscription ran, so it learns the kept
+        // key's TTL from the release's message, not from a late call of its own.
+        let calls = || {
+            let lines = monitor.commands();
+            lines.iter().filter(|l| l.to_lowercase().contains("\"evalsha\"") && l.contains(&owner)).count()
+        };
+        assert!(leasehold_test_support::wait_until(Duration::from_secs(5), || calls() >= 2).await, "caught up");
         guard.unlock_after(MIN_HOLD).await.expect("unlock_after");
         let released = Instant::now();
         assert!(holds(cluster, name).contains(&(lock.owner().to_owned(), "1".to_owned())), "{name}: kept");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use leasehold::ErrorKind;
 use leasehold_test_support::{
-    both_servers, client, client_with, hgetall, pttl, pubsub_channels, raw, wait_until, HolderProcess, Proxy,
+    both_servers, client, client_with, hgetall, pttl, pubsub_channels, raw, wait_until, HolderProcess, Monitor, Proxy,
     RedisServer, RespValue, ServerKind,
 };
 use tokio::time::Instant;
@@ -44,15 +44,38 @@ const REDISSON_TRY_LOCK: &str = "if ((redis.call('exists', KEYS[1]) == 0) or \
      return redis.call('pttl', KEYS[1]);";
 
 /// A leasehold waiter on `name` in another client, queued on the server and subscribed
-/// (so a release knows it waits); the task answers when it got the lock.
-async fn queued_waiter(server: &RedisServer, name: &'static str) -> tokio::task::JoinHandle<Option<Instant>> {
+/// (so a release knows it waits), and settled: its catch-up call after the subscription
+/// was confirmed has run (a fresh client's waiter makes one), so whatever it learns of
+/// the lock after this comes from the release, not from a late call of its own that
+/// would read the kept key's short TTL by chance. The task answers when it got the lock
+/// (and the token, for a fenced lock).
+async fn queued_waiter(
+    server: &RedisServer,
+    name: &'static str,
+    fenced: bool,
+) -> tokio::task::JoinHandle<Option<(Instant, Option<u64>)>> {
     let other = client(server).await;
+    let monitor = Monitor::start(&server.addr());
+    let (plain, fenced_lock) =
+        if fenced { (None, Some(other.fenced_lock(name))) } else { (Some(other.lock(name)), None) };
+    let owner = plain
+        .as_ref()
+        .map_or_else(|| fenced_lock.as_ref().map(|l| l.owner().to_owned()), |l| Some(l.owner().to_owned()));
+    let owner = owner.expect("an owner");
     let waiting = tokio::spawn(async move {
-        let lock = other.lock(name);
-        let guard = lock.try_lock_for(Duration::from_secs(20)).await.expect("wait")?;
-        let at = Instant::now();
+        let _client = other;
+        let wait = Duration::from_secs(20);
+        if let Some(lock) = fenced_lock {
+            let guard = lock.try_lock_for(wait).await.expect("wait")?;
+            let got = (Instant::now(), Some(guard.token()));
+            guard.unlock().await.expect("waiter's unlock");
+            return Some(got);
+        }
+        let lock = plain.expect("a plain lock");
+        let guard = lock.try_lock_for(wait).await.expect("wait")?;
+        let got = (Instant::now(), None);
         guard.unlock().await.expect("waiter's unlock");
-        Some(at)
+        Some(got)
     });
     let queue = format!("leasehold_lock_queue:{{{name}}}");
     let channel = format!("leasehold_lock__queue:{{{name}}}");
@@ -61,6 +84,10 @@ async fn queued_waiter(server: &RedisServer, name: &'static str) -> tokio::task:
         wait_until(Duration::from_secs(5), || pubsub_channels(server).contains(&channel)).await,
         "the waiter's client subscribed"
     );
+    let owner = format!("\"{owner}\"");
+    let calls =
+        || monitor.commands().iter().filter(|l| l.to_lowercase().contains("\"evalsha\"") && l.contains(&owner)).count();
+    assert!(wait_until(Duration::from_secs(5), || calls() >= 2).await, "the waiter's catch-up call ran");
     waiting
 }
 
@@ -77,7 +104,7 @@ async fn a_kept_lock_goes_to_the_waiter_when_the_min_hold_ends(kind: ServerKind)
     let before = Instant::now();
     let guard = lock.lock().await.expect("lock");
     let after = Instant::now();
-    let waiting = queued_waiter(&server, name).await;
+    let waiting = queued_waiter(&server, name, false).await;
 
     let call = Instant::now();
     guard.unlock_after(MIN_HOLD).await.expect("unlock_after");
@@ -90,11 +117,42 @@ async fn a_kept_lock_goes_to_the_waiter_when_the_min_hold_ends(kind: ServerKind)
     let newcomer = client(&server).await;
     assert!(newcomer.lock(name).try_lock().await.expect("try").is_none(), "a newcomer is refused");
 
-    let got = waiting.await.expect("waiter task").expect("the waiter got the lock");
+    let (got, _) = waiting.await.expect("waiter task").expect("the waiter got the lock");
     assert!(got >= before + MIN_HOLD, "not before the minimum hold: {:?}", got - before);
     assert!(got <= after + MIN_HOLD + SLACK, "not much after it: {:?}", got - after);
 }
 both_servers!(a_kept_lock_goes_to_the_waiter_when_the_min_hold_ends);
+
+/// A `FencedLock` kept by a client built with `redisson_waiters(false)`: the release
+/// publishes only for a flagged owner, and the queued fenced waiter flagged it, so it
+/// still learns the shorter TTL and takes the lock when the minimum hold ends; its claim
+/// draws a larger token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_fenced_lock_goes_to_a_flagging_waiter_with_a_larger_token() {
+    let server = RedisServer::start();
+    let name = "tick:fenced";
+    let holder = leasehold::Client::builder()
+        .url(server.url())
+        .command_timeout(Duration::from_secs(2))
+        .redisson_waiters(false)
+        .connect()
+        .await
+        .expect("connect");
+    let lock = holder.fenced_lock(name);
+    let before = Instant::now();
+    let guard = lock.lock().await.expect("lock");
+    let (token, after) = (guard.token(), Instant::now());
+    let waiting = queued_waiter(&server, name, true).await;
+
+    guard.unlock_after(MIN_HOLD).await.expect("unlock_after");
+    let fields = hgetall(&server, name);
+    assert!(fields.contains(&(lock.owner().to_owned(), "1".to_owned())), "kept: {fields:?}");
+    let (got, next_token) = waiting.await.expect("waiter task").expect("the waiter got the lock");
+    let next_token = next_token.expect("a token");
+    assert!(got >= before + MIN_HOLD, "not before the minimum hold: {:?}", got - before);
+    assert!(got <= after + MIN_HOLD + SLACK, "not much after it: {:?}", got - after);
+    assert!(next_token > token, "a larger token: {next_token} > {token}");
+}
 
 /// What a Redisson client sees: the lock's Hash with the owner's field (count 1) and a
 /// PTTL no longer than the time left; Redisson's own acquire is refused with that PTTL
@@ -137,13 +195,13 @@ async fn a_min_hold_already_over_is_an_unlock_that_wakes_the_waiter() {
     let holder = client(&server).await;
     let lock = holder.lock(name);
     let guard = lock.lock().await.expect("lock");
-    let waiting = queued_waiter(&server, name).await;
+    let waiting = queued_waiter(&server, name, false).await;
     let min_hold = Duration::from_millis(300);
     tokio::time::sleep(min_hold).await; // the job ran longer than the minimum hold
     let released = Instant::now();
     guard.unlock_after(min_hold).await.expect("unlock_after");
     assert!(!hgetall(&server, name).iter().any(|(field, _)| field == lock.owner()), "the owner is gone at once");
-    let got = waiting.await.expect("waiter task").expect("the waiter got the lock");
+    let (got, _) = waiting.await.expect("waiter task").expect("the waiter got the lock");
     assert!(got - released < SLACK, "woken at once: {:?}", got - released);
 }
 
