@@ -363,8 +363,9 @@ async fn three_processes_run_the_job_once_per_tick() {
     let server = RedisServer::start();
     let url = server.url();
     let ticks = 4;
-    let start_ms =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() + 3000; // time for the three processes to start and connect
+    // The first tick in 3 s: time for the three processes to start and connect.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock");
+    let start_ms = now.as_millis() + 3000;
     let start = start_ms.to_string();
     let mut fleet: Vec<HolderProcess> = ["0", "100", "200"]
         .iter()

@@ -204,12 +204,12 @@ impl LockGuard {
     }
 
     /// Gives back this hold, but keeps the lock taken until `min_hold` after it was
-    /// acquired: `lockAtLeastFor` of Java's `ShedLock`, for a job that must run **once per tick**
-    /// across instances whose schedulers fire a little apart. If this is the owner's
-    /// last hold and the minimum hold is not over, the key stays, in Redisson's layout
-    /// (this owner's field, count 1: a Redisson client sees it held), with its TTL set
-    /// to the time left, and then expires by itself; the watchdog no longer renews it,
-    /// and no other owner can take the lock before then. Waiters are told the new TTL
+    /// acquired: `lockAtLeastFor` of Java's `ShedLock`, for a job that must run **once
+    /// per tick** across instances whose schedulers fire a little apart. If this is the
+    /// owner's last hold and the minimum hold is not over, the key stays, in Redisson's
+    /// layout (this owner's field, count 1: a Redisson client sees it held), with its
+    /// TTL set to the time left, and then expires by itself; the watchdog no longer
+    /// renews it, and no other owner can take the lock before then. Waiters are told the new TTL
     /// (the unlock message, as a release publishes it), and the queue head takes the
     /// lock when it expires. If the minimum hold is already over, this is
     /// [`LockGuard::unlock`]: the key is deleted and a waiter is woken at once.
@@ -220,9 +220,10 @@ impl LockGuard {
     /// as the key's TTL when it runs, later still; so on the server's clock the key
     /// lives at least until the acquire + `min_hold`: never shorter, and longer only by
     /// the reply's and the release's time on the way (one-way trips; a release held up
-    /// by a reconnect or the write gate, at most the command timeout). Reading the server's `TIME` in the script instead would
-    /// need the acquire's server time recorded somewhere, in the key (not Redisson's
-    /// layout) or in every acquire's reply; this costs nothing on the acquire path.
+    /// by a reconnect or the write gate, at most the command timeout). Reading the
+    /// server's `TIME` in the script instead would need the acquire's server time
+    /// recorded somewhere, in the key (not Redisson's layout) or in every acquire's
+    /// reply; this costs nothing on the acquire path.
     ///
     /// **Re-entered holds.** If the owner still has other holds (re-entries through the
     /// same handle), this gives back one of them, as `unlock` does, and the minimum
@@ -498,8 +499,8 @@ async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, counted
         let need_ms = if target > 0 && hold.has_watchdog_guards() { client.watchdog_lease_ms } else { 0 };
         // The last release of a hold with a minimum hold keeps the key for the time
         // left of it, measured now, right before the send (each retry measures again
-        // from the same start: the same end, never an earlier one); once it
-        // is over, the ordinary release deletes the key and wakes the waiters.
+        // from the same start: the same end, never an earlier one); once it is over,
+        // the ordinary release deletes the key and wakes the waiters.
         let keep_ms = if target == 0 { hold.keep_ms_left(tokio::time::Instant::now()) } else { None };
         let first_sent = retry.sending();
         let answer = match keep_ms {
