@@ -230,6 +230,36 @@ async fn a_re_entered_hold_keeps_the_key_from_its_last_release() {
     assert!(lock.try_lock().await.expect("try").is_some(), "and the lock is free");
 }
 
+/// The minimum hold belongs to the owner (the handle): the same handle re-enters its
+/// kept lock (the next tick of the instance that kept it), and giving that hold back
+/// keeps the key again until the first minimum hold is over rather than deleting it;
+/// so does an acquire's undo (here a `try_lock` cancelled at once, whose background undo
+/// gives back whatever it took).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_handle_re_entering_a_kept_lock_keeps_the_min_hold() {
+    let server = RedisServer::start();
+    let name = "tick:again";
+    let holder = client(&server).await;
+    let lock = holder.lock(name);
+    let before = Instant::now();
+    lock.lock().await.expect("lock").unlock_after(MIN_HOLD).await.expect("unlock_after");
+    let again = lock.try_lock().await.expect("try").expect("the same owner re-enters");
+    assert!(pttl(&server, name) > 20_000, "the re-entry's watchdog lease");
+    again.unlock().await.expect("unlock");
+    let ttl = pttl(&server, name);
+    assert!(ttl > 0 && ttl <= 1500, "kept again for the time left: {ttl}");
+    assert_eq!(hgetall(&server, name), [(lock.owner().to_owned(), "1".to_owned())]);
+    // A cancelled acquire's undo (a count of 0) keeps it as well.
+    let cancelled = tokio::time::timeout(Duration::from_micros(1), lock.try_lock()).await;
+    if let Ok(guard) = cancelled {
+        drop(guard); // it finished first: its drop releases, which keeps the key too
+    }
+    let other = client(&server).await;
+    assert!(other.lock(name).try_lock().await.expect("try").is_none(), "another owner is still refused");
+    assert!(wait_until(MIN_HOLD + SLACK, || !exists(&server, name)).await, "then it expires");
+    assert!(before.elapsed() >= MIN_HOLD, "not before the minimum hold: {:?}", before.elapsed());
+}
+
 /// Bad input is refused with `InvalidArgument` before the minimum hold is sent: under
 /// 1 ms (zero included), over a year, and a fair lock's guard. The guard is dropped, so
 /// its hold is given back in the background as any dropped guard's.

@@ -227,10 +227,10 @@ impl LockGuard {
     ///
     /// **Re-entered holds.** If the owner still has other holds (re-entries through the
     /// same handle), this gives back one of them, as `unlock` does, and the minimum
-    /// hold is remembered: whichever guard of the hold ends last (`unlock`,
-    /// `unlock_after`, or a drop) keeps the key until the latest minimum hold asked.
-    /// [`Client::shutdown`](crate::Client::shutdown) gives back what it finds held at
-    /// once, without a minimum hold.
+    /// hold is remembered by the owner: until the latest one asked is over, whatever
+    /// gives back the owner's last hold (`unlock`, `unlock_after`, a drop,
+    /// [`Client::shutdown`](crate::Client::shutdown), the undo of an acquire whose reply
+    /// was lost) keeps the key instead of deleting it.
     ///
     /// **After it.** The guard is consumed, so there is no `lost()` to watch: the kept key
     /// is no longer a hold of this owner's guards, only a marker that expires. (Forcing
@@ -238,7 +238,8 @@ impl LockGuard {
     ///
     /// **The owner is the handle.** The kept field is this handle's owner: an acquire
     /// through the same handle while the key is kept re-enters it (it is the same
-    /// owner); other handles, clients and processes are refused until it expires.
+    /// owner), and giving that hold back keeps the key again until the minimum hold is
+    /// over; other handles, clients and processes are refused until it expires.
     ///
     /// **A fixed lease shorter than `min_hold`** is lengthened: the key is kept until the
     /// minimum hold is over, past the lease. A hold whose lease already ran out is lost
@@ -323,7 +324,7 @@ impl LockGuard {
             .since
             .checked_add(min_hold)
             .ok_or_else(|| Error::invalid_argument(format!("min_hold of {min_hold:?} overflows the clock")))?;
-        self.hold.keep_until(until);
+        self.lock.holds.keep_until(until);
         Ok(())
     }
 
@@ -497,17 +498,10 @@ async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, counted
         // lease; fixed-lease holds already have theirs (no command shortens a TTL), so
         // the release leaves it as it is.
         let need_ms = if target > 0 && hold.has_watchdog_guards() { client.watchdog_lease_ms } else { 0 };
-        // The last release of a hold with a minimum hold keeps the key for the time
-        // left of it, measured now, right before the send (each retry measures again
-        // from the same start: the same end, never an earlier one); once it is over,
-        // the ordinary release deletes the key and wakes the waiters.
-        let keep_ms = if target == 0 { hold.keep_ms_left(tokio::time::Instant::now()) } else { None };
         let first_sent = retry.sending();
-        let answer = match keep_ms {
-            Some(keep_ms) => lock.keep_holds(names, keep_ms).await,
-            None => lock.set_holds(names, target, need_ms, false).await,
-        };
-        match answer {
+        // At 0, while the owner's minimum hold lasts, this keeps the key instead
+        // (`set_holds`): each retry measures the time left again, from the same start.
+        match lock.set_holds(names, target, need_ms, false).await {
             Ok(Release::NotOwner) if target == 0 && retry.may_have_applied() => {
                 // An earlier attempt of this release may have run and removed the owner
                 // (its reply was lost): the owner holds nothing, which is what was asked.

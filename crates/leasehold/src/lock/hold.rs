@@ -51,10 +51,6 @@ struct Counts {
     /// The earliest turn known to belong to this hold, and the hold count it saw.
     first_seq: u64,
     first_holds: u64,
-    /// The latest end of a minimum hold asked by a guard of this hold
-    /// (`LockGuard::unlock_after`): the last release of the hold keeps the key until
-    /// then (`release_after.lua`) instead of deleting it.
-    keep_until: Option<Instant>,
 }
 
 impl Hold {
@@ -69,7 +65,6 @@ impl Hold {
                 tracking: None,
                 first_seq: seq,
                 first_holds: holds,
-                keep_until: None,
             }),
         }
     }
@@ -77,25 +72,6 @@ impl Hold {
     /// Whether a watchdog entry renews this hold now.
     pub(crate) fn is_renewed(&self) -> bool {
         self.counts.lock().renewal.as_ref().is_some_and(Renewal::is_active)
-    }
-
-    /// Asks the last release of this hold to keep the key until at least `until` (the
-    /// latest of every guard's ask wins: a minimum hold is never shortened).
-    pub(crate) fn keep_until(&self, until: Instant) {
-        let mut counts = self.counts.lock();
-        counts.keep_until = Some(counts.keep_until.map_or(until, |kept| kept.max(until)));
-    }
-
-    /// The whole milliseconds (rounded up) the key is still to be kept at `now` by the
-    /// last release of this hold, or `None` when no minimum hold was asked or it is over
-    /// (the release then deletes the key as usual).
-    pub(crate) fn keep_ms_left(&self, now: Instant) -> Option<u64> {
-        let left = self.counts.lock().keep_until?.saturating_duration_since(now);
-        if left.is_zero() {
-            return None;
-        }
-        let millis = left.as_millis() + u128::from(!left.subsec_nanos().is_multiple_of(1_000_000));
-        Some(u64::try_from(millis).unwrap_or(u64::MAX))
     }
 
     /// Whether a watchdog-mode guard of this hold is still alive.
@@ -140,11 +116,35 @@ pub(crate) struct Turn<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct OwnerHolds {
     current: Mutex<Option<Arc<Hold>>>,
+    /// The latest end of a minimum hold asked by a guard of this owner
+    /// (`LockGuard::unlock_after`): until then, every release of the owner that would
+    /// give back its last hold keeps the key instead (`release_after.lua`), whichever
+    /// guard, hold, undo or clean-up sends it.
+    keep_until: Mutex<Option<Instant>>,
     /// The sequencer: the next turn's number.
     turns: tokio::sync::Mutex<u64>,
 }
 
 impl OwnerHolds {
+    /// Asks every last release of this owner to keep the key until at least `until`
+    /// (the latest of every ask wins: a minimum hold is never shortened).
+    pub(crate) fn keep_until(&self, until: Instant) {
+        let mut keep = self.keep_until.lock();
+        *keep = Some(keep.map_or(until, |kept| kept.max(until)));
+    }
+
+    /// The whole milliseconds (rounded up) a last release of this owner is still to keep
+    /// the key at `now`, or `None` when no minimum hold was asked or it is over (the
+    /// release then deletes the key as usual).
+    pub(crate) fn keep_ms_left(&self, now: Instant) -> Option<u64> {
+        let left = (*self.keep_until.lock())?.saturating_duration_since(now);
+        if left.is_zero() {
+            return None;
+        }
+        let millis = left.as_millis() + u128::from(!left.subsec_nanos().is_multiple_of(1_000_000));
+        Some(u64::try_from(millis).unwrap_or(u64::MAX))
+    }
+
     /// Waits for this owner's next turn (FIFO among the tasks that share the owner).
     ///
     /// Cancel safety: dropping the future gives up the place in line; nothing is sent.
@@ -431,13 +431,12 @@ mod tests {
     async fn the_latest_min_hold_wins_and_is_rounded_up() {
         let holds = OwnerHolds::default();
         let now = Instant::now();
-        let hold = holds.acquired(1, 1, now, LEASE, FIXED, no_watchdog);
-        assert_eq!(hold.keep_ms_left(now), None, "no minimum hold asked");
-        hold.keep_until(now + Duration::from_micros(1_500_500));
-        hold.keep_until(now + Duration::from_millis(700));
-        assert_eq!(hold.keep_ms_left(now), Some(1501), "the later ask, rounded up");
-        assert_eq!(hold.keep_ms_left(now + Duration::from_millis(1500)), Some(1));
-        assert_eq!(hold.keep_ms_left(now + Duration::from_micros(1_500_500)), None, "over");
+        assert_eq!(holds.keep_ms_left(now), None, "no minimum hold asked");
+        holds.keep_until(now + Duration::from_micros(1_500_500));
+        holds.keep_until(now + Duration::from_millis(700));
+        assert_eq!(holds.keep_ms_left(now), Some(1501), "the later ask, rounded up");
+        assert_eq!(holds.keep_ms_left(now + Duration::from_millis(1500)), Some(1));
+        assert_eq!(holds.keep_ms_left(now + Duration::from_micros(1_500_500)), None, "over");
     }
 
     /// A shorter nested lease never moves the hold's deadline back.
