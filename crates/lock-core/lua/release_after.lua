@@ -10,9 +10,9 @@
 --
 -- The client sends this only when time is left (ARGV[2] >= 1); once the minimum hold has
 -- passed it sends release.lua, the ordinary last release. A retry sends the time left
--- then, measured from the same start: the same end, never an earlier one, and later only
--- by the time that attempt spent on its way (a reconnect, the write gate: bounded by the
--- command timeout); and it checks the owner's field first, so it never touches a key
+-- then, measured to the same end: the same end, never an earlier one, and later only by
+-- the time that attempt spent on its way (queued in the client while it reconnects:
+-- bounded by the command timeout); and it checks the owner's field first, so it never touches a key
 -- that expired and was taken by another owner meanwhile (that answers -1).
 --
 -- Nobody is handed the lock (it is not free). The waiters are told the new TTL: the

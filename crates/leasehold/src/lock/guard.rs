@@ -216,11 +216,13 @@ impl LockGuard {
     ///
     /// **The start** is the instant this guard was made, when the acquire's reply had
     /// arrived: never earlier than the server ran the acquire. The time left is measured
-    /// on the monotonic clock right before the release is sent, and the script sets it
-    /// as the key's TTL when it runs, later still; so on the server's clock the key
-    /// lives at least until the acquire + `min_hold`: never shorter, and longer only by
-    /// the reply's and the release's time on the way (one-way trips; a release held up
-    /// by a reconnect or the write gate, at most the command timeout). Reading the
+    /// on the monotonic clock as the release's arguments are built, right before it is
+    /// handed to the connection (after any wait for the owner's turn or the write
+    /// gate), and the script sets it as the key's TTL when it runs, later still; so on
+    /// the server's clock the key lives at least until the acquire + `min_hold`: never
+    /// shorter, and longer only by the reply's and the release's time on the way
+    /// (one-way trips; a release queued in the client while it reconnects, at most the
+    /// command timeout). Reading the
     /// server's `TIME` in the script instead would need the acquire's server time
     /// recorded somewhere, in the key (not Redisson's layout) or in every acquire's
     /// reply; this costs nothing on the acquire path.

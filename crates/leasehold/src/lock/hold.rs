@@ -133,16 +133,11 @@ impl OwnerHolds {
         *keep = Some(keep.map_or(until, |kept| kept.max(until)));
     }
 
-    /// The whole milliseconds (rounded up) a last release of this owner is still to keep
-    /// the key at `now`, or `None` when no minimum hold was asked or it is over (the
-    /// release then deletes the key as usual).
-    pub(crate) fn keep_ms_left(&self, now: Instant) -> Option<u64> {
-        let left = (*self.keep_until.lock())?.saturating_duration_since(now);
-        if left.is_zero() {
-            return None;
-        }
-        let millis = left.as_millis() + u128::from(!left.subsec_nanos().is_multiple_of(1_000_000));
-        Some(u64::try_from(millis).unwrap_or(u64::MAX))
+    /// Until when a last release of this owner is still to keep the key, seen at `now`:
+    /// `None` when no minimum hold was asked or it is over (the release then deletes the
+    /// key as usual).
+    pub(crate) fn kept_until(&self, now: Instant) -> Option<Instant> {
+        (*self.keep_until.lock()).filter(|until| *until > now)
     }
 
     /// Waits for this owner's next turn (FIFO among the tasks that share the owner).
@@ -424,19 +419,19 @@ mod tests {
         assert!(!holds.has_current());
     }
 
-    /// The minimum hold kept by the last release: the latest ask wins, the time left is
-    /// rounded up to whole milliseconds (never shorter than asked), and none is left once
-    /// it is over.
+    /// The minimum hold kept by the owner's last release: the latest ask wins, and none
+    /// is left once it is over.
     #[tokio::test(start_paused = true)]
-    async fn the_latest_min_hold_wins_and_is_rounded_up() {
+    async fn the_latest_min_hold_wins_until_it_is_over() {
         let holds = OwnerHolds::default();
         let now = Instant::now();
-        assert_eq!(holds.keep_ms_left(now), None, "no minimum hold asked");
-        holds.keep_until(now + Duration::from_micros(1_500_500));
+        assert_eq!(holds.kept_until(now), None, "no minimum hold asked");
+        let until = now + Duration::from_micros(1_500_500);
+        holds.keep_until(until);
         holds.keep_until(now + Duration::from_millis(700));
-        assert_eq!(holds.keep_ms_left(now), Some(1501), "the later ask, rounded up");
-        assert_eq!(holds.keep_ms_left(now + Duration::from_millis(1500)), Some(1));
-        assert_eq!(holds.keep_ms_left(now + Duration::from_micros(1_500_500)), None, "over");
+        assert_eq!(holds.kept_until(now), Some(until), "the later ask");
+        assert_eq!(holds.kept_until(now + Duration::from_millis(1500)), Some(until));
+        assert_eq!(holds.kept_until(until), None, "over");
     }
 
     /// A shorter nested lease never moves the hold's deadline back.

@@ -81,9 +81,9 @@ impl LockShared {
     /// through here; the caller holds the owner's turn.
     ///
     /// While the owner's minimum hold lasts (`LockGuard::unlock_after`), a `target` of 0
-    /// keeps the key for the time left instead (`release_after.lua`, measured now, right
-    /// before the send), whichever guard, undo or clean-up sends it: a retry measures
-    /// again from the same start, and no later release of the same owner (a re-entry of
+    /// keeps the key for the time left instead (`release_after.lua`, measured as each
+    /// send's arguments are built), whichever guard, undo or clean-up sends it: a retry
+    /// measures again to the same end, and no later release of the same owner (a re-entry of
     /// the kept key, the undo of an acquire whose reply was lost) ends it early. When
     /// the owner's field is gone (`NotOwner`) and the queue entry must go, the ordinary
     /// release follows, to remove it.
@@ -96,8 +96,8 @@ impl LockShared {
     ) -> Result<lock_core::Release> {
         let store = &self.client.store;
         if target == 0 {
-            if let Some(keep_ms) = self.holds.keep_ms_left(tokio::time::Instant::now()) {
-                let kept = store.release_after(&self.kind, names, &self.owner, keep_ms).await?;
+            if let Some(until) = self.holds.kept_until(tokio::time::Instant::now()) {
+                let kept = store.release_after(&self.kind, names, &self.owner, until).await?;
                 if kept == lock_core::Release::Released || !leave_queue {
                     return Ok(kept);
                 }
