@@ -35,9 +35,9 @@ impl LockStore {
     /// the same end again.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidArgument`] for a kind whose waiters would not learn the new
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a kind whose waiters would not learn the new
     /// TTL (a fair lock, whose queued waiters' deadlines are Redisson's own, or a
-    /// read/write lock); nothing is sent. [`ErrorKind::WrongType`] when the key is not a
+    /// read/write lock); nothing is sent. [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when the key is not a
     /// Hash; timeouts and connection errors.
     ///
     /// # Cancel safety
