@@ -134,6 +134,62 @@ async fn a_waiter_is_woken_by_a_release_on_another_node() {
     assert!(waiter.stats().subscriber.messages >= 3, "{:?}", waiter.stats().subscriber);
 }
 
+/// A once-per-tick job's kept lock (`unlock_after`) in a cluster with sharded pub/sub,
+/// one lock per shard: `release_after.lua` runs on the lock's primary, keeps the owner's
+/// field with the time left, and its `SPUBLISH` tells the queued waiter of another
+/// client the shorter TTL, so it takes the lock when the minimum hold ends, not before
+/// and not much after (the holder's lease was 30 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_lock_goes_to_its_waiter_when_the_min_hold_ends_on_every_shard() {
+    const MIN_HOLD: Duration = Duration::from_millis(1500);
+    let cluster = RedisCluster::shared();
+    let holder = client_with(&cluster.url(), WATCHDOG).await;
+    let waiter = client_with(&cluster.url(), WATCHDOG).await;
+    let mut per_node = std::collections::BTreeMap::new();
+    for name in names("kept", 64) {
+        per_node.entry(cluster.primary_for(&name)).or_insert(name);
+    }
+    assert_eq!(per_node.len(), 3);
+    for (node, name) in &per_node {
+        let lock = holder.lock(name);
+        let before = Instant::now();
+        let guard = lock.lock().await.expect("lock");
+        // Its calls run on the lock's primary: watch them there.
+        let monitor = leasehold_test_support::Monitor::start(node);
+        let waiting = waiter.lock(name);
+        let owner = format!("\"{}\"", waiting.owner());
+        let wait = woken_at(waiting);
+        let (channel, queue_channel) = (channel_of(name), format!("leasehold_lock__queue:{{{name}}}"));
+        assert!(
+            leasehold_test_support::wait_until(Duration::from_secs(5), || {
+                let subscribed = waiter.subscribed_channels();
+                waiter.local_waiters(name) == 1 && subscribed.contains(&channel) && subscribed.contains(&queue_channel)
+            })
+            .await,
+            "the waiter queued and subscribed"
+        );
+        // Settled: its catch-up call after the subscription ran, so it learns the kept
+        // key's TTL from the release's message, not from a late call of its own.
+        let calls = || {
+            let lines = monitor.commands();
+            lines.iter().filter(|l| l.to_lowercase().contains("\"evalsha\"") && l.contains(&owner)).count()
+        };
+        assert!(leasehold_test_support::wait_until(Duration::from_secs(5), || calls() >= 2).await, "caught up");
+        guard.unlock_after(MIN_HOLD).await.expect("unlock_after");
+        let released = Instant::now();
+        assert!(holds(cluster, name).contains(&(lock.owner().to_owned(), "1".to_owned())), "{name}: kept");
+        let ttl = pttl(cluster, name);
+        assert!(ttl > 0 && ttl <= 1500, "{name}: the time left, {ttl}");
+        let woken = tokio::time::timeout(Duration::from_secs(10), wait).await.expect("woken in time").expect("task");
+        assert!(woken >= before + MIN_HOLD, "{name}: not before the minimum hold ({:?})", woken - before);
+        assert!(
+            woken <= released + MIN_HOLD + Duration::from_secs(1),
+            "{name}: not much after it ({:?} after the release)",
+            woken - released
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lock_queue_hands_over_across_clients_in_a_cluster() {
     let cluster = RedisCluster::shared();

@@ -115,6 +115,38 @@ async fn redissons_watchdog_keeps_a_leasehold_waiter_out_past_its_timeout() {
     guard.unlock().await.expect("unlock");
 }
 
+/// A once-per-tick job's kept lock (`unlock_after`, issue 31): the real Redisson client
+/// sees it held (`isLocked`, `remainTimeToLive` no longer than the time left) until the
+/// minimum hold is over, and a Redisson `tryLock` waiting on it, told the shorter TTL by
+/// the unlock message, takes it then: not before, and not much after (the holder's lease
+/// was 30 s, and its wait is 10 s: without the message it would time out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_lock_is_held_for_redisson_until_the_min_hold_then_its_waiter_takes_it() {
+    const MIN_HOLD: Duration = Duration::from_millis(1500);
+    let server = RedisServer::start();
+    let java = java_on!(server, WATCHDOG);
+    let client = client_with(&server.url(), WATCHDOG).await;
+    let lock = client.lock("rj:kept");
+    let before = Instant::now();
+    let guard = lock.lock().await.expect("lock");
+    java.send("w", "trylock lock rj:kept 10000").await;
+    java_waiting(&java, &server, "w", "redisson_lock__channel:{rj:kept}").await;
+
+    guard.unlock_after(MIN_HOLD).await.expect("unlock_after");
+    let released = Instant::now();
+    assert!(java.ok_bool("r", "islocked lock rj:kept").await, "Redisson sees it held");
+    let ttl = java.ok_int("r", "ttl lock rj:kept").await;
+    assert!((1..=1500).contains(&ttl), "Redisson's remainTimeToLive is the time left: {ttl}");
+    assert!(!java.ok_bool("r", "trylock lock rj:kept -1").await, "nor can Redisson take it");
+
+    let reply = java.reply_within("w", WITHIN + WITHIN).await.expect("the waiter answered");
+    let got = Instant::now();
+    assert_eq!(reply.expect("tryLock").as_str(), "true", "the Redisson waiter took the lock");
+    assert!(got >= before + MIN_HOLD, "not before the minimum hold: {:?}", got - before);
+    assert!(got <= released + MIN_HOLD + WAKE, "not much after it: {:?}", got - released);
+    java.ok("w", "unlock lock rj:kept").await;
+}
+
 /// Java's unlock wakes a leasehold waiter, and leasehold's unlock a Redisson waiter,
 /// each within a few round trips (both holds have 30 s leases: only the message can
 /// explain a wake-up this fast).

@@ -100,6 +100,7 @@
 //! | you need | kind | Redisson equivalent |
 //! |---|---|---|
 //! | one holder at a time, waiters served in arrival order across processes | [`Lock`] ([`Client::lock`]) | `RLock` |
+//! | a scheduled job run once per tick across a fleet | [`Lock`]: [`Lock::try_lock`] at each tick, then [`LockGuard::unlock_after`] | none (`lockAtLeastFor` of Java's `ShedLock`) |
 //! | the resource to refuse a paused holder's late write (a fencing token) | [`FencedLock`] ([`Client::fenced_lock`], [`fence`]) | `RFencedLock` |
 //! | queue order shared with Redisson fair-lock peers | [`FairLock`] ([`Client::fair_lock`]) | `RFairLock` |
 //! | many readers or one writer | [`ReadWriteLock`] ([`Client::read_write_lock`]) | `RReadWriteLock` |

@@ -48,6 +48,7 @@ pub mod multi;
 pub mod names;
 pub mod owner;
 pub mod pes;
+mod release_after;
 pub mod replicas;
 pub mod script;
 pub mod scripts;

@@ -24,6 +24,9 @@ pub static ACQUIRE: LazyLock<LuaScript> = lua!("acquire.lua");
 /// `release.lua`: set the owner's hold count to its remaining guards; at 0 remove it
 /// and publish (also undoes an acquire whose caller went away).
 pub static RELEASE: LazyLock<LuaScript> = lua!("release.lua");
+/// `release_after.lua`: the last release of an owner that asked for a minimum hold
+/// keeps the key (owner count 1) for the time left of it, and tells the waiters.
+pub static RELEASE_AFTER: LazyLock<LuaScript> = lua!("release_after.lua");
 /// `force_release.lua`: delete the lock whoever holds it, and publish.
 pub static FORCE_RELEASE: LazyLock<LuaScript> = lua!("force_release.lua");
 /// `renew_batch.lua`: extend many leases whose owner fields still exist.
@@ -125,10 +128,11 @@ pub static ELECTION_LEADER: LazyLock<LuaScript> = lua!("election_leader.lua");
 pub static CLIENT_DESCRIBE: LazyLock<LuaScript> = lua!("client_describe.lua");
 
 /// Every script, for tests and tooling.
-pub fn all() -> [&'static LuaScript; 43] {
+pub fn all() -> [&'static LuaScript; 44] {
     [
         &ACQUIRE,
         &RELEASE,
+        &RELEASE_AFTER,
         &FORCE_RELEASE,
         &FORCE_RELEASE_OWNER,
         &RENEW_BATCH,

@@ -119,6 +119,21 @@ impl<G: AsyncGuard> Guarded<G> {
         self.runner.run(guard.release())
     }
 
+    /// As [`Guarded::unlock`], with the release `release` makes of the async guard
+    /// (`unlock_after`).
+    ///
+    /// # Errors
+    /// As that release; [`ErrorKind::AsyncContext`]; [`ErrorKind::Shutdown`] once the
+    /// runtime stopped.
+    pub(crate) fn unlock_with<F>(mut self, release: impl FnOnce(G) -> F) -> Result<()>
+    where
+        F: Future<Output = Result<()>> + Send + 'static,
+    {
+        refuse_in_async_context()?;
+        let Some(guard) = self.guard.take() else { return Ok(()) };
+        self.runner.run(release(guard))
+    }
+
     /// Runs `work` on the runtime thread and waits for it (a call of the guard's own).
     ///
     /// # Errors

@@ -248,4 +248,17 @@ impl FencedGuard {
     pub async fn unlock(self) -> Result<()> {
         self.guard.unlock().await
     }
+
+    /// As [`LockGuard::unlock_after`]: gives back the hold but keeps the lock taken
+    /// until `min_hold` after it was acquired (a once-per-tick job), then lets it
+    /// expire. The next owner's claim issues it a larger token, as after any release.
+    ///
+    /// # Errors
+    /// As [`LockGuard::unlock_after`].
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::unlock_after`].
+    pub async fn unlock_after(self, min_hold: Duration) -> Result<()> {
+        self.guard.unlock_after(min_hold).await
+    }
 }

@@ -136,7 +136,9 @@ impl LockGuard {
 
     /// The local lease deadline on the monotonic clock: the server's expiry is never
     /// earlier (it is computed from when the command that set the TTL was sent, and no
-    /// leasehold command ever shortens a lock's TTL). Watchdog renewals move it forward.
+    /// leasehold command shortens a live hold's TTL: [`LockGuard::unlock_after`] does so
+    /// only at the owner's last release, once no guard is left). Watchdog renewals move
+    /// it forward.
     pub fn lease_deadline(&self) -> std::time::Instant {
         self.hold.lease.expires_at().into_std()
     }
@@ -199,6 +201,133 @@ impl LockGuard {
         };
         lock.client.telemetry.hold_ended(lock.key(), self.since, end);
         result
+    }
+
+    /// Gives back this hold, but keeps the lock taken until `min_hold` after it was
+    /// acquired: `lockAtLeastFor` of Java's `ShedLock`, for a job that must run **once
+    /// per tick** across instances whose schedulers fire a little apart. If this is the
+    /// owner's last hold and the minimum hold is not over, the key stays, in Redisson's
+    /// layout (this owner's field, count 1: a Redisson client sees it held), with its
+    /// TTL set to the time left, and then expires by itself; the watchdog no longer
+    /// renews it, and no other owner can take the lock before then. Waiters are told the new TTL
+    /// (the unlock message, as a release publishes it), and the queue head takes the
+    /// lock when it expires. If the minimum hold is already over, this is
+    /// [`LockGuard::unlock`]: the key is deleted and a waiter is woken at once.
+    ///
+    /// **The start** is the instant this guard was made, when the acquire's reply had
+    /// arrived: never earlier than the server ran the acquire. The time left is measured
+    /// on the monotonic clock as the release's arguments are built, right before it is
+    /// handed to the connection (after any wait for the owner's turn or the write
+    /// gate), and the script sets it as the key's TTL when it runs, later still; so on
+    /// the server's clock the key lives at least until the acquire + `min_hold`: never
+    /// shorter, and longer only by the reply's and the release's time on the way
+    /// (one-way trips; a release queued in the client while it reconnects, at most the
+    /// command timeout). Reading the
+    /// server's `TIME` in the script instead would need the acquire's server time
+    /// recorded somewhere, in the key (not Redisson's layout) or in every acquire's
+    /// reply; this costs nothing on the acquire path.
+    ///
+    /// **Re-entered holds.** If the owner still has other holds (re-entries through the
+    /// same handle), this gives back one of them, as `unlock` does, and the minimum
+    /// hold is remembered by the owner: until the latest one asked is over, whatever
+    /// gives back the owner's last hold (`unlock`, `unlock_after`, a drop,
+    /// [`Client::shutdown`](crate::Client::shutdown), the undo of an acquire whose reply
+    /// was lost) keeps the key instead of deleting it.
+    ///
+    /// **After it.** The guard is consumed, so there is no `lost()` to watch: the kept key
+    /// is no longer a hold of this owner's guards, only a marker that expires. (Forcing
+    /// it away, `force_unlock`, ends the minimum hold early; nothing reports that.)
+    ///
+    /// **The owner is the handle.** The kept field is this handle's owner: an acquire
+    /// through the same handle while the key is kept re-enters it (it is the same
+    /// owner), and giving that hold back keeps the key again until the minimum hold is
+    /// over; other handles, clients and processes are refused until it expires.
+    ///
+    /// **A fixed lease shorter than `min_hold`** is lengthened: the key is kept until the
+    /// minimum hold is over, past the lease. A hold whose lease already ran out is lost
+    /// ([`ErrorKind::LockLost`] or [`ErrorKind::NotOwner`]): nothing is kept.
+    ///
+    /// There is no acquire-side option (`try_lock_with` plus a minimum hold): the
+    /// minimum hold matters only when the hold ends, and what it would add at acquire,
+    /// a key that outlives a crash for at least `min_hold`, is a fixed lease of at least
+    /// `min_hold` (`try_lock_with(Duration::ZERO, lease)`) followed by `unlock_after`.
+    ///
+    /// # Examples
+    /// A job that runs once per minute across a fleet, whatever instance's tick comes
+    /// first (each instance's ticks are aligned to the wall-clock minute, so ticks of
+    /// different instances fire within their clock skew of each other). `min_hold` must
+    /// exceed the largest skew between instances' ticks (plus a round trip), so that
+    /// every late instance finds the key still there, and stay below the period minus
+    /// that skew, so that the next tick finds it gone. A job that runs longer than the
+    /// period holds the lock (renewed) until it ends: the ticks meanwhile are skipped by
+    /// every instance, never run twice; `MissedTickBehavior::Skip` keeps this instance
+    /// from running the missed ticks in a burst afterwards.
+    ///
+    /// ```no_run
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use tokio::time::{interval_at, Instant, MissedTickBehavior};
+    ///
+    /// # async fn job() {}
+    /// # async fn demo(client: leasehold::Client) -> leasehold::Result<()> {
+    /// let period = Duration::from_secs(60);
+    /// let min_hold = Duration::from_secs(10); // > the ticks' skew, < period - skew
+    /// // The first tick at the next whole minute of the wall clock, as every instance's.
+    /// let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    /// let into_period = Duration::from_nanos((since_epoch.as_nanos() % period.as_nanos()) as u64);
+    /// let mut ticks = interval_at(Instant::now() + (period - into_period), period);
+    /// ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    /// let lock = client.lock("jobs:nightly-report");
+    /// loop {
+    ///     ticks.tick().await;
+    ///     let Some(guard) = lock.try_lock().await? else { continue }; // another instance has this tick
+    ///     job().await;
+    ///     guard.unlock_after(min_hold).await?; // kept until 10 s after the acquire
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// - [`ErrorKind::InvalidArgument`] for a `min_hold` under 1 ms (use `unlock`) or over
+    ///   a year ([`lock_core::args::MAX_LEASE`]), or the guard of a
+    ///   [`FairLock`](crate::FairLock) (its Redisson queue keeps its waiters' own
+    ///   deadlines, which a kept key would not move); nothing is sent for the minimum
+    ///   hold, and the guard is dropped: its hold is given back in the background, as
+    ///   any dropped guard's.
+    /// - Otherwise as [`LockGuard::unlock`]: [`ErrorKind::LockLost`],
+    ///   [`ErrorKind::NotOwner`] (a retry that finds the owner gone after a lost reply
+    ///   counts as done), [`ErrorKind::Shutdown`], timeouts and connection errors after
+    ///   the release retries.
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::unlock`]: the guard is consumed and its renewal stops before
+    /// anything is sent; a release already sent still applies (the key kept for the time
+    /// left, or deleted if none was left), and one never sent leaves the lock to expire
+    /// with its lease. A retry of the release sends the time left then, measured from
+    /// the same start, so the kept key ends at the same point whichever attempt ran
+    /// (later only by the time that attempt spent on its way, never earlier), and it
+    /// writes nothing if the owner's field is gone (the key expired and another owner may
+    /// hold it).
+    pub async fn unlock_after(self, min_hold: Duration) -> Result<()> {
+        if let Err(error) = self.keep_for(min_hold) {
+            return Err(error.with_key(self.lock.key()));
+        }
+        self.unlock().await
+    }
+
+    /// Records `min_hold` (checked) as this guard's minimum hold on its hold.
+    fn keep_for(&self, min_hold: Duration) -> Result<()> {
+        lock_core::args::lease_millis(min_hold, "min_hold")?;
+        if self.lock.kind.queue() != lock_core::QueueKind::Server {
+            return Err(Error::invalid_argument(
+                "unlock_after keeps only a Lock or a FencedLock (not a FairLock): use unlock",
+            ));
+        }
+        let until = self
+            .since
+            .checked_add(min_hold)
+            .ok_or_else(|| Error::invalid_argument(format!("min_hold of {min_hold:?} overflows the clock")))?;
+        self.lock.holds.keep_until(until);
+        Ok(())
     }
 
     /// The release of [`LockGuard::unlock`] (which accounts for the guard).
@@ -377,6 +506,8 @@ async fn release(lock: &LockShared, names: &LockNames, hold: &Arc<Hold>, counted
         // the release leaves it as it is.
         let need_ms = if target > 0 && hold.has_watchdog_guards() { lock.watchdog_lease_ms() } else { 0 };
         let first_sent = retry.sending();
+        // At 0, while the owner's minimum hold lasts, this keeps the key instead
+        // (`set_holds`): each retry measures the time left again, from the same start.
         match lock.set_holds(names, target, need_ms, false).await {
             Ok(Release::NotOwner) if target == 0 && retry.may_have_applied() => {
                 // An earlier attempt of this release may have run and removed the owner

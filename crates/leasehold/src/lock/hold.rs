@@ -116,11 +116,30 @@ pub(crate) struct Turn<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct OwnerHolds {
     current: Mutex<Option<Arc<Hold>>>,
+    /// The latest end of a minimum hold asked by a guard of this owner
+    /// (`LockGuard::unlock_after`): until then, every release of the owner that would
+    /// give back its last hold keeps the key instead (`release_after.lua`), whichever
+    /// guard, hold, undo or clean-up sends it.
+    keep_until: Mutex<Option<Instant>>,
     /// The sequencer: the next turn's number.
     turns: tokio::sync::Mutex<u64>,
 }
 
 impl OwnerHolds {
+    /// Asks every last release of this owner to keep the key until at least `until`
+    /// (the latest of every ask wins: a minimum hold is never shortened).
+    pub(crate) fn keep_until(&self, until: Instant) {
+        let mut keep = self.keep_until.lock();
+        *keep = Some(keep.map_or(until, |kept| kept.max(until)));
+    }
+
+    /// Until when a last release of this owner is still to keep the key, seen at `now`:
+    /// `None` when no minimum hold was asked or it is over (the release then deletes the
+    /// key as usual).
+    pub(crate) fn kept_until(&self, now: Instant) -> Option<Instant> {
+        (*self.keep_until.lock()).filter(|until| *until > now)
+    }
+
     /// Waits for this owner's next turn (FIFO among the tasks that share the owner).
     ///
     /// Cancel safety: dropping the future gives up the place in line; nothing is sent.
@@ -398,6 +417,21 @@ mod tests {
         assert_eq!(holds.accounted() - 1, 0, "the second release gives back the last");
         holds.released_sent(&b);
         assert!(!holds.has_current());
+    }
+
+    /// The minimum hold kept by the owner's last release: the latest ask wins, and none
+    /// is left once it is over.
+    #[tokio::test(start_paused = true)]
+    async fn the_latest_min_hold_wins_until_it_is_over() {
+        let holds = OwnerHolds::default();
+        let now = Instant::now();
+        assert_eq!(holds.kept_until(now), None, "no minimum hold asked");
+        let until = now + Duration::from_micros(1_500_500);
+        holds.keep_until(until);
+        holds.keep_until(now + Duration::from_millis(700));
+        assert_eq!(holds.kept_until(now), Some(until), "the later ask");
+        assert_eq!(holds.kept_until(now + Duration::from_millis(1500)), Some(until));
+        assert_eq!(holds.kept_until(until), None, "over");
     }
 
     /// A shorter nested lease never moves the hold's deadline back.

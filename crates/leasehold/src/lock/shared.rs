@@ -117,6 +117,14 @@ impl LockShared {
     /// release also removes the owner's entry from the lock's wait queue (the kinds
     /// without one ignore it). Every release, undo and wait clean-up goes
     /// through here; the caller holds the owner's turn.
+    ///
+    /// While the owner's minimum hold lasts (`LockGuard::unlock_after`), a `target` of 0
+    /// keeps the key for the time left instead (`release_after.lua`, measured as each
+    /// send's arguments are built), whichever guard, undo or clean-up sends it: a retry
+    /// measures again to the same end, and no later release of the same owner (a re-entry of
+    /// the kept key, the undo of an acquire whose reply was lost) ends it early. When
+    /// the owner's field is gone (`NotOwner`) and the queue entry must go, the ordinary
+    /// release follows, to remove it.
     pub(crate) async fn set_holds(
         &self,
         names: &LockNames,
@@ -124,7 +132,16 @@ impl LockShared {
         need_ms: u64,
         leave_queue: bool,
     ) -> Result<lock_core::Release> {
-        self.client.store.release(&self.kind, names, &self.owner, target, need_ms, leave_queue).await
+        let store = &self.client.store;
+        if target == 0 {
+            if let Some(until) = self.holds.kept_until(tokio::time::Instant::now()) {
+                let kept = store.release_after(&self.kind, names, &self.owner, until).await?;
+                if kept == lock_core::Release::Released || !leave_queue {
+                    return Ok(kept);
+                }
+            }
+        }
+        store.release(&self.kind, names, &self.owner, target, need_ms, leave_queue).await
     }
 
     /// Sets the owner's count back to what it accounts for (no TTL raised) and, when the

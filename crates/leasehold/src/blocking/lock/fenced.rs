@@ -152,5 +152,18 @@ impl FencedGuard {
         self.held.run(async move { client.store.fenced_write(&resource, token, &value).await })
     }
 
+    /// Gives back this hold but keeps the lock taken until `min_hold` after it was
+    /// acquired, and waits for the server's answer, as [`crate::FencedGuard::unlock_after`] (a
+    /// once-per-tick job).
+    ///
+    /// # Errors
+    /// As [`crate::FencedGuard::unlock_after`]; [`ErrorKind::AsyncContext`](crate::ErrorKind::AsyncContext)
+    /// on a thread that runs async tasks (the guard is then dropped, which releases the
+    /// hold in the background); [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown) once
+    /// the client was shut down or its last clone dropped.
+    pub fn unlock_after(self, min_hold: std::time::Duration) -> crate::Result<()> {
+        self.held.unlock_with(move |guard| guard.unlock_after(min_hold))
+    }
+
     leased_guard_methods!("crate::LockGuard");
 }
