@@ -130,6 +130,13 @@ async fn one_candidate_runs_the_other_waits_and_leads_after_the_resign() {
     // The lead key by its name shows the same, as does `list`.
     let (_, by_key) = output(&url, &["status", "leasehold_election:{sched}", "--json"]).await;
     assert!(by_key.contains(r#""kind":"election""#) && by_key.contains(&owner_a), "{by_key}");
+    // The election's other keys are derived keys of it.
+    for key in ["leasehold_election_leader:{sched}", "leasehold_election_term:{sched}"] {
+        let (_, text) = output(&url, &["status", key]).await;
+        assert!(text.contains("not a lock") && text.contains("(see `leasehold status --election 'sched'`)"), "{text}");
+        let (code, out) = output(&url, &["unlock", key, "--force"]).await;
+        assert_eq!(code, Some(1), "left alone: {out}");
+    }
     let (_, text) = output(&url, &["status", "--election", "sched"]).await;
     assert!(
         text.contains("kind:       election `sched` (led;") && text.contains(&format!("leader:     term={term_a} ")),
