@@ -405,3 +405,45 @@ async fn bad_input_exits_64_before_connecting() {
     assert_eq!(output(url, &["elect", "--lease", "30ms", "x", "--", "true"]).await.0, Some(69));
     assert_eq!(output(url, &["leader", "x"]).await.0, Some(69));
 }
+
+/// A paused leader (`SIGSTOP` of `elect`, past its lease) is replaced by the waiting
+/// candidate; on `SIGCONT` it finds its lead lost before anything else (its local
+/// lease deadline has passed), stops its CMD and exits 124. Its CMD, in a process group
+/// of its own, ran on meanwhile: the overlap the term fences (docs/cli.md, Limits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_stops_its_command_on_resume_and_exits_124() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("paused");
+    let mut first =
+        leasehold(&url, &["elect", "--lease", "600ms", "paused", "--", "sh", "-c", &leading_child(&log, "a", 0)])
+            .spawn()
+            .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "the first leads");
+    let mut second =
+        leasehold(&url, &["elect", "--lease", "600ms", "paused", "--", "sh", "-c", &leading_child(&log, "b", 0)])
+            .spawn()
+            .expect("spawn");
+    assert!(candidate_waits(&url, "paused").await, "the second candidate waits");
+    let pid = first.id().expect("running");
+    kill("-STOP", pid);
+    assert!(
+        wait_until(Duration::from_secs(5), || started(&log, "b").is_some()).await,
+        "the second leads once the paused leader's lead expired"
+    );
+    let (term_a, ..) = started(&log, "a").expect("logged");
+    let (term_b, ..) = started(&log, "b").expect("logged");
+    assert!(term_b > term_a);
+    kill("-CONT", pid);
+    let resumed = Instant::now();
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(124), "its lead was lost");
+    assert!(resumed.elapsed() < Duration::from_secs(2), "stopped at once on resume: {:?}", resumed.elapsed());
+    assert!(read(&log).contains("TERM-a"), "its CMD was told to stop");
+    assert!(!read(&log).contains("TERM-b"), "the new leader's CMD runs on");
+    let (code, line) = output(&url, &["leader", "paused"]).await;
+    assert_eq!(code, Some(0));
+    assert!(line.starts_with(&format!("term={term_b} ")), "{line}");
+    kill("-TERM", second.id().expect("running"));
+    assert_eq!(wait_for(&mut second, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
