@@ -25,7 +25,8 @@ Exit codes:
            (a key of another type, a permission or script error)";
 
 /// Distributed locks on Redis (Redisson-compatible) from the shell: run a command
-/// under a lock, see who holds what, force a lock free.
+/// under a lock or while leading an election, see who holds or leads what, force a lock
+/// free.
 #[derive(Debug, Parser)]
 #[command(name = "leasehold", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
@@ -41,7 +42,8 @@ pub(crate) struct Cli {
     pub(crate) url: String,
 
     /// Bound on the whole connect and on each Redis call after it (500ms, 1.5s, 2m)
-    /// [default: 5s, or a quarter of `run --watchdog` when that is shorter].
+    /// [default: 5s, or a quarter of `run --watchdog` or `elect --lease` when that is
+    /// shorter].
     #[arg(long, global = true, value_name = "DUR", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
 
