@@ -15,13 +15,18 @@ Exit codes:
            could not be executed / was not found
   hold:    0 released after a signal; 124 the lock was lost or taken away; 75 not
            acquired within --wait
+  elect:   the child's own code (it exited while leading; the lead was handed
+           over); 128+N as for run; 124 the lead was lost or taken away and the
+           child stopped; 75 not leading within --wait; 126/127 as for run
+  leader:  0 a leader (printed); 3 no leader; --watch: 0 after a signal
   unlock:  0 unlocked; 1 nothing unlocked (no lock, not a lock, or --owner
            did not hold it)
   all:     69 Redis unreachable or not answering; 64 usage error; 70 other errors
            (a key of another type, a permission or script error)";
 
 /// Distributed locks on Redis (Redisson-compatible) from the shell: run a command
-/// under a lock, see who holds what, force a lock free.
+/// under a lock or while leading an election, see who holds or leads what, force a lock
+/// free.
 #[derive(Debug, Parser)]
 #[command(name = "leasehold", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
@@ -37,7 +42,8 @@ pub(crate) struct Cli {
     pub(crate) url: String,
 
     /// Bound on the whole connect and on each Redis call after it (500ms, 1.5s, 2m)
-    /// [default: 5s, or a quarter of `run --watchdog` when that is shorter].
+    /// [default: 5s, or a quarter of `run --watchdog` or `elect --lease` when that is
+    /// shorter].
     #[arg(long, global = true, value_name = "DUR", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
 
@@ -63,6 +69,72 @@ pub(crate) enum Command {
     Unlock(UnlockArgs),
     /// Show the forced unlocks of NAME: when, by which client, which owners.
     History(crate::history::HistoryArgs),
+    /// Campaign in the leader election NAME; run CMD while leading, resign when it ends.
+    #[command(after_help = EXIT_CODES)]
+    Elect(ElectArgs),
+    /// Show who leads the election NAME (value, term, owner); --watch follows changes.
+    #[command(after_help = EXIT_CODES)]
+    Leader(LeaderArgs),
+}
+
+/// `leasehold elect`.
+#[derive(Debug, Args)]
+pub(crate) struct ElectArgs {
+    /// The election's name (its keys are `leasehold_election:{NAME}` and siblings).
+    pub(crate) name: String,
+    /// What followers see of this leader (`leader` prints it) [default: HOST/PID of
+    /// this `elect`].
+    #[arg(long, value_name = "V")]
+    pub(crate) value: Option<String>,
+    /// The lead's lease, renewed every third of it while leading: a crashed leader is
+    /// replaced within it (at least 30ms).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "10s")]
+    pub(crate) lease: Duration,
+    /// Wait at most this long to lead (0 = one try); default: as long as it takes.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "again")]
+    pub(crate) wait: Option<Duration>,
+    /// Campaign again after CMD ends or the lead is lost (queueing behind the other
+    /// candidates), until SIGINT or SIGTERM.
+    #[arg(long)]
+    pub(crate) again: bool,
+    /// When CMD is told to stop (the lead lost, SIGTERM or SIGINT to `elect`): time
+    /// between SIGTERM and SIGKILL to CMD's process group.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
+    pub(crate) grace: Duration,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) cmd: Vec<OsString>,
+}
+
+impl ElectArgs {
+    /// The value to campaign with: `--value`, or `HOST/PID`.
+    pub(crate) fn value_or_default(&self) -> String {
+        self.value.clone().unwrap_or_else(|| format!("{}/{}", host_name(), std::process::id()))
+    }
+}
+
+/// The host name: the kernel's (`/proc/sys/kernel/hostname`, Linux), else `HOSTNAME`,
+/// else `unknown` (as the library's client description names it).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|name| !name.is_empty()))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// `leasehold leader`.
+#[derive(Debug, Args)]
+pub(crate) struct LeaderArgs {
+    /// The election's name.
+    pub(crate) name: String,
+    /// Follow every change (one line each, first the current state) until a signal.
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// One JSON object per line (fields in docs/cli.md).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `leasehold run`.
@@ -160,7 +232,25 @@ impl Command {
     pub(crate) fn check(&self) -> Result<(), String> {
         match self {
             Command::Run(run) => run.stop_margin_or_default().map(drop),
+            Command::Elect(elect) => {
+                check_election_name(&elect.name)?;
+                check_election_lease(elect.lease)?;
+                let value = elect.value_or_default();
+                lock_core::election::check_value(value.as_bytes()).map_err(|error| error.to_string())
+            }
+            Command::Leader(leader) => check_election_name(&leader.name),
+            Command::Status(status) if status.election => check_election_name(&status.name),
+            Command::Unlock(unlock) if unlock.election => check_election_name(&unlock.name),
             _ => Ok(()),
+        }
+    }
+
+    /// The lease a command's Redis calls must fit in (`--timeout` defaults to a quarter
+    /// of it): `run`'s and `hold`'s `--watchdog`, `elect`'s `--lease`.
+    pub(crate) fn lease_to_fit(&self) -> Option<Duration> {
+        match self {
+            Command::Elect(elect) => Some(elect.lease),
+            _ => self.watchdog(),
         }
     }
 
@@ -174,11 +264,38 @@ impl Command {
     }
 }
 
+/// An election's name is not empty (the library would refuse it, but only once
+/// connected).
+fn check_election_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("an election's name is not empty".to_owned());
+    }
+    Ok(())
+}
+
+/// `elect --lease`: what the library accepts (at least 30 ms, at most a year), checked
+/// before connecting.
+fn check_election_lease(lease: Duration) -> Result<(), String> {
+    let min = leasehold::ElectionConfig::MIN_LEASE;
+    if lease < min {
+        return Err(format!(
+            "--lease {} ms: an election's lease is at least {} ms",
+            lease.as_millis(),
+            min.as_millis()
+        ));
+    }
+    lock_core::args::lease_millis(lease, "--lease").map(drop).map_err(|error| error.to_string())
+}
+
 /// `leasehold status`.
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
-    /// The lock's name (its Redis key).
+    /// The lock's name (its Redis key), or with --election the election's name.
     pub(crate) name: String,
+    /// NAME is an election's: show its lead (`leasehold_election:{NAME}`), leader and
+    /// waiting candidates.
+    #[arg(long)]
+    pub(crate) election: bool,
     /// One JSON object on stdout (fields in docs/cli.md).
     #[arg(long)]
     pub(crate) json: bool,
@@ -198,8 +315,12 @@ pub(crate) struct ListArgs {
 /// `leasehold unlock`.
 #[derive(Debug, Args)]
 pub(crate) struct UnlockArgs {
-    /// The lock's name (its Redis key).
+    /// The lock's name (its Redis key), or with --election the election's name.
     pub(crate) name: String,
+    /// NAME is an election's: force its lead to end (`force_resign`: the leader's
+    /// `elect` stops its command, followers are told).
+    #[arg(long, conflicts_with = "owner")]
+    pub(crate) election: bool,
     /// Required: say that you mean it (the holder is not asked).
     #[arg(long, required = true)]
     pub(crate) force: bool,

@@ -1,4 +1,5 @@
-//! CMD's process, so that it never outlives `run`: `run` starts it through a trampoline
+//! CMD's process, so that it never outlives `run` (or `elect`, which starts its CMD the
+//! same way, through `supervise.rs`): `run` starts it through a trampoline
 //! (`leasehold __exec`) that asks the kernel to kill it when `run` dies (Linux's
 //! parent-death signal) and then becomes CMD, and starts a guard (`leasehold __guard`)
 //! that kills CMD's whole process group when `run` dies. Both are this binary, run by
@@ -53,13 +54,13 @@ fn exec_main(mut args: impl Iterator<Item = OsString>) -> u8 {
         return exit::USAGE;
     };
     if let Err(errno) = die_with_parent() {
-        eprintln!("leasehold: cannot ask the kernel to stop the command with `leasehold run`: {errno}");
+        eprintln!("leasehold: cannot ask the kernel to stop the command with `leasehold`: {errno}");
         return exit::SOFTWARE;
     }
     // `run` may have died before the prctl, which then never fires: we were handed to
     // another parent (init or a subreaper). Start nothing.
     if getppid() != parent {
-        eprintln!("leasehold: `leasehold run` ended before the command started; not starting it");
+        eprintln!("leasehold: `leasehold` ended before the command started; not starting it");
         return exit::SOFTWARE;
     }
     let Some(program) = args.next() else {
@@ -173,7 +174,7 @@ pub(crate) fn spawn(cmd: &[OsString], env: &[(&str, &OsStr)]) -> std::io::Result
     let guard = group.and_then(|group| match start_guard(&exe, group) {
         Ok(guard) => Some(guard),
         Err(error) => {
-            eprintln!("leasehold: cannot start the guard that stops the command if `leasehold run` dies: {error}");
+            eprintln!("leasehold: cannot start the guard that stops the command if `leasehold` dies: {error}");
             None
         }
     });

@@ -4,7 +4,8 @@
 //! of them is 1, the code a failing child most often uses.
 
 /// `run`: the lock was lost or taken away, or its fixed lease was about to end, and the
-/// child stopped (as `timeout(1)` when it stops a child); `hold`: the lock was lost.
+/// child stopped (as `timeout(1)` when it stops a child); `hold`: the lock was lost;
+/// `elect`: the lead was lost or taken away and the child stopped.
 pub(crate) const LOST: u8 = 124;
 /// `run`: the command was found but could not be executed (as a shell).
 pub(crate) const NOT_EXECUTABLE: u8 = 126;
@@ -17,8 +18,12 @@ pub(crate) const UNAVAILABLE: u8 = 69;
 /// Any other error from Redis or from this program (`EX_SOFTWARE`): a key of another
 /// type (`WRONGTYPE`), a permission error (`NOPERM`), a script error.
 pub(crate) const SOFTWARE: u8 = 70;
-/// `run`: the lock was not acquired within `--wait` (`EX_TEMPFAIL`: try again later).
+/// `run`, `hold`: the lock was not acquired within `--wait`; `elect`: not leading
+/// within `--wait` (`EX_TEMPFAIL`: try again later).
 pub(crate) const NOT_ACQUIRED: u8 = 75;
+/// `leader`: nobody leads the election (as `systemctl is-active` and an LSB init
+/// script's `status` say 3 for "not running"; never 1, a generic failure's code).
+pub(crate) const NO_LEADER: u8 = 3;
 /// `unlock`: nothing was unlocked (no such lock, or `--owner` did not hold it).
 pub(crate) const NOTHING_DONE: u8 = 1;
 

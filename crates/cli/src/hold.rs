@@ -9,18 +9,16 @@ use leasehold::Client;
 use crate::args::HoldArgs;
 use crate::exit;
 use crate::held::{Held, Released, Spec};
-use crate::run::{acquire_until_signal, Forwarded};
+use crate::run::acquire_until_signal;
+use crate::signals::Forwarded;
 
 /// Runs `leasehold hold`; returns the exit code: 0 when a signal ended it and the lock
 /// was given back, 124 when the lock was lost (or found gone at the release).
 pub(crate) async fn hold(client: &Client, args: &HoldArgs) -> u8 {
     // Before the acquire, so that a signal during the wait is ours to handle.
-    let mut signals = match Forwarded::install() {
+    let mut signals = match Forwarded::install_or_exit_code() {
         Ok(signals) => signals,
-        Err(error) => {
-            eprintln!("leasehold: cannot install signal handlers: {error}");
-            return exit::SOFTWARE;
-        }
+        Err(code) => return code,
     };
     let spec = Spec {
         name: &args.name,

@@ -14,8 +14,10 @@ use crate::status::{read_status, Channels, Status};
 
 /// Runs `leasehold status`; returns the exit code.
 pub(crate) async fn status(client: &Client, args: &StatusArgs) -> u8 {
+    // `--election NAME` is its lead's key.
+    let key = if args.election { lock_core::names::election_key(&args.name) } else { args.name.clone() };
     let read = async {
-        let mut status = read_status(client, &args.name, Channels::Ask).await?;
+        let mut status = read_status(client, &key, Channels::Ask).await?;
         Owners::default().describe(client, &mut status).await?;
         Ok::<_, Error>(status)
     };
@@ -48,8 +50,9 @@ pub(crate) async fn list(client: &Client, args: &ListArgs) -> u8 {
     let mut owners = Owners::default();
     for key in keys {
         // A derived key (a queue, waiter entries, a counter, ...) is never a lock; one
-        // whose name alone does not say so is read, and told by its type.
-        if derived(&key).is_some_and(|d| d.only_if_type.is_none()) {
+        // whose name alone does not say so is read, and told by its type. An
+        // election's lead is read, and listed as its election.
+        if derived(&key).is_some_and(|d| d.only_if_type.is_none() && d.role != "election_lead") {
             continue;
         }
         let read = async {
@@ -139,7 +142,11 @@ fn print_text(status: &Status) {
         if !derived.channel {
             println!("key type:   {}", status.redis_type);
         }
-        println!("            (see `leasehold status '{}'`)", derived.of);
+        if derived.role.starts_with("election_") {
+            println!("            (see `leasehold status --election '{}'`)", derived.of);
+        } else {
+            println!("            (see `leasehold status '{}'`)", derived.of);
+        }
         return;
     }
     if status.kind == "missing_semaphore" {
@@ -156,9 +163,20 @@ fn print_text(status: &Status) {
             status.redis_type
         ),
         "latch" => println!("kind:       latch (a count-down latch; key type {})", status.redis_type),
+        "election" => {
+            let led = if status.holders.is_empty() { "nobody leads" } else { "led" };
+            let name = status.election.as_deref().unwrap_or_default();
+            println!("kind:       election `{name}` ({led}; key type {})", status.redis_type);
+        }
         kind => println!("kind:       {kind} ({state}; key type {})", status.redis_type),
     }
     println!("pttl:       {}", millis(status.pttl_ms));
+    if status.kind == "election" {
+        match (status.term, &status.value) {
+            (Some(term), Some(value)) => println!("leader:     term={term} value={value}"),
+            _ => println!("leader:     none"),
+        }
+    }
     for holder in &status.holders {
         let label = if status.kind == "permit_semaphore" { "permit:" } else { "holder:" };
         let mode = holder.mode.map(|m| format!("{m}, ")).unwrap_or_default();
@@ -172,9 +190,10 @@ fn print_text(status: &Status) {
         let queue = format!("{}:", waiter.queue);
         println!("  {queue:<9} {} (entry {entry} left{permits}){}", waiter.owner, waiter.who.text());
     }
+    let last = if status.kind == "election" { "last term: " } else { "last token:" };
     match status.last_token {
-        Some(token) => println!("last token: {token}"),
-        None => println!("last token: -"),
+        Some(token) => println!("{last} {token}"),
+        None => println!("{last} -"),
     }
     if let Some(available) = status.available {
         println!("available:  {available} permits");

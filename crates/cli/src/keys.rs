@@ -88,8 +88,9 @@ const PREFIXES: [(&str, &str, &str, bool, Tail); 25] = [
     (SEMAPHORE_GRANTS_PREFIX, "semaphore_grants_channel", "the grants channel of the semaphore", true, Tail::Name),
     (SEMAPHORE_CHANNEL_PREFIX, "semaphore_channel", "the channel of the semaphore", true, Tail::Name),
     // A leader election's keys (leasehold only): the lead is a lock Hash, but of an
-    // election, which `leasehold leader` shows; the term counter, the leader record and
-    // the change channel beside it.
+    // election: never a lock, shown by `status` and `list` as its election
+    // (`election_status.rs`); the term counter, the leader record and the change
+    // channel beside it are derived keys.
     (ELECTION_PREFIX, "election_lead", "the lead of the election", false, Tail::Name),
     (ELECTION_TERM_PREFIX, "election_term", "the term counter of the election", false, Tail::Name),
     (ELECTION_RECORD_PREFIX, "election_leader", "the leader record of the election", false, Tail::Name),

@@ -1,11 +1,13 @@
 //! `leasehold`: distributed locks on Redis from the shell. `run` holds a lock while a
-//! command runs; `status`, `list` and `unlock` inspect and steer locks. See
-//! `docs/cli.md`.
+//! command runs; `elect` runs one while leading an election, `leader` shows who leads;
+//! `status`, `list` and `unlock` inspect and steer locks. See `docs/cli.md`.
 
 mod args;
 mod child;
 mod connect;
 mod duration;
+mod elect;
+mod election_status;
 mod exit;
 mod held;
 mod history;
@@ -13,10 +15,13 @@ mod hold;
 mod inspect;
 mod json;
 mod keys;
+mod leader;
 mod owners;
 mod permits;
 mod run;
+mod signals;
 mod status;
+mod supervise;
 mod unlock;
 
 use std::process::ExitCode;
@@ -86,12 +91,14 @@ async fn dispatch(cli: Cli) -> u8 {
     let mut builder = leasehold::Client::builder().url(cli.url.as_str());
     if let Some(watchdog) = cli.command.watchdog() {
         builder = builder.watchdog_timeout(watchdog);
+    }
+    if let Some(lease) = cli.command.lease_to_fit() {
         // The library wants each call to end well within a renewal period (a
-        // third of the watchdog lease); an explicit --timeout is left to it to judge.
-        // Only the calls: a short watchdog must not squeeze the whole connect (two
+        // third of the lease); an explicit --timeout is left to it to judge.
+        // Only the calls: a short lease must not squeeze the whole connect (two
         // connections, every primary named, the scripts) into a quarter of it.
         if cli.timeout.is_none() {
-            timeout = timeout.min(watchdog / 4);
+            timeout = timeout.min(lease / 4);
         }
     }
     let mut builder = builder.command_timeout(timeout);
@@ -114,6 +121,8 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::List(args) => inspect::list(&client, &args).await,
         Command::Unlock(args) => unlock::unlock(&client, &args).await,
         Command::History(args) => history::history(&client, &args).await,
+        Command::Elect(args) => elect::elect(&client, &args).await,
+        Command::Leader(args) => leader::leader(&client, &args).await,
     };
     // Gives back anything still held and closes the connections (bounded by the
     // command timeout).

@@ -90,7 +90,11 @@ impl Owners {
         Ok(())
     }
 
-    async fn who(&mut self, client: &Client, owner: &str) -> leasehold::Result<Who> {
+    /// Who `owner` is: its client's description (read once per client), or why none.
+    ///
+    /// # Errors
+    /// A failed or timed-out read.
+    pub(crate) async fn who(&mut self, client: &Client, owner: &str) -> leasehold::Result<Who> {
         let Some(uuid) = owner_client(owner) else { return Ok(Who::NotAClient) };
         let description = match self.known.get(uuid) {
             Some(known) => known.clone(),

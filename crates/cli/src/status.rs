@@ -81,6 +81,12 @@ pub(crate) struct Status {
     pub(crate) subscribers: Option<i64>,
     /// Kind `derived`: whose key it is.
     pub(crate) derived: Option<Derived>,
+    /// Kind `election` (the lead key `leasehold_election:{NAME}`): the election's name.
+    pub(crate) election: Option<String>,
+    /// Kind `election`: the leader's term, when someone leads (`leasehold leader`).
+    pub(crate) term: Option<u64>,
+    /// Kind `election`: the leader's value, when someone leads.
+    pub(crate) value: Option<String>,
 }
 
 /// Whether `read_status` asks the server who listens on the name's channels (`PUBSUB
@@ -95,7 +101,7 @@ pub(crate) enum Channels {
 }
 
 /// The kinds `list` lists: the objects someone holds.
-const LISTED: [&str; 6] = ["lock", "fenced", "fair", "read_write", "simple", "permit_semaphore"];
+const LISTED: [&str; 7] = ["lock", "fenced", "fair", "read_write", "simple", "permit_semaphore", "election"];
 
 impl Status {
     /// Whether `list` shows it: a lock of any kind, or a permit semaphore whose permits
@@ -163,6 +169,9 @@ impl Status {
             ("subscribers", Json::opt_int(self.subscribers)),
             ("derived_from", Json::opt_str(self.derived.as_ref().map(|d| d.of.as_str()))),
             ("role", Json::opt_str(self.derived.as_ref().map(|d| d.role))),
+            ("election", Json::opt_str(self.election.as_deref())),
+            ("term", Json::opt_int(self.term.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))),
+            ("value", Json::opt_str(self.value.as_deref())),
         ])
     }
 }
@@ -196,7 +205,9 @@ pub(crate) async fn read_status(client: &Client, name: &str, channels: Channels)
     let argv = vec![lock.rw_key_prefix(), NON_EXPIRING.to_string()];
     let reply: Value = bounded(client, STATUS.evalsha_with_reload(client.fred(), keys, argv)).await?;
     let mut status = interpret(name, &reply.into_array());
-    if channels == Channels::Ask {
+    if status.election.is_some() {
+        crate::election_status::complete(client, &mut status).await?;
+    } else if channels == Channels::Ask {
         ask_channels(client, &mut status).await?;
     }
     Ok(status)
@@ -250,7 +261,34 @@ fn interpret(name: &str, parts: &[Value]) -> Status {
         count: None,
         subscribers: None,
         derived: None,
+        election: None,
+        term: None,
+        value: None,
     };
+    if let Some(election) = crate::election_status::election_of(name) {
+        // An election's lead: a lock Hash, shown as its election (its leader, its
+        // waiting candidates), never as a lock.
+        let redis_type = status.redis_type.clone();
+        status.kind = match redis_type.as_str() {
+            "none" => "election",
+            // Owner fields and waiter flags only (a lead handed over and not yet
+            // claimed has no holder).
+            "hash" if body.chunks(2).all(|pair| is_lock_field(&pair[0])) => {
+                let _ = hash_kind(&mut status, &body, &reads);
+                "election"
+            }
+            _ => "other",
+        };
+        if status.kind == "election" {
+            status.election = Some(election);
+            for waiter in &mut status.waiters {
+                waiter.queue = "election";
+            }
+        } else {
+            status.holders.clear();
+        }
+        return status;
+    }
     if let Some(found) = derived(name) {
         if found.only_if_type.is_none_or(|wanted| wanted == status.redis_type) {
             // Its own "derived" keys are nonsense names: nothing of them is shown.
@@ -360,6 +398,11 @@ fn hash_kind(status: &mut Status, body: &[String], reads: &HashMap<String, Optio
     } else {
         "lock"
     }
+}
+
+/// Whether a Hash field is a lock's: an owner (`UUID:N`) or its waiter flag (`UUID:N:w`).
+fn is_lock_field(field: &str) -> bool {
+    is_owner(field, ':') || field.strip_suffix(":w").is_some_and(|owner| is_owner(owner, ':'))
 }
 
 /// The script's queue word as a `'static` one.

@@ -10,7 +10,9 @@ use crate::status::{read_status, Channels};
 
 /// Runs `leasehold unlock`; returns the exit code.
 pub(crate) async fn unlock(client: &Client, args: &UnlockArgs) -> u8 {
-    match force(client, args).await {
+    // `--election NAME` is its lead's key.
+    let key = if args.election { lock_core::names::election_key(&args.name) } else { args.name.clone() };
+    match force(client, args, &key).await {
         Ok(code) => code,
         Err(error) => {
             eprintln!("leasehold: unlock `{}`: {}", args.name, exit::describe(&error));
@@ -19,24 +21,31 @@ pub(crate) async fn unlock(client: &Client, args: &UnlockArgs) -> u8 {
     }
 }
 
-async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
+async fn force(client: &Client, args: &UnlockArgs, key: &str) -> leasehold::Result<u8> {
     // Read first to say who held it. Without --owner the delete that follows removes
     // whoever holds it then (a holder that changed in between is not named here).
-    let status = read_status(client, &args.name, Channels::Skip).await?;
+    let status = read_status(client, key, Channels::Skip).await?;
     // force_release.lua deletes any type: never an application's key, a semaphore's or
     // latch's count, or a key of another lock's (a queue, a counter) by mistake.
     if let Some(reason) = status.refusal() {
-        println!("`{}` not unlocked: {reason}", args.name);
+        println!("`{key}` not unlocked: {reason}");
         return Ok(exit::NOTHING_DONE);
     }
-    let deleted = match &args.owner {
-        None if status.kind == "fair" => client.fair_lock(&args.name).force_unlock().await?,
+    let deleted = match (&args.owner, &status.election) {
+        // The election's own force (`election_force_release.lua`): the lead and the
+        // leader record deleted, the waiting candidates woken, the followers told.
+        (None, Some(election)) => client.election(election).force_resign().await?,
+        (Some(_), Some(_)) => {
+            println!("`{key}` not unlocked: an election's lead is forced whole: leave out --owner");
+            return Ok(exit::NOTHING_DONE);
+        }
+        (None, None) if status.kind == "fair" => client.fair_lock(key).force_unlock().await?,
         // rw_force_release.lua: publishes on redisson_rwlock:{NAME}, waking every waiter.
-        None if status.kind == "read_write" => client.read_write_lock(&args.name).force_unlock().await?,
+        (None, None) if status.kind == "read_write" => client.read_write_lock(key).force_unlock().await?,
         // force_release.lua: deletes the key whatever its type, publishes the release.
-        None => client.lock(&args.name).force_unlock().await?,
-        Some(owner) => {
-            let names = LockNames::new(&args.name)?;
+        (None, None) => client.lock(key).force_unlock().await?,
+        (Some(owner), None) => {
+            let names = LockNames::new(key)?;
             let publish = match client.pubsub_mode() {
                 PubsubMode::Sharded => "spublish",
                 _ => "publish",
@@ -50,8 +59,8 @@ async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
     };
     if !deleted {
         match &args.owner {
-            Some(owner) => println!("`{}` not unlocked: {owner} does not hold it", args.name),
-            None => println!("`{}` not unlocked: it was not held", args.name),
+            Some(owner) => println!("`{key}` not unlocked: {owner} does not hold it"),
+            None => println!("`{key}` not unlocked: it was not held"),
         }
         return Ok(exit::NOTHING_DONE);
     }
@@ -60,9 +69,9 @@ async fn force(client: &Client, args: &UnlockArgs) -> leasehold::Result<u8> {
         None => status.holders.iter().map(|h| format!("{} (holds {})", h.owner, h.holds)).collect(),
     };
     if holders.is_empty() {
-        println!("unlocked `{}`", args.name);
+        println!("unlocked `{key}`");
     } else {
-        println!("unlocked `{}`, held by {}", args.name, holders.join(", "));
+        println!("unlocked `{key}`, held by {}", holders.join(", "));
     }
     Ok(0)
 }

@@ -1,0 +1,515 @@
+//! `leasehold elect` and `leasehold leader` run as an operator runs them: real
+//! processes, a real redis-server, signals sent with `kill`.
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use leasehold_test_support::{wait_until, RedisServer};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
+
+/// `leasehold --url URL ARGS...`, stdout piped, stderr inherited.
+fn leasehold(url: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command.arg("--url").arg(url).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).kill_on_drop(true);
+    command
+}
+
+/// Runs `leasehold` to completion: (exit code, stdout).
+async fn output(url: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = leasehold(url, args).output().await.expect("the leasehold binary runs");
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A fresh, empty log file for the children of one test.
+fn log_file(test: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("leasehold-elect-{test}-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Waits for `child` at most `deadline`.
+async fn wait_for(child: &mut Child, deadline: Duration) -> ExitStatus {
+    tokio::time::timeout(deadline, child.wait()).await.expect("leasehold exits in time").expect("wait")
+}
+
+/// `kill -SIG PID`.
+fn kill(sig: &str, pid: u32) {
+    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill runs");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `PID (COMM) STATE ...`: the state follows the last `)`.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// A CMD that logs `started-TAG TERM ELECTION OWNER VALUE` (its environment), logs
+/// `TERM-TAG` when it gets SIGTERM and exits with `code`, and otherwise runs for up to
+/// 20 s.
+fn leading_child(log: &Path, tag: &str, code: u8) -> String {
+    let log = log.display();
+    format!(
+        "trap 'echo TERM-{tag} >> {log}; exit {code}' TERM; \
+         echo \"started-{tag} $LEASEHOLD_TERM $LEASEHOLD_ELECTION $LEASEHOLD_OWNER $LEASEHOLD_VALUE\" >> {log}; \
+         i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done"
+    )
+}
+
+/// The fields of the log line `started-TAG ...`: term, election, owner, value.
+fn started(log: &Path, tag: &str) -> Option<(u64, String, String, String)> {
+    let logged = read(log);
+    let line = logged.lines().find(|line| line.starts_with(&format!("started-{tag} ")))?;
+    let mut fields = line.split(' ').skip(1);
+    let term = fields.next()?.parse().ok()?;
+    Some((term, fields.next()?.to_owned(), fields.next()?.to_owned(), fields.collect::<Vec<_>>().join(" ")))
+}
+
+/// Whether a candidate waits in the election's queue (as `status --election` shows
+/// it), within 10 s.
+async fn candidate_waits(url: &str, name: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let (_, json) = output(url, &["status", "--election", name, "--json"]).await;
+        if json.contains(r#""queue":"election""#) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// The kernel's host name, as `elect` names its default value.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default()
+}
+
+/// Two candidates: the first leads and runs its CMD (with the lead in its
+/// environment), the second waits (a waiting candidate in `status`); `leader` prints
+/// the first; a SIGTERM to the first stops its CMD, which exits 0: it resigns and
+/// exits 0, and the second leads at once with a larger term, runs, resigns. Then
+/// nobody leads: `leader` exits 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_candidate_runs_the_other_waits_and_leads_after_the_resign() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("two");
+    let mut first =
+        leasehold(&url, &["elect", "sched", "--", "sh", "-c", &leading_child(&log, "a", 0)]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "the first leads");
+    let (term_a, election, owner_a, value_a) = started(&log, "a").expect("logged");
+    assert_eq!(election, "sched");
+    assert!(owner_a.len() > 37 && owner_a.contains(':'), "owner: {owner_a}");
+    let pid_a = first.id().expect("running");
+    assert_eq!(value_a, format!("{}/{pid_a}", host_name()), "the default value is HOST/PID");
+
+    let second_script = format!(
+        "echo \"started-b $LEASEHOLD_TERM $LEASEHOLD_ELECTION $LEASEHOLD_OWNER $LEASEHOLD_VALUE\" >> {}",
+        log.display()
+    );
+    let mut second =
+        leasehold(&url, &["elect", "sched", "--value", "the second one", "--", "sh", "-c", &second_script])
+            .spawn()
+            .expect("spawn");
+    assert!(candidate_waits(&url, "sched").await, "the second candidate waits in the lead's queue");
+    let (_, json) = output(&url, &["status", "--election", "sched", "--json"]).await;
+    assert!(json.contains(r#""kind":"election","held":true,"#), "{json}");
+    assert!(json.contains(&format!(r#""holders":[{{"owner":"{owner_a}","#)), "{json}");
+    assert!(json.contains(&format!(r#""election":"sched","term":{term_a},"value":"{value_a}""#)), "{json}");
+    assert!(json.contains(&format!(r#""last_token":{term_a}"#)), "the term counter: {json}");
+    // The lead key by its name shows the same, as does `list`.
+    let (_, by_key) = output(&url, &["status", "leasehold_election:{sched}", "--json"]).await;
+    assert!(by_key.contains(r#""kind":"election""#) && by_key.contains(&owner_a), "{by_key}");
+    // The election's other keys are derived keys of it.
+    for key in ["leasehold_election_leader:{sched}", "leasehold_election_term:{sched}"] {
+        let (_, text) = output(&url, &["status", key]).await;
+        assert!(text.contains("not a lock") && text.contains("(see `leasehold status --election 'sched'`)"), "{text}");
+        let (code, out) = output(&url, &["unlock", key, "--force"]).await;
+        assert_eq!(code, Some(1), "left alone: {out}");
+    }
+    let (_, text) = output(&url, &["status", "--election", "sched"]).await;
+    assert!(
+        text.contains("kind:       election `sched` (led;") && text.contains(&format!("leader:     term={term_a} ")),
+        "{text}"
+    );
+    let (_, list) = output(&url, &["list"]).await;
+    assert!(list.starts_with("leasehold_election:{sched}\telection\tholders=1\t"), "{list}");
+    assert!(started(&log, "b").is_none(), "the second does not lead while the first does");
+
+    let (code, line) = output(&url, &["leader", "sched"]).await;
+    assert_eq!(code, Some(0), "{line}");
+    assert!(line.starts_with(&format!("term={term_a} owner={owner_a} by=")), "{line}");
+    assert!(line.trim_end().ends_with(&format!(" value={value_a}")), "{line}");
+    let (code, json) = output(&url, &["leader", "sched", "--json"]).await;
+    assert_eq!(code, Some(0));
+    assert!(
+        json.starts_with(&format!(
+            r#"{{"election":"sched","leader":true,"term":{term_a},"value":"{value_a}","owner":"{owner_a}","client_id":""#
+        )),
+        "{json}"
+    );
+    assert!(json.contains(&format!(r#""pid":{pid_a},"#)), "the leader's client: {json}");
+
+    kill("-TERM", pid_a);
+    let resigned = Instant::now();
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(0), "CMD's code");
+    assert!(read(&log).contains("TERM-a"), "its CMD got the SIGTERM");
+    // Handed over at the resign, not at the lead's expiry (10 s): the second leads and
+    // its CMD has started within a second (a few round trips, and a shell's start).
+    assert!(
+        wait_until(Duration::from_secs(1), || started(&log, "b").is_some()).await,
+        "the resign handed over ({:?} since the SIGTERM)",
+        resigned.elapsed()
+    );
+    assert_eq!(wait_for(&mut second, Duration::from_secs(5)).await.code(), Some(0));
+    let (term_b, _, owner_b, value_b) = started(&log, "b").expect("the second led");
+    assert!(term_b > term_a, "a larger term: {term_a} then {term_b}");
+    assert_ne!(owner_b, owner_a);
+    assert_eq!(value_b, "the second one");
+
+    let (code, line) = output(&url, &["leader", "sched"]).await;
+    assert_eq!((code, line.trim()), (Some(3), "no leader"));
+    let (code, json) = output(&url, &["leader", "sched", "--json"]).await;
+    assert_eq!(code, Some(3));
+    assert_eq!(
+        json.trim(),
+        r#"{"election":"sched","leader":false,"term":null,"value":null,"owner":null,"client_id":null,"client":null}"#
+    );
+    let _ = std::fs::remove_file(&log);
+}
+
+/// `kill -9` of the leading `elect`: its CMD (and what CMD started) dies with it (the
+/// parent-death signal and the guard), and the waiting candidate leads within the
+/// lease (plus a margin), alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_leader_takes_its_command_along_and_the_next_leads_within_the_lease() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("kill9");
+    let pids = log_file("kill9-pids");
+    let (log_path, pids_path) = (log.display().to_string(), pids.display().to_string());
+    let first = format!("sleep 30 & echo \"$$ $!\" > {pids_path}; echo started-a >> {log_path}; wait");
+    let mut leader =
+        leasehold(&url, &["elect", "--lease", "1s", "crash", "--", "sh", "-c", &first]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || read(&log).contains("started-a")).await, "the first leads");
+    let ids: Vec<u32> = read(&pids).split_whitespace().map(|p| p.parse().expect("a pid")).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    // The second logs any of the first's processes still running when it leads.
+    let second = format!(
+        "for p in $(cat {pids_path}); do s=$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null); \
+         if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo \"overlap $p $s\" >> {log_path}; fi; done; \
+         echo \"second $LEASEHOLD_TERM\" >> {log_path}"
+    );
+    let mut next =
+        leasehold(&url, &["elect", "--lease", "1s", "crash", "--", "sh", "-c", &second]).spawn().expect("spawn");
+    assert!(candidate_waits(&url, "crash").await, "the second candidate waits");
+
+    kill("-KILL", leader.id().expect("running"));
+    let killed = Instant::now();
+    let status = wait_for(&mut leader, Duration::from_secs(5)).await;
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+    assert!(
+        wait_until(Duration::from_secs(2), || ids.iter().all(|&pid| !alive(pid))).await,
+        "the command and its group died with elect"
+    );
+    assert_eq!(wait_for(&mut next, Duration::from_secs(10)).await.code(), Some(0));
+    let took_over = killed.elapsed();
+    // The lead expires at most 1 s after its last renewal; a margin for the claim and
+    // for starting a shell on a busy machine.
+    assert!(took_over < Duration::from_millis(2500), "failover took {took_over:?}");
+    let logged = read(&log);
+    assert!(logged.contains("second "), "{logged}");
+    assert!(!logged.contains("overlap"), "the second leader's command overlapped the first's: {logged}");
+    for pid in ids {
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&pids);
+}
+
+/// A forced resign (`unlock --election NAME --force`, the library's `force_resign`)
+/// is found at the next renewal: `elect` stops its CMD (SIGTERM) and exits 124.
+#[tokio::test]
+async fn a_forced_resign_stops_the_command_and_elect_exits_124() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("forced");
+    // A 900 ms lease, renewed every 300 ms: the force is found quickly.
+    let mut elect = leasehold(
+        &url,
+        &["elect", "--lease", "900ms", "--grace", "2s", "forced", "--", "sh", "-c", &leading_child(&log, "a", 0)],
+    )
+    .spawn()
+    .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "it leads");
+    let (term, _, owner, _) = started(&log, "a").expect("logged");
+    // An election's lead is forced whole: not by owner.
+    let (code, out) = output(&url, &["unlock", "leasehold_election:{forced}", "--force", "--owner", &owner]).await;
+    assert_eq!(code, Some(1), "{out}");
+    assert!(!read(&log).contains("TERM"));
+    let (code, out) = output(&url, &["unlock", "--election", "forced", "--force"]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(&owner), "the leader is named: {out}");
+    let forced = Instant::now();
+    assert_eq!(wait_for(&mut elect, Duration::from_secs(5)).await.code(), Some(124), "a lost lead: 124");
+    assert!(forced.elapsed() < Duration::from_secs(2), "stopped by SIGTERM within a renewal: {:?}", forced.elapsed());
+    assert!(read(&log).contains("TERM-a"), "its CMD got SIGTERM");
+    let (code, line) = output(&url, &["leader", "forced"]).await;
+    assert_eq!((code, line.trim()), (Some(3), "no leader"), "after term {term}");
+    let _ = std::fs::remove_file(&log);
+}
+
+/// `--again`: after CMD exits it campaigns again (a new term each round), after a
+/// forced resign too (CMD stopped, a new lead), until SIGTERM, which ends the round's
+/// CMD and `elect` with CMD's code.
+#[tokio::test]
+async fn again_campaigns_after_each_end_until_a_signal() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("again");
+    let logged = log.display().to_string();
+    // Rounds 1 and 2 end at once (exit 5); from round 3 on, CMD runs until SIGTERM.
+    let script = format!(
+        "echo \"round $LEASEHOLD_TERM\" >> {logged}; \
+         if [ $(grep -c round {logged}) -lt 3 ]; then exit 5; fi; \
+         trap 'echo TERM >> {logged}; exit 0' TERM; \
+         i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done"
+    );
+    let mut elect = leasehold(&url, &["elect", "--again", "--lease", "900ms", "again", "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn");
+    let rounds = || read(&log).lines().filter(|l| l.starts_with("round ")).count();
+    assert!(wait_until(Duration::from_secs(15), || rounds() == 3).await, "three rounds: {}", read(&log));
+    // A forced resign ends round 3 (CMD told to stop); `elect` leads again.
+    let (code, out) = output(&url, &["unlock", "leasehold_election:{again}", "--force"]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(wait_until(Duration::from_secs(10), || rounds() == 4).await, "a fourth round: {}", read(&log));
+    assert!(read(&log).contains("TERM"), "round 3's CMD was stopped");
+    let terms: Vec<u64> =
+        read(&log).lines().filter_map(|l| l.strip_prefix("round ")).map(|t| t.parse().expect("a term")).collect();
+    assert!(terms.windows(2).all(|w| w[0] < w[1]), "a new, larger term each round: {terms:?}");
+    let (code, line) = output(&url, &["leader", "again"]).await;
+    assert_eq!(code, Some(0));
+    assert!(line.starts_with(&format!("term={} ", terms[3])), "{line}");
+
+    kill("-TERM", elect.id().expect("running"));
+    assert_eq!(wait_for(&mut elect, Duration::from_secs(5)).await.code(), Some(0), "CMD's code, no further round");
+    assert_eq!(rounds(), 4);
+    let (code, _) = output(&url, &["leader", "again"]).await;
+    assert_eq!(code, Some(3), "it resigned");
+    let _ = std::fs::remove_file(&log);
+}
+
+/// The next line of `leader --watch` within 10 s.
+async fn next_line(lines: &mut Lines<BufReader<ChildStdout>>) -> String {
+    tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("a line within 10 s")
+        .expect("read")
+        .expect("a line, not the end")
+}
+
+/// `leader --watch --json` prints the current state, then one line per change: a
+/// leader, its resign, the next leader with a larger term; SIGTERM ends it with 0.
+#[tokio::test]
+async fn leader_watch_prints_each_change() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("watch");
+    let mut watch = leasehold(&url, &["leader", "watched", "--watch", "--json"]).spawn().expect("spawn");
+    let mut lines = BufReader::new(watch.stdout.take().expect("piped")).lines();
+    assert!(next_line(&mut lines).await.starts_with(r#"{"election":"watched","leader":false,"#));
+
+    let mut first =
+        leasehold(&url, &["elect", "watched", "--value", "one", "--", "sh", "-c", &leading_child(&log, "a", 0)])
+            .spawn()
+            .expect("spawn");
+    let line = next_line(&mut lines).await;
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await);
+    let (term_a, _, owner_a, _) = started(&log, "a").expect("logged");
+    assert!(
+        line.starts_with(&format!(
+            r#"{{"election":"watched","leader":true,"term":{term_a},"value":"one","owner":"{owner_a}","#
+        )),
+        "{line}"
+    );
+    kill("-TERM", first.id().expect("running"));
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(0));
+    assert!(next_line(&mut lines).await.starts_with(r#"{"election":"watched","leader":false,"#));
+
+    // The second leader's CMD runs until the test saw its lead (a lead shorter than a
+    // read could be seen as no change at all: the observer reports states).
+    let go = log_file("watch-go");
+    let until_go = format!("while [ ! -f {} ]; do sleep 0.02; done", go.display());
+    let mut second =
+        leasehold(&url, &["elect", "watched", "--value", "two", "--", "sh", "-c", &until_go]).spawn().expect("spawn");
+    let line = next_line(&mut lines).await;
+    std::fs::write(&go, "go").expect("write");
+    assert_eq!(wait_for(&mut second, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&go);
+    let term_b: u64 = line
+        .split(r#""term":"#)
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|term| term.parse().ok())
+        .unwrap_or_else(|| panic!("a term: {line}"));
+    assert!(term_b > term_a && line.contains(r#""value":"two""#), "{line}");
+    // Its resign.
+    assert!(next_line(&mut lines).await.contains(r#""leader":false"#));
+
+    kill("-TERM", watch.id().expect("running"));
+    assert_eq!(wait_for(&mut watch, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
+
+/// `--wait 0` on an election someone leads: 75 at once, CMD never started.
+#[tokio::test]
+async fn wait_zero_while_another_leads_exits_75() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("wait0");
+    let mut first =
+        leasehold(&url, &["elect", "busy", "--", "sh", "-c", &leading_child(&log, "a", 0)]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await);
+    let script = format!("echo started-b >> {}", log.display());
+    let (code, _) = output(&url, &["elect", "--wait", "0", "busy", "--", "sh", "-c", &script]).await;
+    assert_eq!(code, Some(75));
+    assert!(!read(&log).contains("started-b"));
+    kill("-TERM", first.id().expect("running"));
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
+
+/// Bad input exits 64 before connecting: nothing listens at this URL (that would be
+/// 69), so a 64 is the check's.
+#[tokio::test]
+async fn bad_input_exits_64_before_connecting() {
+    let url = "redis://127.0.0.1:1";
+    for args in [
+        &["elect", "--lease", "0", "x", "--", "true"][..],
+        &["elect", "--lease", "29ms", "x", "--", "true"][..],
+        &["elect", "--lease", "400d", "x", "--", "true"][..],
+        &["elect", "--lease", "20000h", "x", "--", "true"][..],
+        &["elect", "", "--", "true"][..],
+        &["elect", "x", "true"][..],
+        &["elect", "x"][..],
+        &["elect", "--again", "--wait", "1s", "x", "--", "true"][..],
+        &["elect", "--grace", "5", "x", "--", "true"][..],
+        &["leader", ""][..],
+        &["leader"][..],
+        &["status", "--election", ""][..],
+        &["unlock", "--election", "x", "--force", "--owner", "0f8fad5b-d9cb-469f-a165-70867728950e:1"][..],
+    ] {
+        let started = Instant::now();
+        assert_eq!(output(url, args).await.0, Some(64), "{args:?}");
+        assert!(started.elapsed() < Duration::from_secs(3), "{args:?}: at once");
+    }
+    // The shortest lease is accepted: past the check, the connect fails (69).
+    assert_eq!(output(url, &["elect", "--lease", "30ms", "x", "--", "true"]).await.0, Some(69));
+    assert_eq!(output(url, &["leader", "x"]).await.0, Some(69));
+}
+
+/// A paused leader (`SIGSTOP` of `elect`, past its lease) is replaced by the waiting
+/// candidate; on `SIGCONT` it finds its lead lost before anything else (its local
+/// lease deadline has passed), stops its CMD and exits 124. Its CMD, in a process group
+/// of its own, ran on meanwhile: the overlap the term fences (docs/cli.md, Limits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_stops_its_command_on_resume_and_exits_124() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("paused");
+    let mut first =
+        leasehold(&url, &["elect", "--lease", "600ms", "paused", "--", "sh", "-c", &leading_child(&log, "a", 0)])
+            .spawn()
+            .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "the first leads");
+    let mut second =
+        leasehold(&url, &["elect", "--lease", "600ms", "paused", "--", "sh", "-c", &leading_child(&log, "b", 0)])
+            .spawn()
+            .expect("spawn");
+    assert!(candidate_waits(&url, "paused").await, "the second candidate waits");
+    let pid = first.id().expect("running");
+    kill("-STOP", pid);
+    assert!(
+        wait_until(Duration::from_secs(5), || started(&log, "b").is_some()).await,
+        "the second leads once the paused leader's lead expired"
+    );
+    let (term_a, ..) = started(&log, "a").expect("logged");
+    let (term_b, ..) = started(&log, "b").expect("logged");
+    assert!(term_b > term_a);
+    kill("-CONT", pid);
+    let resumed = Instant::now();
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(124), "its lead was lost");
+    assert!(resumed.elapsed() < Duration::from_secs(2), "stopped at once on resume: {:?}", resumed.elapsed());
+    assert!(read(&log).contains("TERM-a"), "its CMD was told to stop");
+    assert!(!read(&log).contains("TERM-b"), "the new leader's CMD runs on");
+    let (code, line) = output(&url, &["leader", "paused"]).await;
+    assert_eq!(code, Some(0));
+    assert!(line.starts_with(&format!("term={term_b} ")), "{line}");
+    kill("-TERM", second.id().expect("running"));
+    assert_eq!(wait_for(&mut second, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
+
+/// On a cluster: `elect` leads and hands over, `leader --watch` follows (the change
+/// channel in the name's slot, sharded pub/sub where the client uses it), `status
+/// --election` and `list` (every primary) show the election.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elect_leader_and_status_on_a_cluster() {
+    let cluster = leasehold_test_support::RedisCluster::shared();
+    let url = cluster.url();
+    let log = log_file("cluster");
+    let name = format!("cli-elect-{}", std::process::id());
+    let mut watch = leasehold(&url, &["leader", &name, "--watch"]).spawn().expect("spawn");
+    let mut lines = BufReader::new(watch.stdout.take().expect("piped")).lines();
+    assert_eq!(next_line(&mut lines).await, "no leader");
+    let mut first =
+        leasehold(&url, &["elect", &name, "--", "sh", "-c", &leading_child(&log, "a", 0)]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "it leads");
+    let (term_a, _, owner_a, _) = started(&log, "a").expect("logged");
+    assert!(next_line(&mut lines).await.starts_with(&format!("term={term_a} owner={owner_a} ")));
+    // The second's CMD runs until the test saw its lead in the watch.
+    let go = log_file("cluster-go");
+    let script = format!(
+        "echo \"started-b $LEASEHOLD_TERM x x x\" >> {}; while [ ! -f {} ]; do sleep 0.02; done",
+        log.display(),
+        go.display()
+    );
+    let mut second = leasehold(&url, &["elect", &name, "--", "sh", "-c", &script]).spawn().expect("spawn");
+    assert!(candidate_waits(&url, &name).await, "the second candidate waits");
+    let (code, json) = output(&url, &["status", "--election", &name, "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    assert!(json.contains(&format!(r#""election":"{name}","term":{term_a},"#)), "{json}");
+    let (_, list) = output(&url, &["list", "leasehold_election:*"]).await;
+    assert!(list.contains(&format!("leasehold_election:{{{name}}}\telection\tholders=1\t")), "{list}");
+
+    kill("-TERM", first.id().expect("running"));
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(0));
+    assert!(wait_until(Duration::from_secs(5), || started(&log, "b").is_some()).await, "the second leads");
+    let (term_b, ..) = started(&log, "b").expect("the second led");
+    assert!(term_b > term_a);
+    // The watch sees the hand-over: nobody (unless the claim came first: one state),
+    // then the second.
+    let mut seen = vec![next_line(&mut lines).await];
+    if seen[0] == "no leader" {
+        seen.push(next_line(&mut lines).await);
+    }
+    assert!(seen.last().is_some_and(|line| line.starts_with(&format!("term={term_b} "))), "{seen:?}");
+    std::fs::write(&go, "go").expect("write");
+    assert_eq!(wait_for(&mut second, Duration::from_secs(5)).await.code(), Some(0));
+    assert_eq!(next_line(&mut lines).await, "no leader");
+    let _ = std::fs::remove_file(&go);
+    kill("-TERM", watch.id().expect("running"));
+    assert_eq!(wait_for(&mut watch, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
