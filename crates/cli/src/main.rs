@@ -3,6 +3,7 @@
 //! `docs/cli.md`.
 
 mod args;
+mod bounded;
 mod child;
 mod connect;
 mod duration;
@@ -18,6 +19,7 @@ mod permits;
 mod run;
 mod status;
 mod unlock;
+mod who;
 
 use std::process::ExitCode;
 
