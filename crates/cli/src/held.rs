@@ -95,7 +95,7 @@ impl Held {
             Held::Permit(_) => return None,
         };
         let call = client.fred().hexists::<bool, _, _>(key.to_owned(), owner.to_owned());
-        crate::inspect::bounded(client, call).await.ok()
+        crate::bounded::bounded(client, call).await.ok()
     }
 
     /// Gives the hold back. A hold found gone (lost before, or the server says this
@@ -128,7 +128,7 @@ impl Held {
 /// took (the library's cancel safety).
 pub(crate) async fn acquire(client: &Client, spec: &Spec<'_>) -> leasehold::Result<Option<Held>> {
     if let Some(permits) = spec.permits {
-        return Ok(permits::acquire(client, spec, permits).await?.map(Held::Permit));
+        return Ok(permits::acquire(client, spec.name, spec.wait, spec.lease, permits).await?.map(Held::Permit));
     }
     if spec.fenced {
         let lock = client.fenced_lock(spec.name);

@@ -121,18 +121,6 @@ async fn scan(fred: &FredClient, pattern: &str, timeout: std::time::Duration) ->
     Ok(keys)
 }
 
-/// Bounds a fred call by the client's command timeout.
-pub(crate) async fn bounded<T>(
-    client: &Client,
-    call: impl std::future::Future<Output = Result<T, leasehold::fred::error::Error>>,
-) -> leasehold::Result<T> {
-    let timeout = client.config().command_timeout;
-    match tokio::time::timeout(timeout, call).await {
-        Ok(result) => result.map_err(Error::from_fred),
-        Err(_) => Err(Error::new(ErrorKind::Timeout, format!("Redis did not answer within {timeout:?}"))),
-    }
-}
-
 /// `status`'s text output (the JSON fields, for people).
 fn print_text(status: &Status) {
     println!("name:       {}", status.name);

@@ -3,6 +3,7 @@
 //! `status`, `list` and `unlock` inspect and steer locks. See `docs/cli.md`.
 
 mod args;
+mod bounded;
 mod child;
 mod connect;
 mod duration;
@@ -23,6 +24,7 @@ mod signals;
 mod status;
 mod supervise;
 mod unlock;
+mod who;
 
 use std::process::ExitCode;
 

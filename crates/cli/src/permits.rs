@@ -6,17 +6,17 @@
 //! plain `Semaphore`'s count would stay one short for ever (see docs/cli.md).
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use leasehold::fred::types::scripts::Script;
 use leasehold::{Client, Error, Permit};
 
-use crate::held::Spec;
-use crate::inspect::bounded;
+use crate::bounded::bounded;
 
 static PERMITS_TOTAL: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("../lua/permits_total.lua")));
 
-/// Sets the semaphore up with `permits` if nobody did, refuses a semaphore set up with
-/// another total, then takes one permit as `--wait` and `--lease` say; `None` when the
+/// Sets the semaphore `name` up with `permits` if nobody did, refuses a semaphore set
+/// up with another total, then takes one permit as `--wait` and `--lease` say; `None` when the
 /// wait ran out.
 ///
 /// # Errors
@@ -26,8 +26,14 @@ static PERMITS_TOTAL: LazyLock<Script> = LazyLock::new(|| Script::from_lua(inclu
 /// # Cancel safety
 /// As the library's acquires: dropping the future leaves the wait queue and gives back
 /// a permit an attempt in flight took.
-pub(crate) async fn acquire(client: &Client, spec: &Spec<'_>, permits: u32) -> leasehold::Result<Option<Permit>> {
-    let semaphore = client.permit_expirable_semaphore(spec.name);
+pub(crate) async fn acquire(
+    client: &Client,
+    name: &str,
+    wait: Option<Duration>,
+    lease: Option<Duration>,
+    permits: u32,
+) -> leasehold::Result<Option<Permit>> {
+    let semaphore = client.permit_expirable_semaphore(name);
     if !semaphore.try_set_permits(permits).await? {
         let keys = vec![semaphore.key().to_owned(), semaphore.timeout_key().to_owned()];
         let total: i64 =
@@ -37,13 +43,13 @@ pub(crate) async fn acquire(client: &Client, spec: &Spec<'_>, permits: u32) -> l
             return Err(Error::invalid_argument(format!(
                 "`{}` is a semaphore of {total} permits, not {permits}: every run of a name must give the same \
                  --permits (to change it, delete the keys `{}` and `{}` while nobody holds a permit)",
-                spec.name,
+                name,
                 semaphore.key(),
                 semaphore.timeout_key()
             )));
         }
     }
-    match (spec.wait, spec.lease) {
+    match (wait, lease) {
         (None, None) => semaphore.acquire().await.map(Some),
         (None, Some(lease)) => semaphore.acquire_with_lease(lease).await.map(Some),
         (Some(wait), None) => semaphore.try_acquire_for(wait).await,

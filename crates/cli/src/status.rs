@@ -15,10 +15,10 @@ use lock_core::pes::{PesNames, NON_EXPIRING, PES_WAITERS_PREFIX};
 use lock_core::semaphore::SemaphoreNames;
 use lock_core::LockNames;
 
-use crate::inspect::bounded;
+use crate::bounded::bounded;
 use crate::json::Json;
 use crate::keys::{derived, is_owner, Derived};
-use crate::owners::Who;
+use crate::who::Who;
 
 static STATUS: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("../lua/status.lua")));
 
