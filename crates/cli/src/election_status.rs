@@ -7,9 +7,8 @@ use leasehold::fred::interfaces::KeysInterface;
 use leasehold::Client;
 use lock_core::names::election_key;
 
-use crate::inspect::bounded;
+use crate::bounded::bounded;
 use crate::keys::derived;
-use crate::status::Status;
 
 /// The election whose lead `key` is (`leasehold_election:{NAME}` → `NAME`), if it is
 /// one.
@@ -19,22 +18,30 @@ pub(crate) fn election_of(key: &str) -> Option<String> {
     (found.role == "election_lead" && election_key(&found.of) == key).then_some(found.of)
 }
 
-/// Adds what the lock script does not read of an election (two more calls, not atomic
-/// with it): the leader (term, value) and the term counter.
+/// What the lock script does not read of an election: the leader's term and value
+/// (`Election::leader`) and the term counter (the last term issued).
+#[derive(Debug, Default)]
+pub(crate) struct ElectionExtras {
+    pub(crate) term: Option<u64>,
+    pub(crate) value: Option<String>,
+    pub(crate) last_token: Option<i64>,
+}
+
+/// Reads [`ElectionExtras`] of the election `name` (two more calls, not atomic with the
+/// status script).
 ///
 /// # Errors
 /// Connection errors and timeouts; a key of the election of another type.
-pub(crate) async fn complete(client: &Client, status: &mut Status) -> leasehold::Result<()> {
-    let Some(name) = status.election.clone() else { return Ok(()) };
-    let election = client.election(&name);
-    if let Some(leader) = election.leader().await? {
-        status.term = Some(leader.term);
-        status.value = Some(leader.value);
+pub(crate) async fn read_extras(client: &Client, name: &str) -> leasehold::Result<ElectionExtras> {
+    let mut extras = ElectionExtras::default();
+    if let Some(leader) = client.election(name).leader().await? {
+        extras.term = Some(leader.term);
+        extras.value = Some(leader.value);
     }
-    let names = lock_core::LockNames::new(&election_key(&name))?;
+    let names = lock_core::LockNames::new(&election_key(name))?;
     let counter: Option<String> = bounded(client, client.fred().get(names.election_term_key())).await?;
-    status.last_token = counter.and_then(|counter| counter.parse().ok());
-    Ok(())
+    extras.last_token = counter.and_then(|counter| counter.parse().ok());
+    Ok(extras)
 }
 
 #[cfg(test)]

@@ -205,8 +205,11 @@ pub(crate) async fn read_status(client: &Client, name: &str, channels: Channels)
     let argv = vec![lock.rw_key_prefix(), NON_EXPIRING.to_string()];
     let reply: Value = bounded(client, STATUS.evalsha_with_reload(client.fred(), keys, argv)).await?;
     let mut status = interpret(name, &reply.into_array());
-    if status.election.is_some() {
-        crate::election_status::complete(client, &mut status).await?;
+    if let Some(election) = status.election.clone() {
+        let extras = crate::election_status::read_extras(client, &election).await?;
+        status.term = extras.term;
+        status.value = extras.value;
+        status.last_token = extras.last_token;
     } else if channels == Channels::Ask {
         ask_channels(client, &mut status).await?;
     }
