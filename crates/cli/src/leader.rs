@@ -9,8 +9,9 @@ use leasehold::{Client, Leader};
 use crate::args::LeaderArgs;
 use crate::exit;
 use crate::json::Json;
-use crate::owners::{Owners, Who};
+use crate::owners::Owners;
 use crate::signals::Forwarded;
+use crate::who::Who;
 
 /// Runs `leasehold leader`; returns the exit code: 0 with a leader, 3 without; with
 /// `--watch`, 0 once a signal ends it.
