@@ -660,3 +660,59 @@ async fn every_cluster_rule_is_needed() {
         assert!(outcome.is_err() || denied, "{missing} looks unneeded: the wake-up worked and nothing was denied");
     }
 }
+
+/// The rights docs/deployment.md gives an `Election` on top of a `Lock`'s: the election's
+/// keys and change channel and `+hmget`. A campaign, a follower's `observe()`, a proclaim,
+/// a waiting candidate and a resign that hands the lead over run with nothing denied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_election_rights_are_enough() {
+    let server = RedisServer::start();
+    let mut rules = leasehold_acl_rules("app:*");
+    rules.extend(FRED_CONNECT_EXTRAS.iter().map(|r| (*r).to_owned()));
+    rules.extend(
+        [
+            "+hmget",
+            "~leasehold_election:*",
+            "~leasehold_election_term:*",
+            "~leasehold_election_leader:*",
+            "~leasehold_election__channel:*",
+            "&leasehold_election__channel:*",
+        ]
+        .iter()
+        .map(|r| (*r).to_owned()),
+    );
+    set_user(&server, USER, &rules);
+    raw(&server, &["ACL", "LOG", "RESET"]);
+    let url = user_url(&server, USER);
+    let first = connect(&url, Duration::from_millis(900)).await.expect("connect as the ACL user");
+    let second = connect(&url, Duration::from_millis(900)).await.expect("connect as the ACL user");
+
+    let leading = first.election("jobs").campaign("a").await.expect("campaign");
+    let follower = second.election("jobs");
+    let mut changes = follower.observe();
+    let now = tokio::time::timeout(Duration::from_secs(5), changes.next()).await.expect("a first state");
+    let now = now.expect("a state").expect("read").expect("a leader");
+    assert_eq!((now.value.as_str(), now.term), ("a", leading.term()));
+    leading.proclaim("a2").await.expect("proclaim");
+    let seen = tokio::time::timeout(Duration::from_secs(5), changes.next()).await.expect("the proclaim");
+    assert_eq!(seen.expect("a state").expect("read").expect("a leader").value, "a2");
+
+    let waiting = tokio::spawn(async move { follower.campaign("b").await });
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            // The lead's wait queue, `leasehold_lock_queue:{T}:leasehold_election:{jobs}`.
+            matches!(raw(&server, &["KEYS", "leasehold_lock_queue:*"]), RespValue::Array(keys) if keys.len() == 1)
+        })
+        .await,
+        "the second candidate queued: denied {:?}, keys {:?}",
+        denied_objects(&server),
+        raw(&server, &["KEYS", "*"])
+    );
+    let term = leading.term();
+    leading.resign().await.expect("resign");
+    let next = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("handed over").expect("task");
+    let next = next.expect("campaign");
+    assert!(next.term() > term, "a larger term");
+    next.resign().await.expect("resign");
+    assert_eq!(acl_denials(&server), Vec::new(), "the server denied nothing");
+}
