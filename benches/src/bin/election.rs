@@ -11,8 +11,13 @@
 //! 1. **hand-over** (20, `--rounds`), default lease (10 s): the leader proclaims a new
 //!    value, then resigns; the next candidate in line leads. Measured: the leader's
 //!    `resign()` call to the next leader's `campaign` returning, in ms and in round trips
-//!    (a `PING`'s RTT measured by the parent in the same run: 200 before the phase and
-//!    200 after; the ratio uses their p50); and the `observe()` delivery latency.
+//!    of a `PING`: measured by the parent in the same run (200 before the phase and 200
+//!    after; the ratio uses their p50: the target's round trip, loopback and an idle
+//!    process), and once a round by the leader through its own client just before the
+//!    proclaim (a round trip as a busy candidate process sees one); the `resign()` call's
+//!    own duration is printed beside them. Also the `observe()` delivery latency: from
+//!    the proclaim's reply to the observers of the two other processes, and from the new
+//!    leader's `campaign` returning to theirs seeing its term.
 //! 2. **crash, short lease** (20, `--crash-rounds`), lease `--short-lease-ms` (1500):
 //!    the leader's process gets `SIGKILL`; measured: the signal to the next leader's
 //!    `campaign` returning, its excess over the lease (target: at most 100 ms), and the
@@ -30,8 +35,9 @@
 //!    `is_lost()` every 10 ms and "acts" (reports `ACT`) only when it is false; an `ACT`
 //!    of the resumed one before its `LOST` is counted (must be 0).
 //!
-//! Each leader holds its lead for 100-600 ms (varied by round, so the kill or stop
-//! falls anywhere in the renewal period) before the signal.
+//! Each leader holds its lead for 100 ms plus a fraction of the renewal period (`lease /
+//! 3`, varied by round) before the signal, so the signal falls anywhere between two
+//! renewals: the failover spans `lease * 2/3` to `lease`, plus the claim.
 //!
 //! ## One clock
 //!
@@ -58,10 +64,11 @@
 //! ## Child protocol
 //!
 //! Parent → child, one a line: `GO` (start campaigning: at once, and again after every
-//! resign or loss), `PROCLAIM VALUE`, `RESIGN`; stdin closed: resign, shut down, exit.
+//! resign or loss), `PING` (while leading: one `PING` through its client), `PROCLAIM VALUE`,
+//! `RESIGN`; stdin closed: resign, shut down, exit.
 //! Child → parent: `MONO_NS KIND ARGS`, with `KIND` one of `READY`, `CAMPAIGN`,
 //! `LEAD TERM DEADLINE_NS`, `ACT TERM DEADLINE_NS ACTED_NS` (stamped before the
-//! `is_lost()` check, and again after it), `PROCLAIMED TERM VALUE`,
+//! `is_lost()` check, and again after it), `PONG TERM RTT_NS`, `PROCLAIMED TERM VALUE`,
 //! `RESIGN TERM` (stamped before the call), `RESIGNED TERM ok|ERROR`, `LOST TERM`,
 //! `OBS TERM VALUE` or `OBS - -` (an observer item: a leader, or none), `ERROR MESSAGE`.
 //!
@@ -73,7 +80,7 @@ use std::collections::HashMap;
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
-use fred::prelude::KeysInterface;
+use fred::prelude::{ClientLike, KeysInterface};
 use leasehold::{Client, ElectionConfig, Leadership};
 use leasehold_benches::{
     check_flags, flag, percentile, ping_rtts, print_machine, print_table, rerun_command, BoxError, Target,
@@ -176,7 +183,7 @@ async fn candidate(args: &[String]) -> Result<(), BoxError> {
             },
         };
         emit(&format!("LEAD {} {}", leadership.term(), instant_ns(leadership.lease_deadline())));
-        if !lead(leadership, &mut commands).await? {
+        if !lead(&client, leadership, &mut commands).await? {
             break;
         }
     }
@@ -186,7 +193,11 @@ async fn candidate(args: &[String]) -> Result<(), BoxError> {
 
 /// While `leadership` lives: act every [`ACT_EVERY`] while not lost, follow commands.
 /// `false` when stdin closed (the program ends).
-async fn lead(leadership: Leadership, commands: &mut mpsc::UnboundedReceiver<String>) -> Result<bool, BoxError> {
+async fn lead(
+    client: &Client,
+    leadership: Leadership,
+    commands: &mut mpsc::UnboundedReceiver<String>,
+) -> Result<bool, BoxError> {
     let term = leadership.term();
     let mut tick = tokio::time::interval(ACT_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -198,6 +209,12 @@ async fn lead(leadership: Leadership, commands: &mut mpsc::UnboundedReceiver<Str
                 return Ok(true);
             }
             command = commands.recv() => match command.as_deref() {
+                Some("PING") => {
+                    // A round trip through this process's client, as the resign's.
+                    let start = std::time::Instant::now();
+                    let _: String = client.fred().ping(None).await?;
+                    emit(&format!("PONG {term} {}", start.elapsed().as_nanos()));
+                }
                 Some("RESIGN") => {
                     emit(&format!("RESIGN {term}"));
                     let outcome = leadership.resign().await;
@@ -440,6 +457,8 @@ struct Samples {
     resign_call_ns: Vec<i64>,
     /// The leader's `resign()` returned -> the next leader's `campaign` returned.
     resigned_to_lead_ns: Vec<i64>,
+    /// A `PING` through the leader's client, in its process, once a hand-over round.
+    child_rtt_ns: Vec<i64>,
     proclaim_obs_ns: Vec<i64>,
     /// (phase, ns): an observer in a process other than the new leader's sees its term.
     lead_obs_ns: Vec<(&'static str, i64)>,
@@ -464,9 +483,13 @@ struct Settings {
     short_lease: Duration,
 }
 
-/// 100-600 ms, varied by round: where the signal falls in the renewal period.
-fn hold_for(round: usize) -> Duration {
-    Duration::from_millis(100 + (round as u64 * 137) % 500)
+/// How long a leader leads before the signal: 100 ms plus a fraction of the renewal
+/// period (`lease / 3`) that varies by round (the golden ratio's multiples, mod 1: spread
+/// over the period even for 3 rounds), so the signal falls anywhere between two renewals
+/// and the failover spans `lease * 2/3` to `lease` (plus the claim).
+fn hold_for(round: usize, lease: Duration) -> Duration {
+    let fraction = (round as f64 * 0.618_034).fract();
+    Duration::from_millis(100) + (lease / 3).mul_f64(fraction)
 }
 
 /// Waits for the observers of every live process but those of `skip` (the leader's, a
@@ -498,6 +521,11 @@ async fn handover_phase(hub: &mut Hub, settings: &Settings, samples: &mut Sample
     for round in 0..settings.rounds {
         let lead = hub.leader(SLACK).await?;
         let term = lead.term().ok_or("LEAD without a term")?;
+        // A PING through the leader's own client: its round trip, as the candidate
+        // processes see one.
+        hub.send(lead.child, "PING").await?;
+        let pong = hub.until(SLACK, |e| e.child == lead.child && e.kind == "PONG" && e.term() == Some(term)).await?;
+        samples.child_rtt_ns.push(pong.args.get(1).and_then(|n| n.parse().ok()).ok_or("PONG without a time")?);
         // A proclaim, then its delivery to the other processes' observers.
         let value = format!("c{}-r{round}", lead.child);
         hub.send(lead.child, &format!("PROCLAIM {value}")).await?;
@@ -554,7 +582,7 @@ async fn failover_phase(
     for round in 0..rounds {
         let lead = hub.leader(lease + SLACK).await?;
         let term = lead.term().ok_or("LEAD without a term")?;
-        tokio::time::sleep(hold_for(round)).await;
+        tokio::time::sleep(hold_for(round, lease)).await;
         let pttl_sent = mono_ns();
         let pttl: i64 = probe.fred().pttl(&key).await?;
         let signal_at = hub.signal(lead.child, if pause { Signal::SIGSTOP } else { Signal::SIGKILL })?;
@@ -715,6 +743,15 @@ fn report(samples: &Samples, settings: &Settings) -> bool {
             max as f64 / rtt_ns as f64,
             if within { "met at p99" } else { "NOT met at p99" }
         );
+        let (_, child_rtt, _, _) = stats(&samples.child_rtt_ns);
+        if child_rtt > 0 {
+            println!(
+                "hand-over in round trips of a PING through the leader's own client (p50 {} ms): p50 {:.1}, p99 {:.1}",
+                ms(child_rtt),
+                p50 as f64 / child_rtt as f64,
+                p99 as f64 / child_rtt as f64
+            );
+        }
         let (_, call50, _, _) = stats(&samples.resign_call_ns);
         if call50 > 0 {
             println!(
@@ -779,7 +816,7 @@ async fn main() -> Result<ExitCode, BoxError> {
     print_machine(probe.fred(), &target).await?;
     println!(
         "settings: {} hand-over rounds (lease 10 s), {} crash rounds (lease {:?}), {} crash rounds (lease 10 s), \
-         {} pause rounds (lease {:?}); leaders hold 100-600 ms before a signal; act check every {:?}",
+         {} pause rounds (lease {:?}); leaders hold 100 ms + 0..lease/3 before a signal; act check every {:?}",
         settings.rounds,
         settings.crash_rounds,
         settings.short_lease,
