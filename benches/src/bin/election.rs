@@ -73,7 +73,9 @@
 //! `OBS TERM VALUE` or `OBS - -` (an observer item: a leader, or none), `ERROR MESSAGE`.
 //!
 //! Flags: `--rounds N` (20), `--crash-rounds N` (20), `--long-rounds N` (3),
-//! `--pause-rounds N` (20), `--short-lease-ms N` (1500). `REDIS_URL` selects a server;
+//! `--pause-rounds N` (20), `--short-lease-ms N` (1500), `--observe 0|1` (1; 0: the
+//! candidates run no observer, so no observer reads the leader beside a hand-over's
+//! claim, and the `observe()` rows are empty). `REDIS_URL` selects a server;
 //! without it a throwaway `redis-server` is started.
 
 use std::collections::HashMap;
@@ -92,8 +94,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
-const FLAGS: &[&str] = &["--rounds", "--crash-rounds", "--long-rounds", "--pause-rounds", "--short-lease-ms"];
-const CHILD_FLAGS: &[&str] = &["--candidate", "--url", "--name", "--lease-ms"];
+const FLAGS: &[&str] =
+    &["--rounds", "--crash-rounds", "--long-rounds", "--pause-rounds", "--short-lease-ms", "--observe"];
+const CHILD_FLAGS: &[&str] = &["--candidate", "--url", "--name", "--lease-ms", "--observe"];
 /// How often a leading candidate checks `is_lost()` and acts.
 const ACT_EVERY: Duration = Duration::from_millis(10);
 /// How long a child may take to connect and say `READY`.
@@ -140,9 +143,14 @@ async fn candidate(args: &[String]) -> Result<(), BoxError> {
     let election = client.election_with(&name, ElectionConfig::default().with_lease(lease));
 
     // The observer: its first item (the current state) comes after it subscribed.
-    let mut observer = election.observe();
+    let observe = flag::<u8>(args, "--observe")?.ok_or("--observe missing")? == 1;
+    let mut observer = observe.then(|| election.observe());
     let (first_tx, first_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
+        let Some(observer) = observer.as_mut() else {
+            let _ = first_tx.send(());
+            return;
+        };
         let mut first_tx = Some(first_tx);
         while let Some(item) = observer.next().await {
             match item {
@@ -277,6 +285,9 @@ struct Candidate {
 struct Hub {
     url: String,
     name: String,
+    /// Whether the candidates run an observer (`--observe 0` leaves them out: the
+    /// hand-over without the observers' reads beside it).
+    observe: bool,
     exe: std::path::PathBuf,
     next_id: usize,
     live: HashMap<usize, Candidate>,
@@ -286,10 +297,11 @@ struct Hub {
 }
 
 impl Hub {
-    fn new(url: &str, name: &str) -> Result<Self, BoxError> {
+    fn new(url: &str, name: &str, observe: bool) -> Result<Self, BoxError> {
         let (tx, rx) = mpsc::unbounded_channel();
         Ok(Hub {
             url: url.to_owned(),
+            observe,
             name: name.to_owned(),
             exe: std::env::current_exe()?,
             next_id: 0,
@@ -308,6 +320,7 @@ impl Hub {
         let mut child = Command::new(&self.exe)
             .args(["--candidate", &id.to_string(), "--url", &self.url, "--name", &self.name])
             .args(["--lease-ms", &lease.as_millis().to_string()])
+            .args(["--observe", if self.observe { "1" } else { "0" }])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -501,6 +514,9 @@ async fn observed(
     matches: impl Fn(&Event) -> bool,
     into: &mut Vec<i64>,
 ) -> Result<(), BoxError> {
+    if !hub.observe {
+        return Ok(());
+    }
     let others: Vec<usize> = hub.live.keys().copied().filter(|id| !skip.contains(id)).collect();
     for id in others {
         // Values and terms are unique in a run: an earlier match is this one.
@@ -797,7 +813,8 @@ async fn main() -> Result<ExitCode, BoxError> {
     }
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "usage: election [--rounds N] [--crash-rounds N] [--long-rounds N] [--pause-rounds N] [--short-lease-ms N]"
+            "usage: election [--rounds N] [--crash-rounds N] [--long-rounds N] [--pause-rounds N] [--short-lease-ms N] \
+             [--observe 0|1]"
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -827,7 +844,8 @@ async fn main() -> Result<ExitCode, BoxError> {
     );
     let started = std::time::Instant::now();
     let name = format!("bench:election:{}:{}", std::process::id(), mono_ns() / 1_000_000);
-    let mut hub = Hub::new(target.url(), &name)?;
+    let observe = flag::<u8>(&args, "--observe")?.unwrap_or(1) == 1;
+    let mut hub = Hub::new(target.url(), &name, observe)?;
     let mut samples = Samples::default();
     let outcome: Result<(), BoxError> = async {
         samples.rtt_us.extend(ping_rtts(probe.fred(), 200).await?);
