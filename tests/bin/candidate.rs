@@ -7,7 +7,9 @@
 //! to act on its lead) it checks the guard first and prints `ACT LOST` or
 //! `ACT LEADING <term>`; on `RESIGN` it resigns and prints `RESIGN OK` or
 //! `RESIGN ERR <kind>`, then exits; on `PROCLAIM VALUE` it prints `PROCLAIM OK` or
-//! `PROCLAIM ERR <kind>`.
+//! `PROCLAIM ERR <kind>`; on `WRITE RESOURCE VALUE` (a leader's write to a fenced
+//! resource, with its term, whatever it believes of its lead) it prints `WRITE OK`,
+//! `WRITE REJECTED <fence>` or `WRITE ERR <kind>`.
 
 use std::io::Write;
 use std::time::Duration;
@@ -60,6 +62,13 @@ async fn main() {
                     match leadership.proclaim(value).await {
                         Ok(()) => say("PROCLAIM OK"),
                         Err(error) => say(&format!("PROCLAIM ERR {}", error.kind())),
+                    }
+                } else if let Some(rest) = line.strip_prefix("WRITE ") {
+                    let (resource, value) = rest.split_once(' ').unwrap_or((rest, ""));
+                    match leasehold::fence::fenced_set(&client, resource, leadership.term(), value).await {
+                        Ok(leasehold::fence::FencedWrite::Written) => say("WRITE OK"),
+                        Ok(leasehold::fence::FencedWrite::Rejected { fence }) => say(&format!("WRITE REJECTED {fence}")),
+                        Err(error) => say(&format!("WRITE ERR {}", error.kind())),
                     }
                 } else if line == "RESIGN" {
                     break;

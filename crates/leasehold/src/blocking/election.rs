@@ -91,7 +91,8 @@ impl Election {
     /// As [`crate::Election::campaign_for`]: blocks at most `wait`.
     ///
     /// # Errors
-    /// As [`Election::campaign`].
+    /// As [`crate::Election::campaign_for`] (a wait that overflows the clock is
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument), nothing sent).
     pub fn campaign_for(&self, wait: Duration, value: impl Into<String>) -> Result<Option<Leadership>> {
         let value = value.into();
         self.handle.call(move |e| async move { e.campaign_for(wait, value).await }).map(|l| l.map(|l| self.lead(l)))

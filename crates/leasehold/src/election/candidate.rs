@@ -196,7 +196,8 @@ impl Election {
     ///
     /// # Errors
     /// As [`Election::campaign`]; when the last attempt before the deadline failed with a
-    /// transient error, that error.
+    /// transient error, that error. A wait that overflows the clock (`Duration::MAX`) is
+    /// [`ErrorKind::InvalidArgument`] (nothing sent), as every kind's bounded wait.
     ///
     /// # Cancel safety
     /// As [`Election::campaign`].
