@@ -420,3 +420,88 @@ async fn three_processes_run_the_job_once_per_tick() {
     }
     assert_eq!(ran, vec![1; ticks], "each tick ran exactly once across the fleet");
 }
+
+/// A kept `FencedLock` and the fence: the job wrote with its token, kept the lock with
+/// `unlock_after`; the next holder (after the minimum hold) has a larger token and
+/// writes; a late write of the first job, with its old token, is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_fenced_lock_and_its_fence_refuse_the_late_write() {
+    use leasehold::fence::{fenced_set, FencedWrite};
+    let server = RedisServer::start();
+    let name = "tick:fence";
+    let holder = client(&server).await;
+    let other = client(&server).await;
+    let guard = holder.fenced_lock(name).lock().await.expect("lock");
+    let token = guard.token();
+    assert_eq!(fenced_set(&holder, "tick:report", token, "first").await.expect("write"), FencedWrite::Written);
+    let kept = Instant::now();
+    guard.unlock_after(MIN_HOLD).await.expect("unlock_after");
+    let next = other.fenced_lock(name);
+    assert!(next.try_lock().await.expect("try").is_none(), "kept: the next tick's holder is refused");
+    let next_guard = next.try_lock_for(MIN_HOLD + SLACK).await.expect("wait").expect("free after the minimum hold");
+    assert!(kept.elapsed() + Duration::from_millis(50) >= MIN_HOLD, "not before it: {:?}", kept.elapsed());
+    assert!(next_guard.token() > token);
+    assert_eq!(
+        fenced_set(&other, "tick:report", next_guard.token(), "second").await.expect("write"),
+        FencedWrite::Written
+    );
+    assert_eq!(
+        fenced_set(&holder, "tick:report", token, "late").await.expect("write"),
+        FencedWrite::Rejected { fence: next_guard.token() }
+    );
+    assert_eq!(raw(&server, &["GET", "tick:report"]).as_str(), Some("second"));
+    next_guard.unlock().await.expect("unlock");
+}
+
+/// The server is gone (killed) when the job ends: `unlock_after` does not hang, it ends
+/// with an error within its retries (and a call the caller bounds ends at that bound);
+/// the guard is consumed, so nothing renews the lock afterwards: once a fresh server is
+/// back, another client takes the lock and holds it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_after_with_the_server_down_ends_and_renews_nothing() {
+    let mut server = RedisServer::start();
+    let holder = client_with(&server.url(), Duration::from_secs(3)).await;
+    let first = holder.lock("tick:down-a").lock().await.expect("lock");
+    let second = holder.lock("tick:down-b").lock().await.expect("lock");
+    server.kill();
+    let asked = Instant::now();
+    let bounded = tokio::time::timeout(Duration::from_millis(300), first.unlock_after(MIN_HOLD)).await;
+    assert!(bounded.is_err() || bounded.as_ref().is_ok_and(Result::is_err), "{bounded:?}");
+    assert!(asked.elapsed() < Duration::from_millis(600), "the caller's bound: {:?}", asked.elapsed());
+    let asked = Instant::now();
+    let unbounded = tokio::time::timeout(Duration::from_secs(15), second.unlock_after(MIN_HOLD))
+        .await
+        .expect("ends within its retries, never hangs");
+    assert!(unbounded.is_err(), "the server is down: {unbounded:?}");
+    eprintln!("unlock_after with the server down ended in {:?}: {unbounded:?}", asked.elapsed());
+    server.restart();
+    let other = client(&server).await;
+    for name in ["tick:down-a", "tick:down-b"] {
+        let guard = other.lock(name).try_lock().await.expect("try").expect("nothing kept on a fresh server");
+        tokio::time::sleep(Duration::from_millis(1200)).await; // the old client's reconnect and its watchdog rounds
+        assert_eq!(hgetall(&server, name).len(), 1, "{name}: only the new holder");
+        guard.unlock().await.expect("unlock");
+    }
+}
+
+/// A job longer than the lease and the period: the watchdog keeps the lock (the other
+/// instances' ticks are skipped meanwhile, never run concurrently), and `unlock_after`
+/// with the minimum hold long over deletes it at once for the next tick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_longer_than_the_lease_skips_the_other_ticks_then_unlocks_at_once() {
+    let server = RedisServer::start();
+    let name = "tick:long";
+    let holder = client_with(&server.url(), Duration::from_millis(900)).await;
+    let other = client(&server).await;
+    let guard = holder.lock(name).try_lock().await.expect("try").expect("free");
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(2500) {
+        assert!(other.lock(name).try_lock().await.expect("try").is_none(), "a tick meanwhile is skipped");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!guard.is_lost(), "renewed past its 900 ms lease");
+    guard.unlock_after(Duration::from_millis(500)).await.expect("unlock_after");
+    assert!(!exists(&server, name), "the minimum hold is long over: deleted at once");
+    let next = other.lock(name).try_lock().await.expect("try").expect("the next tick runs");
+    next.unlock().await.expect("unlock");
+}

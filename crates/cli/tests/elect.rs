@@ -513,3 +513,76 @@ async fn elect_leader_and_status_on_a_cluster() {
     assert_eq!(wait_for(&mut watch, Duration::from_secs(5)).await.code(), Some(0));
     let _ = std::fs::remove_file(&log);
 }
+
+/// SIGTERM to an `elect --again` that waits to lead: it exits 143 at once, its CMD
+/// never started, and it leaves the queue: when the leader resigns, the candidate
+/// behind it leads at once, not after the dead entry's keep-alive (the 10 s lease).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_waiting_exits_143_and_leaves_the_queue() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("term-waiting");
+    let mut first =
+        leasehold(&url, &["elect", "queue", "--", "sh", "-c", &leading_child(&log, "a", 0)]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "the first leads");
+    let script = format!("echo started-b >> {}", log.display());
+    let mut waiting =
+        leasehold(&url, &["elect", "--again", "queue", "--", "sh", "-c", &script]).spawn().expect("spawn");
+    assert!(candidate_waits(&url, "queue").await, "the --again candidate waits");
+    kill("-TERM", waiting.id().expect("running"));
+    assert_eq!(wait_for(&mut waiting, Duration::from_secs(3)).await.code(), Some(143), "128 + SIGTERM");
+    let script = format!("echo started-c >> {}", log.display());
+    let mut behind = leasehold(&url, &["elect", "queue", "--", "sh", "-c", &script]).spawn().expect("spawn");
+    assert!(candidate_waits(&url, "queue").await, "the third candidate waits");
+    kill("-TERM", first.id().expect("running"));
+    let resigned = Instant::now();
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(0));
+    assert_eq!(wait_for(&mut behind, Duration::from_secs(5)).await.code(), Some(0));
+    assert!(
+        resigned.elapsed() < Duration::from_secs(3),
+        "not held up by the departed candidate: {:?}",
+        resigned.elapsed()
+    );
+    let logged = read(&log);
+    assert!(!logged.contains("started-b"), "the signalled candidate never ran CMD: {logged}");
+    assert!(logged.contains("started-c"), "{logged}");
+    let _ = std::fs::remove_file(&log);
+}
+
+/// `leader --watch` across a server restart (no persistence): the leader it printed is
+/// gone with the server; the watch reads again once reconnected and prints `no leader`
+/// within seconds (not at the old lead's 10 s expiry), then the next leader, whose
+/// term is larger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_watch_follows_across_a_server_restart() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("watch-restart");
+    let mut watch = leasehold(&url, &["leader", "restarted", "--watch"]).spawn().expect("spawn");
+    let mut lines = BufReader::new(watch.stdout.take().expect("piped")).lines();
+    assert_eq!(next_line(&mut lines).await, "no leader");
+    let mut first = leasehold(&url, &["elect", "restarted", "--", "sh", "-c", &leading_child(&log, "a", 0)])
+        .spawn()
+        .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "it leads");
+    let (term_a, ..) = started(&log, "a").expect("logged");
+    assert!(next_line(&mut lines).await.starts_with(&format!("term={term_a} ")));
+    server.restart();
+    let restarted = Instant::now();
+    assert_eq!(next_line(&mut lines).await, "no leader");
+    assert!(restarted.elapsed() < Duration::from_secs(6), "read again after the reconnect: {:?}", restarted.elapsed());
+    // The first `elect` learns its lead is gone (exit 124).
+    assert_eq!(wait_for(&mut first, Duration::from_secs(15)).await.code(), Some(124));
+    let mut second = leasehold(&url, &["elect", "restarted", "--", "sh", "-c", &leading_child(&log, "b", 0)])
+        .spawn()
+        .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "b").is_some()).await, "the second leads");
+    let (term_b, ..) = started(&log, "b").expect("logged");
+    assert!(term_b > term_a, "terms never go back: {term_a} then {term_b}");
+    assert!(next_line(&mut lines).await.starts_with(&format!("term={term_b} ")));
+    kill("-TERM", second.id().expect("running"));
+    assert_eq!(wait_for(&mut second, Duration::from_secs(5)).await.code(), Some(0));
+    kill("-TERM", watch.id().expect("running"));
+    assert_eq!(wait_for(&mut watch, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
