@@ -230,6 +230,7 @@ async fn campaign_for_keeps_its_bound_when_replies_stop_coming() {
     let proxy = Proxy::start(&server.addr()).await;
     let slow = client_with(&proxy.url(), Duration::from_secs(30)).await;
     let election = slow.election("hostile:silent");
+    let monitor = Monitor::start(&server.addr());
     proxy.set_latency(Duration::from_secs(3));
     let asked = Instant::now();
     let result = election.campaign_for(Duration::from_millis(300), "slow").await;
@@ -237,8 +238,12 @@ async fn campaign_for_keeps_its_bound_when_replies_stop_coming() {
     assert!(took < Duration::from_millis(800), "bounded: {took:?} ({result:?})");
     assert!(!matches!(result, Ok(Some(_))), "no lead within the bound");
     proxy.set_latency(Duration::ZERO);
+    let owner = format!("\"{}\"", election.owner());
+    let reached = || monitor.commands().iter().any(|l| l.contains("EVALSHA") && l.contains(&owner));
+    assert!(wait_until(Duration::from_secs(5), reached).await, "the abandoned attempt reached the server");
     let other = client(&server).await;
-    // The late attempt ran on the server (and may have taken the lead): given back.
+    // The late attempt ran on the server (and may have taken the lead): given back, not
+    // left for the 10 s lease.
     let next = other.election("hostile:silent").campaign_for(Duration::from_secs(8), "next").await.expect("campaign");
     let next = next.expect("the lead is not left to the abandoned attempt");
     assert!(asked.elapsed() < Duration::from_secs(9));
