@@ -380,13 +380,16 @@ async fn a_paused_leaders_late_write_is_refused_by_the_fence() {
     leadership.resign().await.expect("resign");
 }
 
-/// The leader's connections are killed (`CLIENT KILL`) while a candidate waits: the
-/// leader keeps the lead (renewed after the reconnect) or reports it lost; never does
-/// the waiting candidate lead while the old leader's guard says it leads.
+/// The leader's connections are killed (`CLIENT KILL`, over and over for two leases)
+/// while a candidate waits: the leader keeps the lead (renewed after each reconnect)
+/// or reports it lost. Then its connection stays down (a proxy that goes nowhere) past
+/// its lease: the waiting candidate leads, and by then the old leader's guard says lost.
+/// Never does the candidate lead while the old leader's guard says it leads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_whose_connection_is_killed_keeps_the_lead_or_reports_it_lost() {
     let server = RedisServer::start();
-    let a = client_with(&server.url(), Duration::from_secs(3)).await;
+    let proxy = Proxy::start(&server.addr()).await;
+    let a = client_with(&proxy.url(), Duration::from_secs(3)).await;
     let b = client(&server).await;
     let leadership = Arc::new(a.election_with("hostile:killed", short()).campaign("a").await.expect("a leads"));
     let first_term = leadership.term();
@@ -395,32 +398,33 @@ async fn a_leader_whose_connection_is_killed_keeps_the_lead_or_reports_it_lost()
     let waiting = {
         let (leadership, overlap) = (leadership.clone(), overlap.clone());
         tokio::spawn(async move {
-            let led = candidate.campaign_for(LEASE * 3, "b").await.expect("campaign");
+            let led = candidate.campaign_for(LEASE * 8, "b").await.expect("campaign");
             if led.is_some() && !leadership.is_lost() {
                 overlap.store(true, Ordering::SeqCst);
             }
-            led
+            (led, Instant::now())
         })
     };
     assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "b waits");
-    for _ in 0..3 {
+    let end = Instant::now() + LEASE * 2;
+    while Instant::now() < end && !waiting.is_finished() {
         raw(&server, &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
-        tokio::time::sleep(LEASE / 3).await;
+        tokio::time::sleep(Duration::from_millis(40)).await;
     }
-    let led = waiting.await.expect("task");
+    let kept = !leadership.is_lost();
+    if kept {
+        // Still leading: cut it off for good; its lead expires and b takes it.
+        proxy.set_upstream("127.0.0.1:1");
+        proxy.cut_connections();
+    }
+    let (led, led_at) = tokio::time::timeout(LEASE * 8, waiting).await.expect("b's campaign ends").expect("task");
     assert!(!overlap.load(Ordering::SeqCst), "b led while a's guard said it leads");
-    match led {
-        Some(next) => {
-            assert!(leadership.is_lost(), "b leads: a knows it lost");
-            assert!(next.term() > first_term);
-            next.resign().await.expect("resign");
-        }
-        None => {
-            assert!(!leadership.is_lost(), "nobody else led: a kept it");
-            let read = b.election("hostile:killed").leader().await.expect("leader").expect("a leads");
-            assert_eq!(read.term, first_term);
-        }
-    }
+    let next = led.expect("b leads once a's lead is gone");
+    assert!(leadership.is_lost(), "a knows it lost");
+    assert!(next.term() > first_term);
+    eprintln!("a kept the lead through the kills: {kept}; b led at {:?}", led_at.elapsed());
+    proxy.set_upstream(&server.addr());
+    next.resign().await.expect("resign");
 }
 
 /// A frozen server (`SIGSTOP`): the leader's renewals fail, and its `lost()` resolves
