@@ -762,3 +762,57 @@ async fn odd_values_and_a_key_prefix_round_trip() {
     leadership.resign().await.expect("resign");
     assert_eq!(next_change(&mut observer, Duration::from_secs(2)).await, None);
 }
+
+/// A `Leadership` dropped on a thread with no tokio runtime (never block or panic in
+/// `Drop`): it resigns in the background on the client's runtime, and the waiting
+/// candidate leads at once. The `Election` handle dropped first changes nothing: the
+/// leadership lives on, renewed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leadership_dropped_off_the_runtime_resigns_and_outlives_its_handle() {
+    let server = RedisServer::start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let election = a.election_with("hostile:off-runtime", short());
+    let leadership = election.campaign("a").await.expect("a leads");
+    drop(election);
+    tokio::time::sleep(LEASE + LEASE / 3).await;
+    assert!(!leadership.is_lost(), "renewed past its first lease without its handle");
+    let candidate = b.election_with("hostile:off-runtime", short());
+    let waiting = tokio::spawn(async move { candidate.campaign("b").await.expect("campaign") });
+    assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "b waits");
+    let dropped = Instant::now();
+    std::thread::spawn(move || drop(leadership)).join().expect("dropped without a panic");
+    let next = tokio::time::timeout(Duration::from_secs(2), waiting).await.expect("handed over").expect("task");
+    assert!(dropped.elapsed() < Duration::from_secs(1), "at once, not at the lease: {:?}", dropped.elapsed());
+    next.resign().await.expect("resign");
+}
+
+/// Two tasks sharing one candidate (`Arc<Election>`) that campaign at once re-enter
+/// one lead, with one term (documented); the first to resign leaves the lead to the
+/// other: followers see no change until the last one resigns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_candidates_two_campaigns_share_one_lead_until_the_last_resign() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let election = Arc::new(client.election_with("hostile:shared", short()));
+    let (one, two) = tokio::join!(election.campaign("v"), election.campaign("v"));
+    let (one, two) = match (one, two) {
+        (Ok(one), Ok(two)) => (one, two),
+        // One of them may come second, once the first leads: refused as "leads already".
+        (Ok(one), Err(error)) | (Err(error), Ok(one)) => {
+            assert!(error.is_invalid_argument(), "{error:?}");
+            one.resign().await.expect("resign");
+            return;
+        }
+        (Err(a), Err(b)) => panic!("{a:?} {b:?}"),
+    };
+    assert_eq!(one.term(), two.term(), "one lead, one term");
+    let mut observer = client.election("hostile:shared").observe();
+    assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await.map(|l| l.term), Some(one.term()));
+    one.resign().await.expect("resign");
+    let quiet = tokio::time::timeout(Duration::from_millis(300), observer.next()).await;
+    assert!(quiet.is_err(), "the other campaign still leads: {quiet:?}");
+    assert_eq!(client.election("hostile:shared").leader().await.expect("leader").map(|l| l.term), Some(two.term()));
+    assert!(!two.is_lost());
+    two.resign().await.expect("resign");
+    assert_eq!(next_change(&mut observer, Duration::from_secs(2)).await, None);
+}

@@ -586,3 +586,36 @@ async fn leader_watch_follows_across_a_server_restart() {
     assert_eq!(wait_for(&mut watch, Duration::from_secs(5)).await.code(), Some(0));
     let _ = std::fs::remove_file(&log);
 }
+
+/// `elect --wait` that runs out (exit 75) and an `elect` whose CMD cannot be found
+/// (exit 127) leave nothing behind: no queue entry holding up the next hand-over, no
+/// lead left to expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_that_runs_out_and_a_missing_command_leave_nothing_behind() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("leftovers");
+    let (code, _) = output(&url, &["elect", "leftovers", "--", "/nonexistent/command"]).await;
+    assert_eq!(code, Some(127));
+    let (code, line) = output(&url, &["leader", "leftovers"]).await;
+    assert_eq!((code, line.trim()), (Some(3), "no leader"), "the lead was given back, not left to expire");
+    let mut first = leasehold(&url, &["elect", "leftovers", "--", "sh", "-c", &leading_child(&log, "a", 0)])
+        .spawn()
+        .expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "the first leads");
+    let (code, _) = output(&url, &["elect", "--wait", "300ms", "leftovers", "--", "true"]).await;
+    assert_eq!(code, Some(75));
+    let script = format!("echo started-c >> {}", log.display());
+    let mut behind = leasehold(&url, &["elect", "leftovers", "--", "sh", "-c", &script]).spawn().expect("spawn");
+    assert!(candidate_waits(&url, "leftovers").await, "the next candidate waits");
+    kill("-TERM", first.id().expect("running"));
+    let resigned = Instant::now();
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(0));
+    assert_eq!(wait_for(&mut behind, Duration::from_secs(15)).await.code(), Some(0));
+    assert!(
+        resigned.elapsed() < Duration::from_secs(3),
+        "not held up by the entry of the candidate that gave up: {:?}",
+        resigned.elapsed()
+    );
+    let _ = std::fs::remove_file(&log);
+}
