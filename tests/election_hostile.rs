@@ -816,3 +816,51 @@ async fn a_shared_candidates_two_campaigns_share_one_lead_until_the_last_resign(
     two.resign().await.expect("resign");
     assert_eq!(next_change(&mut observer, Duration::from_secs(2)).await, None);
 }
+
+/// An observer started while the server is down: no item until it can read, then the
+/// current state first, then the changes; failed reads in between are retried, not
+/// emitted as the state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_started_while_the_server_is_down_reports_once_it_is_back() {
+    let mut server = RedisServer::start();
+    let follower = client_with(&server.url(), Duration::from_secs(3)).await;
+    server.kill();
+    let mut observer = follower.election("hostile:down").observe();
+    let early = tokio::time::timeout(Duration::from_millis(500), observer.next()).await;
+    assert!(!matches!(early, Ok(Some(Ok(_)))), "no state read from a server that is down: {early:?}");
+    server.restart();
+    let leader_client = client(&server).await;
+    let first = loop {
+        let item = tokio::time::timeout(Duration::from_secs(10), observer.next()).await.expect("an item").expect("on");
+        if let Ok(state) = item {
+            break state;
+        }
+    };
+    assert_eq!(first, None, "the current state once it is back: nobody leads");
+    let leadership = leader_client.election("hostile:down").campaign("v").await.expect("campaign");
+    assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await.map(|l| l.term), Some(leadership.term()));
+    leadership.resign().await.expect("resign");
+}
+
+/// Dropped observers leave their channel: after fifty observers of fifty elections
+/// are dropped, the client subscribes to none of their change channels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_observers_leave_their_channels() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut observers = Vec::new();
+    for i in 0..50 {
+        let mut observer = client.election(format!("hostile:leak:{i}")).observe();
+        assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await, None);
+        observers.push(observer);
+    }
+    let subscribed = || {
+        leasehold_test_support::pubsub_channels(&server)
+            .iter()
+            .filter(|c| c.starts_with("leasehold_election__channel:"))
+            .count()
+    };
+    assert_eq!(subscribed(), 50);
+    drop(observers);
+    assert!(wait_until(Duration::from_secs(5), || subscribed() == 0).await, "still subscribed: {}", subscribed());
+}

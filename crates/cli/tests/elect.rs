@@ -619,3 +619,56 @@ async fn a_wait_that_runs_out_and_a_missing_command_leave_nothing_behind() {
     );
     let _ = std::fs::remove_file(&log);
 }
+
+/// `list` shows an election as one entry, its lead, whatever its name (braces
+/// included) and while a candidate waits (the lead's queue keys exist): never its term
+/// counter, leader record or queue as locks. `leader` finds each by its name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_each_election_once_whatever_its_name() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("list");
+    let names = ["plain", "{x}", "a{b}", "}y{"];
+    let mut leaders = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let child = leasehold(&url, &["elect", name, "--", "sh", "-c", &leading_child(&log, &format!("l{i}"), 0)])
+            .spawn()
+            .expect("spawn");
+        assert!(wait_until(Duration::from_secs(10), || started(&log, &format!("l{i}")).is_some()).await, "{name}");
+        leaders.push(child);
+    }
+    let mut waiter = leasehold(&url, &["elect", "a{b}", "--", "true"]).spawn().expect("spawn");
+    assert!(candidate_waits(&url, "a{b}").await, "a candidate waits on a{{b}}");
+    let (code, list) = output(&url, &["list"]).await;
+    assert_eq!(code, Some(0), "{list}");
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), names.len(), "one line per election: {list}");
+    assert!(
+        lines.iter().all(|line| line.starts_with("leasehold_election:") && line.contains("\telection\t")),
+        "{list}"
+    );
+    for name in names {
+        let (code, line) = output(&url, &["leader", name]).await;
+        assert_eq!(code, Some(0), "{name}: {line}");
+    }
+    for mut child in leaders {
+        kill("-TERM", child.id().expect("running"));
+        assert_eq!(wait_for(&mut child, Duration::from_secs(5)).await.code(), Some(0));
+    }
+    assert_eq!(wait_for(&mut waiter, Duration::from_secs(5)).await.code(), Some(0), "the waiter led and ran `true`");
+    let _ = std::fs::remove_file(&log);
+}
+
+/// A key of the election of another type: `leader` exits 70 (not 0, 3 or a hang), and
+/// so does `leader --watch` (an error the library does not retry ends it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_on_a_key_of_another_type_exits_70() {
+    let server = RedisServer::start();
+    let url = server.url();
+    leasehold_test_support::raw(&server, &["SET", "leasehold_election_leader:{typed}", "x"]);
+    leasehold_test_support::raw(&server, &["HSET", "leasehold_election:{typed}", "someone:1", "1"]);
+    let (code, out) = output(&url, &["leader", "typed"]).await;
+    assert_eq!(code, Some(70), "{out}");
+    let mut watch = leasehold(&url, &["leader", "typed", "--watch"]).spawn().expect("spawn");
+    assert_eq!(wait_for(&mut watch, Duration::from_secs(5)).await.code(), Some(70));
+}
