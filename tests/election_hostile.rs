@@ -817,29 +817,31 @@ async fn a_shared_candidates_two_campaigns_share_one_lead_until_the_last_resign(
     assert_eq!(next_change(&mut observer, Duration::from_secs(2)).await, None);
 }
 
-/// An observer started while the server is down: no item until it can read, then the
-/// current state first, then the changes; failed reads in between are retried, not
-/// emitted as the state.
+/// An observer started while the server does not answer (`SIGSTOP`): its reads fail
+/// (time out) and are retried, never emitted as a state; once the server answers, the
+/// first state is the current leader, then the changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observer_started_while_the_server_is_down_reports_once_it_is_back() {
     let mut server = RedisServer::start();
-    let follower = client_with(&server.url(), Duration::from_secs(3)).await;
-    server.kill();
-    let mut observer = follower.election("hostile:down").observe();
-    let early = tokio::time::timeout(Duration::from_millis(500), observer.next()).await;
-    assert!(!matches!(early, Ok(Some(Ok(_)))), "no state read from a server that is down: {early:?}");
-    server.restart();
     let leader_client = client(&server).await;
+    let leadership = leader_client.election("hostile:down").campaign("v").await.expect("campaign");
+    let follower = client_with(&server.url(), Duration::from_secs(3)).await;
+    server.pause();
+    let mut observer = follower.election("hostile:down").observe();
+    // Past the subscription's wait and a read's command timeout (1 s each here): at
+    // least one read has failed meanwhile.
+    let early = tokio::time::timeout(Duration::from_millis(3000), observer.next()).await;
+    assert!(!matches!(early, Ok(Some(Ok(_)))), "no state read from a server that does not answer: {early:?}");
+    server.resume();
     let first = loop {
         let item = tokio::time::timeout(Duration::from_secs(10), observer.next()).await.expect("an item").expect("on");
         if let Ok(state) = item {
             break state;
         }
     };
-    assert_eq!(first, None, "the current state once it is back: nobody leads");
-    let leadership = leader_client.election("hostile:down").campaign("v").await.expect("campaign");
-    assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await.map(|l| l.term), Some(leadership.term()));
+    assert_eq!(first.map(|l| l.term), Some(leadership.term()), "the current state once it answers: the leader");
     leadership.resign().await.expect("resign");
+    assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await, None);
 }
 
 /// Dropped observers leave their channel: after fifty observers of fifty elections
