@@ -102,7 +102,11 @@ async fn lead(leadership: Leadership, args: &ElectArgs, signals: &mut Forwarded)
     let term = leadership.term().to_string();
     let value = leadership.value();
     // One line, as `hold` prints its hold (stderr here: stdout is CMD's).
-    eprintln!("leasehold: leading {name} term={term} owner={} value={value}", leadership.owner());
+    eprintln!(
+        "leasehold: leading {name} term={term} owner={} value={}",
+        leadership.owner(),
+        crate::leader::one_line(&value)
+    );
     let ran = {
         let env: [(&str, &OsStr); 4] = [
             ("LEASEHOLD_ELECTION", OsStr::new(name)),

@@ -161,7 +161,9 @@ fn print_text(status: &Status) {
     println!("pttl:       {}", millis(status.pttl_ms));
     if status.kind == "election" {
         match (status.term, &status.value) {
-            (Some(term), Some(value)) => println!("leader:     term={term} value={value}"),
+            (Some(term), Some(value)) => {
+                println!("leader:     term={term} value={}", crate::leader::one_line(value));
+            }
             _ => println!("leader:     none"),
         }
     }

@@ -98,9 +98,28 @@ pub(crate) fn text(leader: Option<&Leader>, who: &Who) -> String {
         None => "no leader".to_owned(),
         Some(leader) => {
             let by = who.short().map(|by| format!(" by={by}")).unwrap_or_default();
-            format!("term={} owner={}{by} value={}", leader.term, leader.owner, leader.value)
+            format!("term={} owner={}{by} value={}", leader.term, leader.owner, one_line(&leader.value))
         }
     }
+}
+
+/// `value` with its control characters escaped as Rust writes them (a line break as
+/// `\n`), so that a value printed last on a line keeps it one line: a `--watch` reader
+/// reads one line per state. Other characters, spaces and backslashes included, are
+/// printed as they are (the `--json` form has the value exactly).
+pub(crate) fn one_line(value: &str) -> std::borrow::Cow<'_, str> {
+    if !value.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut line = String::with_capacity(value.len() + 8);
+    for c in value.chars() {
+        if c.is_control() {
+            line.extend(c.escape_debug());
+        } else {
+            line.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(line)
 }
 
 /// The `--json` object (docs/cli.md): `election`, `leader`, `term`, `value`, `owner`,
@@ -115,4 +134,16 @@ pub(crate) fn to_json(name: &str, leader: Option<&Leader>, who: &Who) -> Json {
     ];
     fields.extend(who.json_fields());
     Json::Obj(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_value_is_printed_on_one_line() {
+        assert_eq!(one_line("web-1/4242 a b"), "web-1/4242 a b");
+        assert_eq!(one_line("a\nb\r\tc\u{1}"), "a\\nb\\r\\tc\\u{1}");
+        assert_eq!(one_line("ünï \\ \""), "ünï \\ \"", "only control characters are escaped");
+    }
 }

@@ -672,3 +672,64 @@ async fn leader_on_a_key_of_another_type_exits_70() {
     let mut watch = leasehold(&url, &["leader", "typed", "--watch"]).spawn().expect("spawn");
     assert_eq!(wait_for(&mut watch, Duration::from_secs(5)).await.code(), Some(70));
 }
+
+/// `elect --again` across a server restart: the lead is lost with the server (CMD is
+/// stopped), and `elect` campaigns again on the fresh server: a new round, a larger
+/// term.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn again_leads_again_after_a_server_restart() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("again-restart");
+    let logged = log.display().to_string();
+    let script = format!(
+        "echo \"round $LEASEHOLD_TERM\" >> {logged}; trap 'echo TERM >> {logged}; exit 0' TERM; \
+         i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done"
+    );
+    let mut elect =
+        leasehold(&url, &["elect", "--again", "--lease", "900ms", "restarted-again", "--", "sh", "-c", &script])
+            .spawn()
+            .expect("spawn");
+    let rounds = || read(&log).lines().filter(|l| l.starts_with("round ")).count();
+    assert!(wait_until(Duration::from_secs(10), || rounds() == 1).await, "the first round: {}", read(&log));
+    server.restart();
+    assert!(wait_until(Duration::from_secs(15), || rounds() == 2).await, "a second round: {}", read(&log));
+    assert!(read(&log).contains("TERM"), "the first round's CMD was stopped: {}", read(&log));
+    let terms: Vec<u64> =
+        read(&log).lines().filter_map(|l| l.strip_prefix("round ")).map(|t| t.parse().expect("a term")).collect();
+    assert!(terms[1] > terms[0], "a larger term after the restart: {terms:?}");
+    let (code, line) = output(&url, &["leader", "restarted-again"]).await;
+    assert_eq!(code, Some(0), "{line}");
+    assert!(line.starts_with(&format!("term={} ", terms[1])), "{line}");
+    kill("-TERM", elect.id().expect("running"));
+    assert_eq!(wait_for(&mut elect, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
+
+/// `leader` prints values that are awkward in one line: `--json` escapes quotes,
+/// backslashes and newlines and replaces bytes that are not UTF-8 (one valid JSON
+/// line); the plain form keeps the value last on its one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_prints_awkward_values_on_one_line() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("awkward");
+    let mut elect =
+        leasehold(&url, &["elect", "awkward", "--", "sh", "-c", &leading_child(&log, "a", 0)]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "it leads");
+    // The leader record's value, written as a proclaim would (raw bytes included).
+    let value: &[u8] = b"say \"hi\"\\ \nnext\xff";
+    let addr = server.addr();
+    leasehold_test_support::raw_command(&addr, &[b"HSET", b"leasehold_election_leader:{awkward}", b"value", value]);
+    let (code, json) = output(&url, &["leader", "awkward", "--json"]).await;
+    assert_eq!(code, Some(0), "{json}");
+    assert_eq!(json.lines().count(), 1, "one line: {json:?}");
+    assert!(json.contains("\"value\":\"say \\\"hi\\\"\\\\ \\nnext\u{fffd}\""), "{json}");
+    let (code, line) = output(&url, &["leader", "awkward"]).await;
+    assert_eq!(code, Some(0), "{line}");
+    assert_eq!(line.lines().count(), 1, "the plain form is one line too: {line:?}");
+    assert!(line.trim_end().ends_with("value=say \"hi\"\\ \\nnext\u{fffd}"), "the line break escaped: {line:?}");
+    kill("-TERM", elect.id().expect("running"));
+    assert_eq!(wait_for(&mut elect, Duration::from_secs(5)).await.code(), Some(0));
+    let _ = std::fs::remove_file(&log);
+}
