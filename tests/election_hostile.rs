@@ -866,3 +866,28 @@ async fn dropped_observers_leave_their_channels() {
     drop(observers);
     assert!(wait_until(Duration::from_secs(5), || subscribed() == 0).await, "still subscribed: {}", subscribed());
 }
+
+/// A burst of proclaims: the observer's states are in proclaim order (never an older
+/// value after a newer one), and the last is the last proclaimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_proclaims_is_seen_in_order_ending_with_the_last() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let leadership = client.election("hostile:burst").campaign("p0").await.expect("campaign");
+    let mut observer = client.election("hostile:burst").observe();
+    assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await.map(|l| l.value), Some("p0".to_owned()));
+    for i in 1..50 {
+        leadership.proclaim(format!("p{i}")).await.expect("proclaim");
+    }
+    let seen =
+        until_change(&mut observer, Duration::from_secs(5), |l| l.as_ref().is_some_and(|l| l.value == "p49")).await;
+    let order: Vec<u32> = seen
+        .iter()
+        .map(|l| l.as_ref().expect("a leader").value.trim_start_matches('p').parse().expect("a number"))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "in proclaim order: {order:?}");
+    assert!(seen.iter().flatten().all(|l| l.term == leadership.term()));
+    let quiet = tokio::time::timeout(Duration::from_millis(200), observer.next()).await;
+    assert!(quiet.is_err(), "nothing after the last state: {quiet:?}");
+    leadership.resign().await.expect("resign");
+}

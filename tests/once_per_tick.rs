@@ -505,3 +505,42 @@ async fn a_job_longer_than_the_lease_skips_the_other_ticks_then_unlocks_at_once(
     let next = other.lock(name).try_lock().await.expect("try").expect("the next tick runs");
     next.unlock().await.expect("unlock");
 }
+
+/// The hold was taken away (forced) and another owner holds the lock: the old guard's
+/// `unlock_after` fails (`NotOwner` or `LockLost`) and keeps nothing: the new owner's
+/// field and TTL are untouched (never lengthened to the minimum hold).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_after_of_a_hold_taken_away_touches_nothing() {
+    let server = RedisServer::start();
+    let name = "tick:taken";
+    let (old, new) = (client(&server).await, client(&server).await);
+    let guard = old.lock(name).try_lock().await.expect("try").expect("free");
+    assert!(new.lock(name).force_unlock().await.expect("force"));
+    let lock = new.lock(name);
+    let next = lock.try_lock_with(Duration::ZERO, Duration::from_millis(800)).await.expect("try").expect("free");
+    let before = hgetall(&server, name);
+    let error = guard.unlock_after(Duration::from_secs(60)).await.expect_err("not the owner any more");
+    assert!(matches!(error.kind(), ErrorKind::NotOwner | ErrorKind::LockLost), "{error:?}");
+    assert_eq!(hgetall(&server, name), before, "the new owner's field untouched");
+    assert!(pttl(&server, name) <= 800, "its TTL not lengthened: {}", pttl(&server, name));
+    next.unlock().await.expect("unlock");
+}
+
+/// The blocking `FencedGuard::unlock_after` keeps the key too, and the next holder's
+/// token is larger.
+#[test]
+fn the_blocking_fenced_guard_keeps_the_key_too() {
+    let server = RedisServer::start();
+    let client = leasehold::blocking::Client::connect(&server.url()).expect("connect");
+    let lock = client.fenced_lock("tick:blocking-fenced");
+    let guard = lock.lock().expect("lock");
+    let token = guard.token();
+    guard.unlock_after(MIN_HOLD).expect("unlock_after");
+    let ttl = pttl(&server, "tick:blocking-fenced");
+    assert!(ttl > 0 && ttl <= 1500, "kept for the time left: {ttl}");
+    let other = client.fenced_lock("tick:blocking-fenced");
+    assert!(other.try_lock().expect("try").is_none(), "another owner is refused");
+    let next = other.try_lock_for(MIN_HOLD + SLACK).expect("wait").expect("free after the minimum hold");
+    assert!(next.token() > token);
+    next.unlock().expect("unlock");
+}
