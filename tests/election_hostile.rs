@@ -891,3 +891,45 @@ async fn a_burst_of_proclaims_is_seen_in_order_ending_with_the_last() {
     assert!(quiet.is_err(), "nothing after the last state: {quiet:?}");
     leadership.resign().await.expect("resign");
 }
+
+/// An unbounded `campaign` rides out a server that stops answering and one that is
+/// restarted: transient errors do not end the wait; it leads once the server is back.
+/// `try_campaign` and `leader()` meanwhile fail within the command timeout, typed as
+/// transient (never a hang).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unbounded_campaign_rides_out_a_frozen_and_a_restarted_server() {
+    let mut server = RedisServer::start();
+    let candidate_client = client_with(&server.url(), Duration::from_secs(3)).await;
+    let other = client_with(&server.url(), Duration::from_secs(3)).await;
+    for restart in [false, true] {
+        let name = if restart { "hostile:ride-restart" } else { "hostile:ride-frozen" };
+        if restart {
+            server.kill();
+        } else {
+            server.pause();
+        }
+        let election = candidate_client.election(name);
+        let waiting = tokio::spawn(async move { election.campaign("v").await.map(|l| (l.term(), l)) });
+        let asked = Instant::now();
+        let tried = other.election(name).try_campaign("w").await;
+        assert!(tried.as_ref().is_err_and(leasehold::Error::is_transient), "{tried:?}");
+        let read = other.election(name).leader().await;
+        assert!(read.as_ref().is_err_and(leasehold::Error::is_transient), "{read:?}");
+        assert!(asked.elapsed() < Duration::from_secs(4), "within the command timeouts: {:?}", asked.elapsed());
+        // By now the campaign's first attempt has failed too (one command timeout).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "restart {restart}: the campaign still waits");
+        if restart {
+            server.restart();
+        } else {
+            server.resume();
+        }
+        let (term, leadership) = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("leads once the server is back")
+            .expect("task")
+            .expect("no error ends an unbounded campaign");
+        assert_eq!(other.election(name).leader().await.expect("leader").map(|l| l.term), Some(term));
+        leadership.resign().await.expect("resign");
+    }
+}
