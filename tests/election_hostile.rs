@@ -933,3 +933,18 @@ async fn an_unbounded_campaign_rides_out_a_frozen_and_a_restarted_server() {
         leadership.resign().await.expect("resign");
     }
 }
+
+/// A paused leader's `lost()` itself (not only `is_lost()`) resolves on resume, at
+/// once and unprompted: its local lease deadline passed while it was stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leaders_lost_resolves_on_resume_unprompted() {
+    let server = RedisServer::start();
+    let (mut paused, _) = start_candidate(&server, "hostile:resume", "old").await;
+    paused.signal("STOP");
+    // Past its lease on the local clock, whoever leads now.
+    tokio::time::sleep(LEASE + Duration::from_millis(200)).await;
+    paused.signal("CONT");
+    let resumed = Instant::now();
+    assert_eq!(paused.next_line(Duration::from_secs(2)).await.as_deref(), Some("LOST"));
+    assert!(resumed.elapsed() < Duration::from_millis(500), "at once on resume: {:?}", resumed.elapsed());
+}
