@@ -733,3 +733,18 @@ async fn leader_prints_awkward_values_on_one_line() {
     assert_eq!(wait_for(&mut elect, Duration::from_secs(5)).await.code(), Some(0));
     let _ = std::fs::remove_file(&log);
 }
+
+/// `leader --watch` ends with 0 on each of SIGINT, SIGTERM, SIGHUP and SIGQUIT, as
+/// docs/cli.md says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_watch_ends_with_0_on_each_signal() {
+    let server = RedisServer::start();
+    let url = server.url();
+    for sig in ["-INT", "-TERM", "-HUP", "-QUIT"] {
+        let mut watch = leasehold(&url, &["leader", "signalled", "--watch"]).spawn().expect("spawn");
+        let mut lines = BufReader::new(watch.stdout.take().expect("piped")).lines();
+        assert_eq!(next_line(&mut lines).await, "no leader");
+        kill(sig, watch.id().expect("running"));
+        assert_eq!(wait_for(&mut watch, Duration::from_secs(5)).await.code(), Some(0), "{sig}");
+    }
+}
