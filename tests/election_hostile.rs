@@ -948,3 +948,22 @@ async fn a_paused_leaders_lost_resolves_on_resume_unprompted() {
     assert_eq!(paused.next_line(Duration::from_secs(2)).await.as_deref(), Some("LOST"));
     assert!(resumed.elapsed() < Duration::from_millis(500), "at once on resume: {:?}", resumed.elapsed());
 }
+
+/// The names `k` and `{k}` are two elections (docs: "never share an election"), and a
+/// leadership is in `Client::health()`: its lease left is the election's (1.5 s), not
+/// the client's 30 s watchdog lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k_and_braced_k_are_two_elections_and_health_sees_the_lead() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let plain = client.election_with("k", short()).try_campaign("plain").await.expect("try").expect("free");
+    let braced = client.election_with("{k}", short()).try_campaign("braced").await.expect("try").expect("its own");
+    assert_eq!(client.election("k").leader().await.expect("leader").map(|l| l.value), Some("plain".to_owned()));
+    assert_eq!(client.election("{k}").leader().await.expect("leader").map(|l| l.value), Some("braced".to_owned()));
+    assert_ne!(plain.key(), braced.key());
+    let health = client.health();
+    let left = health.lease_left.expect("a hold's lease left");
+    assert!(left <= LEASE, "the election's lease, not the lock's: {left:?}");
+    plain.resign().await.expect("resign");
+    braced.resign().await.expect("resign");
+}
