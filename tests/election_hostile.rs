@@ -967,3 +967,27 @@ async fn k_and_braced_k_are_two_elections_and_health_sees_the_lead() {
     plain.resign().await.expect("resign");
     braced.resign().await.expect("resign");
 }
+
+/// The next item through the `Stream` trait.
+async fn poll(observer: &mut leasehold::Observer) -> Option<leasehold::Result<Option<Leader>>> {
+    use futures_core::Stream;
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *observer).poll_next(cx)).await
+}
+
+/// `Observer` is a `futures_core::Stream` of the same items as `next()`, and ends
+/// (`None`) after `Client::shutdown`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_observer_is_a_stream_that_ends_at_shutdown() {
+    let server = RedisServer::start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let mut observer = b.election("hostile:stream").observe();
+    let first = tokio::time::timeout(Duration::from_secs(5), poll(&mut observer)).await.expect("an item");
+    assert_eq!(first.expect("on").expect("a read"), None);
+    let leadership = a.election("hostile:stream").campaign("v").await.expect("campaign");
+    let seen = tokio::time::timeout(Duration::from_secs(2), poll(&mut observer)).await.expect("an item");
+    assert_eq!(seen.expect("on").expect("a read").map(|l| l.term), Some(leadership.term()));
+    b.shutdown().await.expect("shutdown");
+    let end = tokio::time::timeout(Duration::from_secs(2), poll(&mut observer)).await.expect("the stream ends");
+    assert!(end.is_none(), "{end:?}");
+    leadership.resign().await.expect("resign");
+}
