@@ -991,3 +991,48 @@ async fn the_observer_is_a_stream_that_ends_at_shutdown() {
     assert!(end.is_none(), "{end:?}");
     leadership.resign().await.expect("resign");
 }
+
+/// `campaign_for` whose deadline comes just as the leader resigns (the lead may be
+/// handed to it at the last moment): whichever way it ends, no lead is left behind
+/// for the third candidate to wait out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_racing_the_hand_over_leaves_no_lead_behind() {
+    let server = RedisServer::start();
+    let (a, b, c) = (client(&server).await, client(&server).await, client(&server).await);
+    let name = "hostile:deadline";
+    for round in 0..16_u64 {
+        let leader = a.election(name).campaign("a").await.expect("a leads");
+        let candidate = b.election(name);
+        let wait = Duration::from_millis(40);
+        let racing = tokio::spawn(async move { candidate.campaign_for(wait, "b").await.map(|l| l.map(drop)) });
+        tokio::time::sleep(Duration::from_millis(34) + Duration::from_micros(round * 750)).await;
+        leader.resign().await.expect("resign");
+        let _ = racing.await.expect("task");
+        let asked = Instant::now();
+        let next = c.election(name).campaign_for(Duration::from_secs(3), "c").await.expect("campaign");
+        let next = next.unwrap_or_else(|| panic!("round {round}: a lead was left behind"));
+        assert!(asked.elapsed() < Duration::from_secs(1), "round {round}: {:?}", asked.elapsed());
+        next.resign().await.expect("resign");
+    }
+}
+
+/// `proclaim` while the server does not answer: a timeout within the command timeout,
+/// the leadership not marked lost; once it answers, proclaim again records the value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proclaim_that_times_out_can_be_sent_again() {
+    let mut server = RedisServer::start();
+    let leader_client = client_with(&server.url(), Duration::from_secs(3)).await;
+    let leadership = leader_client.election("hostile:proclaim-timeout").campaign("one").await.expect("campaign");
+    server.pause();
+    let asked = Instant::now();
+    let error = leadership.proclaim("two").await.expect_err("no answer");
+    assert!(error.is_transient(), "{error:?}");
+    assert!(asked.elapsed() < Duration::from_secs(3), "bounded: {:?}", asked.elapsed());
+    server.resume();
+    assert!(!leadership.is_lost(), "a timeout is no loss");
+    leadership.proclaim("three").await.expect("proclaim again");
+    assert_eq!(leadership.value(), "three");
+    let read = leader_client.election("hostile:proclaim-timeout").leader().await.expect("leader");
+    assert_eq!(read.map(|l| l.value), Some("three".to_owned()));
+    leadership.resign().await.expect("resign");
+}
