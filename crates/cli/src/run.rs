@@ -12,10 +12,11 @@ use nix::unistd::Pid;
 use tokio::signal::unix::{signal, Signal as Listener, SignalKind};
 use tokio::time::Instant;
 
+use crate::args::LockFlags;
 use crate::args::RunArgs;
 use crate::child;
 use crate::exit;
-use crate::held::{self, Held, Released, Spec};
+use crate::held::{self, Held, Released};
 
 /// The four signals `run` passes on to the child's process group (`hold` takes them
 /// as its end).
@@ -59,7 +60,7 @@ impl Forwarded {
 /// Dropping the future leaves the wait queue (the library's cancel safety).
 pub(crate) async fn acquire_until_signal(
     client: &Client,
-    spec: &Spec<'_>,
+    spec: &LockFlags,
     signals: &mut Forwarded,
 ) -> Result<Held, u8> {
     let acquired = tokio::select! {
@@ -97,15 +98,8 @@ pub(crate) async fn run(client: &Client, args: RunArgs) -> u8 {
     };
     // Checked before connecting (`Command::check`); `None` again here is watchdog mode.
     let margin = args.stop_margin_or_default().unwrap_or_default();
-    let spec = Spec {
-        name: &args.name,
-        wait: args.wait,
-        lease: args.lease,
-        fenced: args.fenced,
-        fair: args.fair,
-        permits: args.permits,
-    };
-    let held = match acquire_until_signal(client, &spec, &mut signals).await {
+    let spec = &args.lock;
+    let held = match acquire_until_signal(client, spec, &mut signals).await {
         Ok(held) => held,
         Err(code) => return code,
     };
@@ -126,16 +120,16 @@ pub(crate) async fn run(client: &Client, args: RunArgs) -> u8 {
         Supervised::Stopped => {
             kill_leftovers();
             // Still held (the margin is before the lease's end): give it back early.
-            let _ = held.release(&args.name).await;
+            let _ = held.release(&args.lock.name).await;
             exit::LOST
         }
-        Supervised::Exited(code) => match held.release(&args.name).await {
+        Supervised::Exited(code) => match held.release(&args.lock.name).await {
             Released::Done => code,
             Released::Lost => {
                 kill_leftovers();
                 eprintln!(
                     "leasehold: `{}` was no longer held when the command exited (taken away, or its lease ran out)",
-                    args.name
+                    args.lock.name
                 );
                 exit::LOST
             }
@@ -179,7 +173,7 @@ async fn supervise(
     let token = held.token().map(|token| token.to_string());
     let (owner_var, owner) = held.owner_var();
     let mut env: Vec<(&str, &OsStr)> =
-        vec![("LEASEHOLD_LOCK_NAME", OsStr::new(&args.name)), (owner_var, OsStr::new(owner))];
+        vec![("LEASEHOLD_LOCK_NAME", OsStr::new(&args.lock.name)), (owner_var, OsStr::new(owner))];
     if let Some(token) = &token {
         env.push(("LEASEHOLD_FENCING_TOKEN", OsStr::new(token)));
     }
@@ -206,7 +200,7 @@ async fn supervise(
     // A fixed lease on a lock (a permit has no such check): `None` from the check is
     // unknown (an error), and the lease bounds the hold anyway.
     let taken = async {
-        let Some(lease) = args.lease.filter(|_| args.permits.is_none()) else {
+        let Some(lease) = args.lock.lease.filter(|_| args.lock.permits.is_none()) else {
             return std::future::pending().await;
         };
         let mut every = tokio::time::interval_at(now + check_period(lease), check_period(lease));
@@ -236,7 +230,7 @@ async fn supervise(
                 let at = arm(&mut kill_armed, kill.as_mut(), lock_core::args::instant_after(now, args.grace));
                 eprintln!(
                     "leasehold: lock `{}` lost: SIGTERM to the command, SIGKILL in {:?}",
-                    args.name,
+                    args.lock.name,
                     at.saturating_duration_since(now)
                 );
             }
@@ -248,7 +242,7 @@ async fn supervise(
                 eprintln!(
                     "leasehold: lock `{}` taken away (its owner no longer holds it: a forced unlock?): \
                      SIGTERM to the command, SIGKILL in {:?}",
-                    args.name,
+                    args.lock.name,
                     at.saturating_duration_since(now)
                 );
             }
@@ -258,7 +252,7 @@ async fn supervise(
                 let at = lock_core::args::instant_after(now, args.grace).min(lease_end);
                 eprintln!(
                     "leasehold: the lease of `{}` ends in {:?}: SIGTERM to the command, SIGKILL in {:?}",
-                    args.name,
+                    args.lock.name,
                     lease_end.saturating_duration_since(now),
                     at.saturating_duration_since(now)
                 );
@@ -276,7 +270,7 @@ async fn supervise(
     }
     if lost || held.is_lost() {
         if !lost {
-            eprintln!("leasehold: lock `{}` lost while the command ran", args.name);
+            eprintln!("leasehold: lock `{}` lost while the command ran", args.lock.name);
         }
         return (Supervised::Lost, group);
     }
