@@ -81,7 +81,8 @@ impl Attempt for LockAttempt<'_> {
         tried
     }
 
-    /// A write release granted this reader its hold: record it as an acquire the
+    /// A write release granted this reader its hold (or a resign granted this
+    /// candidate its election's lead, with a term): record it as an acquire the
     /// server answered with count 1, sent when the granted registration's call was
     /// (before the grant: the guard's deadline is never later than the server's), with
     /// the lease the server gave. Under the owner's turn, and only when the grant names
@@ -102,10 +103,14 @@ impl Attempt for LockAttempt<'_> {
             );
             return None;
         }
+        // The lease the server gave, counted from that call's send: the grant came after
+        // that call was answered "queued" (a grant names the latest such call), so the
+        // guard's deadline is never later than the server's expiry. An election's grant
+        // carries the term the release issued.
         let lease = Duration::from_millis(grant.lease_ms);
         let guard = lock.record_acquired(self.names, turn.seq, 1, sent_at, lease, self.mode);
         drop(turn);
-        Some(guard)
+        Some(guard.with_token(grant.term))
     }
 
     fn held_until(guard: &LockGuard) -> Instant {
