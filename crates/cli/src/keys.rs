@@ -53,7 +53,7 @@ enum Tail {
 /// `(prefix, role, what, channel, tail)` of every name derived as `PREFIX:...` (the
 /// latch's channel, `PREFIX{NAME}`, is checked apart). `leasehold_rwlock_writers:order`
 /// comes before `leasehold_rwlock_writers`, whose keys it would otherwise match.
-const PREFIXES: [(&str, &str, &str, bool, Tail); 25] = [
+const PREFIXES: [(&str, &str, &str, bool, Tail); 26] = [
     (TOKEN_PREFIX, "fencing_counter", "the fencing counter of the lock", false, Tail::Name),
     (QUEUE_PREFIX, "fair_queue", "the wait queue of the fair lock", false, Tail::Name),
     (TIMEOUT_PREFIX, "fair_deadlines", "the waiter deadlines of the fair lock", false, Tail::Name),
