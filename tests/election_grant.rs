@@ -114,7 +114,7 @@ async fn a_killed_queued_candidate_holds_a_granted_lead_at_most_one_lease() {
     let server = RedisServer::start();
     let config = ElectionConfig::default().with_lease(LEASE);
     let a = client(&server).await;
-    let first = a.election_with("grant:dead", config.clone()).campaign("a").await.expect("a leads");
+    let first = a.election_with("grant:dead", config).campaign("a").await.expect("a leads");
     let lease = LEASE.as_millis().to_string();
     let mut dead =
         HolderProcess::spawn(env!("CARGO_BIN_EXE_candidate"), &[&server.url(), "grant:dead", &lease, "dead"]);
