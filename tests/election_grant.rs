@@ -256,3 +256,38 @@ async fn a_killed_subscriber_still_ends_with_the_candidate_leading() {
         second.resign().await.expect("resign");
     }
 }
+
+/// A grant whose candidate's last queued call was almost a refresh period (lease / 3)
+/// old: the grant's TTL is the entry's life left and the guard's deadline counts from
+/// that call, so only about a third of the lease is left locally. The new leader renews
+/// at once (in the background) instead of waiting up to a period for the next round,
+/// which could come after that deadline and tell a healthy leader it lost.
+///
+/// Broken once on purpose: without the early renewal the new leader's deadline stayed
+/// about half a lease away and this failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_late_in_the_refresh_period_is_renewed_at_once() {
+    let server = RedisServer::start();
+    let config = ElectionConfig::default().with_lease(LEASE);
+    let (a, b) = (client(&server).await, client(&server).await);
+    let first = a.election_with("grant:late", config).campaign("a").await.expect("a leads");
+    let waiting = tokio::spawn(async move { b.election_with("grant:late", config).campaign("b").await.expect("b") });
+    assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "b waits in the queue");
+    // b's call is at most this old; its refresh comes a third of the lease after it.
+    let queued_at = Instant::now();
+    tokio::time::sleep(LEASE / 3 - Duration::from_millis(80)).await;
+    first.resign().await.expect("resign");
+    let second = tokio::time::timeout(Duration::from_secs(2), waiting).await.expect("b leads").expect("task");
+    let granted_left = second.lease_deadline().saturating_duration_since(Instant::now());
+    eprintln!("granted {:?} after b queued; lease left locally {granted_left:?}", queued_at.elapsed());
+    assert!(
+        wait_until(Duration::from_millis(300), || {
+            second.lease_deadline().saturating_duration_since(Instant::now()) > LEASE * 3 / 4
+        })
+        .await,
+        "renewed at once: {:?} left",
+        second.lease_deadline().saturating_duration_since(Instant::now())
+    );
+    assert!(!second.is_lost());
+    second.resign().await.expect("resign");
+}

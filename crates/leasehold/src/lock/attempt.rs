@@ -110,6 +110,18 @@ impl Attempt for LockAttempt<'_> {
         let lease = Duration::from_millis(grant.lease_ms);
         let guard = lock.record_acquired(self.names, turn.seq, 1, sent_at, lease, self.mode);
         drop(turn);
+        if grant.term.is_some() && self.mode == LeaseMode::Watchdog {
+            // An election's grant: its TTL was cut to the queue entry's life left, and
+            // the deadline counts from a call up to a refresh period old, so as little
+            // as a third of the lease may be left locally; the next periodic renewal
+            // can come a third of the lease later. When under half is left, renew now
+            // (in the background: the campaign returns at once) rather than risk the
+            // deadline passing first and the new leader being told it lost.
+            let left = guard.lease_deadline().saturating_duration_since(std::time::Instant::now());
+            if left < lock.watchdog_lease() / 2 {
+                lock.watchdog().renew_now();
+            }
+        }
         Some(guard.with_token(grant.term))
     }
 
