@@ -291,3 +291,41 @@ async fn a_grant_late_in_the_refresh_period_is_renewed_at_once() {
     assert!(!second.is_lost());
     second.resign().await.expect("resign");
 }
+
+/// A candidate killed while queued whose queue entry then expired: the resign skips it
+/// and grants the live one behind it, and the dead one's registered value goes with its
+/// queue place (no registration outlives its queue entry while others keep queueing).
+///
+/// Broken once on purpose: without hand_over.lua's `forget` hook the dead one's value
+/// stayed in `leasehold_election_candidates:{NAME}` and this failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_candidate_skipped_by_the_grant_leaves_no_registration() {
+    let server = RedisServer::start();
+    let config = ElectionConfig::default().with_lease(LEASE);
+    let candidates = "leasehold_election_candidates:{grant:skip}";
+    let a = client(&server).await;
+    let first = a.election_with("grant:skip", config).campaign("a").await.expect("a leads");
+    let lease = LEASE.as_millis().to_string();
+    let mut dead =
+        HolderProcess::spawn(env!("CARGO_BIN_EXE_candidate"), &[&server.url(), "grant:skip", &lease, "dead"]);
+    assert_eq!(dead.next_line(Duration::from_secs(10)).await.as_deref(), Some("CAMPAIGNING"));
+    assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "the doomed one waits first");
+    let c = client(&server).await;
+    let live = c.election_with("grant:skip", config);
+    let live_owner = live.owner().to_owned();
+    let waiting = tokio::spawn(async move { live.campaign("live").await.expect("live leads") });
+    assert!(wait_until(Duration::from_secs(5), || queued(&server) == 2).await, "the live one waits second");
+    assert_eq!(raw(&server, &["HLEN", candidates]).as_int(), Some(2));
+    dead.signal("KILL");
+    // Its entry lives one lease (the keep-alive) from its last refresh.
+    tokio::time::sleep(LEASE + Duration::from_millis(100)).await;
+    let first_term = first.term();
+    first.resign().await.expect("resign");
+    assert_eq!(record(&server, "grant:skip").0.as_deref(), Some(live_owner.as_str()), "the dead one was skipped");
+    let second =
+        tokio::time::timeout(Duration::from_secs(2), waiting).await.expect("the live one leads").expect("task");
+    assert!(second.term() > first_term);
+    assert_eq!(raw(&server, &["EXISTS", candidates]).as_int(), Some(0), "no registration left");
+    drop(dead);
+    second.resign().await.expect("resign");
+}

@@ -77,6 +77,12 @@ if ARGV[4] ~= '0' then
 end
 local leading = holder == ARGV[2] and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 
+-- queue_purge.lua's forget hook: a dead candidate purged from the queue has no grant
+-- due any more; its registered value goes with it.
+local function forget_candidate(owner)
+  redis.call('hdel', KEYS[8], owner)
+end
+
 -- acquire.lua's steps; their replies are this script's, before the term.
 local function acquire()
   local queueing = ARGV[4] ~= '0'
@@ -129,6 +135,7 @@ local function acquire()
     if head_deadline and head_deadline > now then break end
     redis.call('lpop', KEYS[2])
     redis.call('hdel', KEYS[3], head)
+    forget_candidate(head)
     purged = true
   end
 

@@ -79,6 +79,12 @@ local function grant_lead(head, next, ttl)
   return true
 end
 
+-- hand_over.lua's forget hook: a dead candidate it skips has no grant due any more;
+-- its registered value goes with it.
+local function forget_candidate(owner)
+  redis.call('hdel', KEYS[9], owner)
+end
+
 local function release()
   -- The hot path first, before any closure is made: the last hold, no queue clean-up,
   -- and nobody listening. HDEL checks the owner and removes it in one command; it fails on
@@ -146,6 +152,7 @@ local function release()
         redis.call(ARGV[7], KEYS[5], head .. ' ' .. next .. ' ' .. ttl)
         return
       end
+      forget_candidate(head)
       head = redis.call('lindex', KEYS[3], 0)
     end
   end

@@ -80,9 +80,9 @@ pub const ELECTION_RECORD_PREFIX: &str = "leasehold_election_leader";
 /// Prefix of an election's waiting candidates (leasehold only):
 /// `leasehold_election_candidates:{NAME}`, a Hash owner -> `TICKET VALUE`: the value each
 /// queued campaign leads with, so that a resign grants the first live one the lead in
-/// one step (`election_release.lua`). An entry goes when its candidate leads or leaves
-/// the queue; one of a candidate that died while queued stays until the Hash's TTL
-/// (the longest keep-alive of a queued call) runs out.
+/// one step (`election_release.lua`). An entry goes when its candidate leads, leaves
+/// the queue, or is purged from it as dead (the queue purge's and the hand-over's
+/// `forget` hook); the Hash's TTL is the longest keep-alive of a queued call.
 pub const ELECTION_CANDIDATES_PREFIX: &str = "leasehold_election_candidates";
 /// Prefix of an election's change channel (leasehold only):
 /// `leasehold_election__channel:{NAME}`, carrying `L <term> <lease_ms> <value>` (a

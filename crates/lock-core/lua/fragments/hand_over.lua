@@ -8,6 +8,9 @@
 --! its own (election_release.lua's grant_lead: the term and the leader record issued
 --! here); answering false or nil, the plain message goes. Without it (release.lua,
 --! multi_release.lua) the line is left out.
+--! Optional param: forget = a function (owner) run for each dead owner taken off the
+--! queue (an election forgets its registered value; the one served is the grant's to
+--! forget). Without it the line is left out.
 --! Params: lock = the lock key, queue = the wait queue (List), waiters = the waiter
 --! entries (Hash), queue_channel = the queue channel, publish = the publish command
 --! (release.lua: KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[7]; multi_release.lua: the
@@ -40,6 +43,7 @@ local function hand_over()
       redis.call({{publish}}, {{queue_channel}}, head .. ' ' .. next .. ' ' .. ttl)
       return
     end
+    {{forget}}(head)
     head = redis.call('lindex', {{queue}}, 0)
   end
 end

@@ -66,9 +66,15 @@ if ARGV[4] ~= '0' then
 end
 local leading = holder == ARGV[2] and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 
+-- queue_purge.lua's forget hook: a dead candidate purged from the queue has no grant
+-- due any more; its registered value goes with it.
+local function forget_candidate(owner)
+  redis.call('hdel', KEYS[8], owner)
+end
+
 -- acquire.lua's steps; their replies are this script's, before the term.
 local function acquire()
-  --#include fragments/queued_acquire.lua
+  --#include fragments/queued_acquire.lua forget=forget_candidate
 end
 
 local reply = acquire()

@@ -68,8 +68,14 @@ local function grant_lead(head, next, ttl)
   return true
 end
 
+-- hand_over.lua's forget hook: a dead candidate it skips has no grant due any more;
+-- its registered value goes with it.
+local function forget_candidate(owner)
+  redis.call('hdel', KEYS[9], owner)
+end
+
 local function release()
-  --#include fragments/release_steps.lua grant=grant_lead
+  --#include fragments/release_steps.lua grant=grant_lead forget=forget_candidate
 end
 
 local reply = release()
