@@ -296,8 +296,9 @@ async fn a_grant_late_in_the_refresh_period_is_renewed_at_once() {
 /// and grants the live one behind it, and the dead one's registered value goes with its
 /// queue place (no registration outlives its queue entry while others keep queueing).
 ///
-/// Broken once on purpose: without hand_over.lua's `forget` hook the dead one's value
-/// stayed in `leasehold_election_candidates:{NAME}` and this failed.
+/// Broken once on purpose: without the `forget` hooks (`hand_over.lua`,
+/// `queue_purge.lua`) the dead one's value stayed in
+/// `leasehold_election_candidates:{NAME}` and this failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_candidate_skipped_by_the_grant_leaves_no_registration() {
     let server = RedisServer::start();
