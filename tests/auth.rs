@@ -675,6 +675,7 @@ async fn the_documented_election_rights_are_enough() {
             "~leasehold_election:*",
             "~leasehold_election_term:*",
             "~leasehold_election_leader:*",
+            "~leasehold_election_candidates:*",
             "~leasehold_election__channel:*",
             "&leasehold_election__channel:*",
         ]

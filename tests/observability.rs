@@ -2,12 +2,9 @@
 //! wait that ran out, a hold lost after `force_unlock`, renewals), and the acquire,
 //! wait and renew spans carry their fields, on a real redis-server.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold_test_support::{client, client_with, wait_until, RedisServer, TraceLog};
+use leasehold_test_support::{client, client_with, wait_until, RedisServer, Seen, TraceLog};
 
 /// Acquires, re-entries, a busy `try_lock`, a wait that ran out and one that was woken
 /// by a release: each counter and gauge moves by what happened.
@@ -65,73 +62,14 @@ async fn stats_count_renewals_and_a_lost_hold() {
     assert_eq!(client.stats().held, 0);
 }
 
-/// A span or event seen by [`Recorder`]: its name and its fields, as text.
-#[derive(Debug, Clone, Default)]
-struct Seen {
-    name: &'static str,
-    fields: HashMap<String, String>,
-}
-
-/// A minimal subscriber that records every span (with the fields recorded later) and
-/// every event, at every level.
-#[derive(Debug, Clone, Default)]
-struct Recorder {
-    spans: Arc<Mutex<HashMap<u64, Seen>>>,
-    events: Arc<Mutex<Vec<Seen>>>,
-    next: Arc<AtomicU64>,
-}
-
-struct Fields<'a>(&'a mut HashMap<String, String>);
-
-impl tracing::field::Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-}
-
-impl tracing::Subscriber for Recorder {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, attrs: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut seen = Seen { name: attrs.metadata().name(), fields: HashMap::new() };
-        attrs.record(&mut Fields(&mut seen.fields));
-        self.spans.lock().expect("spans").insert(id, seen);
-        tracing::span::Id::from_u64(id)
-    }
-    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
-        if let Some(seen) = self.spans.lock().expect("spans").get_mut(&span.into_u64()) {
-            values.record(&mut Fields(&mut seen.fields));
-        }
-    }
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut seen = Seen { name: event.metadata().name(), fields: HashMap::new() };
-        event.record(&mut Fields(&mut seen.fields));
-        self.events.lock().expect("events").push(seen);
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-impl Recorder {
-    fn spans_named(&self, name: &str) -> Vec<Seen> {
-        self.spans.lock().expect("spans").values().filter(|s| s.name == name).cloned().collect()
-    }
-}
-
 /// The spans carry the lock name as a field (never in the span's name), the kind, the
 /// mode, the attempts and the outcome; a fenced acquire its token; the renewals their
 /// batch size; and a hold found lost is reported by a `leasehold.lost` event at WARN.
 /// The subscriber is this test's thread's default, so the test runs on one thread.
 #[tokio::test(flavor = "current_thread")]
 async fn spans_and_the_lost_event_carry_their_fields() {
-    let recorder = Recorder::default();
-    let _default = tracing::subscriber::set_default(recorder.clone());
+    let recorder = TraceLog::all();
+    let _default = recorder.set_default();
     let server = RedisServer::start();
     let client = client_with(&server.url(), Duration::from_millis(300)).await;
 
@@ -184,7 +122,7 @@ async fn spans_and_the_lost_event_carry_their_fields() {
 
     assert!(client.lock("span:a").force_unlock().await.expect("force"));
     tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost() fires");
-    let events = recorder.events.lock().expect("events").clone();
+    let events = recorder.events();
     let lost: Vec<&Seen> = events.iter().filter(|e| e.name == "leasehold.lost").collect();
     assert_eq!(lost.len(), 1, "one lost event: {events:?}");
     assert_eq!(lost[0].fields.get("lock").map(String::as_str), Some("span:a"), "{lost:?}");
@@ -197,8 +135,8 @@ async fn spans_and_the_lost_event_carry_their_fields() {
 /// `leasehold.release` span: its first member's key, the member count, the outcome.
 #[tokio::test(flavor = "current_thread")]
 async fn a_multi_lock_group_release_has_one_span() {
-    let recorder = Recorder::default();
-    let _default = tracing::subscriber::set_default(recorder.clone());
+    let recorder = TraceLog::all();
+    let _default = recorder.set_default();
     let server = RedisServer::start();
     let client = client_with(&server.url(), Duration::from_secs(30)).await;
     let guard = client.multi_lock(["span:m2", "span:m1", "span:m3"]).lock().await.expect("lock");

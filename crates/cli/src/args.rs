@@ -42,8 +42,8 @@ pub(crate) struct Cli {
     pub(crate) url: String,
 
     /// Bound on the whole connect and on each Redis call after it (500ms, 1.5s, 2m)
-    /// [default: 5s, or a quarter of `run --watchdog` or `elect --lease` when that is
-    /// shorter].
+    /// [default: 5s; each call a quarter of `run`'s or `hold`'s `--watchdog`, or of
+    /// `elect`'s `--lease`, when that is shorter].
     #[arg(long, global = true, value_name = "DUR", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
 
@@ -109,19 +109,8 @@ pub(crate) struct ElectArgs {
 impl ElectArgs {
     /// The value to campaign with: `--value`, or `HOST/PID`.
     pub(crate) fn value_or_default(&self) -> String {
-        self.value.clone().unwrap_or_else(|| format!("{}/{}", host_name(), std::process::id()))
+        self.value.clone().unwrap_or_else(|| format!("{}/{}", crate::host::host_name(), std::process::id()))
     }
-}
-
-/// The host name: the kernel's (`/proc/sys/kernel/hostname`, Linux), else `HOSTNAME`,
-/// else `unknown` (as the library's client description names it).
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|name| !name.is_empty()))
-        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// `leasehold leader`.
@@ -137,30 +126,40 @@ pub(crate) struct LeaderArgs {
     pub(crate) json: bool,
 }
 
-/// `leasehold run`.
+/// The lock (or permit) `run` and `hold` take, and how: their shared flags.
 #[derive(Debug, Args)]
-pub(crate) struct RunArgs {
+pub(crate) struct LockFlags {
     /// The lock's name (its Redis key).
     pub(crate) name: String,
     /// Wait at most this long for the lock (0 = one try); default: as long as it takes.
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub(crate) wait: Option<Duration>,
-    /// Hold the lock for this fixed lease (never renewed); default: watchdog mode.
+    /// Hold the lock for this fixed lease (never renewed; its end is a loss); default:
+    /// watchdog mode.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "watchdog")]
     pub(crate) lease: Option<Duration>,
-    /// Watchdog mode's lease, renewed every third of it while CMD runs (default 30s).
+    /// Watchdog mode's lease, renewed every third of it while held (default 30s).
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub(crate) watchdog: Option<Duration>,
-    /// A fenced lock: CMD gets its token in `LEASEHOLD_FENCING_TOKEN`.
+    /// A fenced lock: `run` gives CMD its token in `LEASEHOLD_FENCING_TOKEN`, `hold`
+    /// prints it.
     #[arg(long, conflicts_with = "fair")]
     pub(crate) fenced: bool,
     /// A fair lock: granted in the order the waiters queued.
     #[arg(long)]
     pub(crate) fair: bool,
-    /// A fleet-wide semaphore of N permits instead of a lock: at most N runs of NAME
-    /// at once (a leased permit: a crashed run's comes back when its lease ends).
+    /// A fleet-wide semaphore of N permits instead of a lock: at most N holders of NAME
+    /// at once (a leased permit: a crashed holder's comes back when its lease ends).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["fenced", "fair"])]
     pub(crate) permits: Option<u32>,
+}
+
+/// `leasehold run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The lock and how it is taken.
+    #[command(flatten)]
+    pub(crate) lock: LockFlags,
     /// When CMD is told to stop (the lock lost, SIGTERM or SIGINT to `run`, the stop
     /// margin reached): time between SIGTERM and SIGKILL to CMD's process group.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
@@ -181,7 +180,7 @@ impl RunArgs {
     /// # Errors
     /// A margin not shorter than the lease (CMD could never start before it).
     pub(crate) fn stop_margin_or_default(&self) -> Result<Option<Duration>, String> {
-        let Some(lease) = self.lease else { return Ok(None) };
+        let Some(lease) = self.lock.lease else { return Ok(None) };
         match self.stop_margin {
             None => Ok(Some(default_stop_margin(lease))),
             Some(margin) if margin >= lease && !lease.is_zero() => Err(format!(
@@ -205,26 +204,9 @@ pub(crate) fn default_stop_margin(lease: Duration) -> Duration {
 /// `leasehold hold`.
 #[derive(Debug, Args)]
 pub(crate) struct HoldArgs {
-    /// The lock's name (its Redis key).
-    pub(crate) name: String,
-    /// Wait at most this long for the lock (0 = one try); default: as long as it takes.
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
-    pub(crate) wait: Option<Duration>,
-    /// Hold for this fixed lease (never renewed; its end is a loss); default: watchdog mode.
-    #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "watchdog")]
-    pub(crate) lease: Option<Duration>,
-    /// Watchdog mode's lease, renewed every third of it (default 30s).
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
-    pub(crate) watchdog: Option<Duration>,
-    /// A fenced lock: its token is printed.
-    #[arg(long, conflicts_with = "fair")]
-    pub(crate) fenced: bool,
-    /// A fair lock: granted in the order the waiters queued.
-    #[arg(long)]
-    pub(crate) fair: bool,
-    /// One permit of a fleet-wide semaphore of N permits instead of a lock.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["fenced", "fair"])]
-    pub(crate) permits: Option<u32>,
+    /// The lock and how it is taken.
+    #[command(flatten)]
+    pub(crate) lock: LockFlags,
 }
 
 impl Command {
@@ -257,8 +239,8 @@ impl Command {
     /// The watchdog lease `run` or `hold` asks for.
     pub(crate) fn watchdog(&self) -> Option<Duration> {
         match self {
-            Command::Run(run) => run.watchdog,
-            Command::Hold(hold) => hold.watchdog,
+            Command::Run(run) => run.lock.watchdog,
+            Command::Hold(hold) => hold.lock.watchdog,
             _ => None,
         }
     }

@@ -1,22 +1,11 @@
 //! What `run` and `hold` hold: a lock's guard or a semaphore's permit, acquired as the
 //! flags ask, and how its end is told apart (released, or taken away).
 
-use std::time::Duration;
-
 use leasehold::fred::interfaces::HashesInterface;
 use leasehold::{Client, FencedGuard, LockGuard, Permit};
 
+use crate::args::LockFlags;
 use crate::permits;
-
-/// The lock flags `run` and `hold` share.
-pub(crate) struct Spec<'a> {
-    pub(crate) name: &'a str,
-    pub(crate) wait: Option<Duration>,
-    pub(crate) lease: Option<Duration>,
-    pub(crate) fenced: bool,
-    pub(crate) fair: bool,
-    pub(crate) permits: Option<u32>,
-}
 
 /// A hold `run` or `hold` keeps.
 pub(crate) enum Held {
@@ -126,12 +115,12 @@ impl Held {
 /// # Cancel safety
 /// Dropping the future leaves the wait queue and gives back what an attempt in flight
 /// took (the library's cancel safety).
-pub(crate) async fn acquire(client: &Client, spec: &Spec<'_>) -> leasehold::Result<Option<Held>> {
+pub(crate) async fn acquire(client: &Client, spec: &LockFlags) -> leasehold::Result<Option<Held>> {
     if let Some(permits) = spec.permits {
-        return Ok(permits::acquire(client, spec.name, spec.wait, spec.lease, permits).await?.map(Held::Permit));
+        return Ok(permits::acquire(client, &spec.name, spec.wait, spec.lease, permits).await?.map(Held::Permit));
     }
     if spec.fenced {
-        let lock = client.fenced_lock(spec.name);
+        let lock = client.fenced_lock(&spec.name);
         let guard = match (spec.wait, spec.lease) {
             (None, None) => Some(lock.lock().await?),
             (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
@@ -141,7 +130,7 @@ pub(crate) async fn acquire(client: &Client, spec: &Spec<'_>) -> leasehold::Resu
         return Ok(guard.map(Held::Fenced));
     }
     let guard = if spec.fair {
-        let lock = client.fair_lock(spec.name);
+        let lock = client.fair_lock(&spec.name);
         match (spec.wait, spec.lease) {
             (None, None) => Some(lock.lock().await?),
             (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),
@@ -149,7 +138,7 @@ pub(crate) async fn acquire(client: &Client, spec: &Spec<'_>) -> leasehold::Resu
             (Some(wait), Some(lease)) => lock.try_lock_with(wait, lease).await?,
         }
     } else {
-        let lock = client.lock(spec.name);
+        let lock = client.lock(&spec.name);
         match (spec.wait, spec.lease) {
             (None, None) => Some(lock.lock().await?),
             (None, Some(lease)) => Some(lock.lock_with_lease(lease).await?),

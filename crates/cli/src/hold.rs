@@ -8,7 +8,7 @@ use leasehold::Client;
 
 use crate::args::HoldArgs;
 use crate::exit;
-use crate::held::{Held, Released, Spec};
+use crate::held::{Held, Released};
 use crate::run::acquire_until_signal;
 use crate::signals::Forwarded;
 
@@ -20,36 +20,29 @@ pub(crate) async fn hold(client: &Client, args: &HoldArgs) -> u8 {
         Ok(signals) => signals,
         Err(code) => return code,
     };
-    let spec = Spec {
-        name: &args.name,
-        wait: args.wait,
-        lease: args.lease,
-        fenced: args.fenced,
-        fair: args.fair,
-        permits: args.permits,
-    };
-    let held = match acquire_until_signal(client, &spec, &mut signals).await {
+    let spec = &args.lock;
+    let held = match acquire_until_signal(client, spec, &mut signals).await {
         Ok(held) => held,
         Err(code) => return code,
     };
     // One line, flushed, so that a script can `read` it (as etcdctl prints its key).
     // A closed stdout is no reason to let go of the lock.
-    let _ = writeln!(std::io::stdout(), "{}", held_line(&args.name, &held));
+    let _ = writeln!(std::io::stdout(), "{}", held_line(&args.lock.name, &held));
     let _ = std::io::stdout().flush();
     tokio::select! {
         // SIGHUP and SIGQUIT end the hold too: there is no command that could reload.
         _ = signals.next() => {}
         () = held.lost() => {
-            eprintln!("leasehold: lock `{}` lost", args.name);
+            eprintln!("leasehold: lock `{}` lost", args.lock.name);
             return exit::LOST;
         }
     }
-    match held.release(&args.name).await {
+    match held.release(&args.lock.name).await {
         Released::Done => 0,
         Released::Lost => {
             eprintln!(
                 "leasehold: `{}` was no longer held at the release (taken away, or its lease ran out)",
-                args.name
+                args.lock.name
             );
             exit::LOST
         }

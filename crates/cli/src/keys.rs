@@ -8,10 +8,10 @@
 
 use lock_core::latch::LATCH_CHANNEL_PREFIX;
 use lock_core::names::{
-    hash_tag, key_slot, CHANNEL_PREFIX, ELECTION_CHANNEL_PREFIX, ELECTION_PREFIX, ELECTION_RECORD_PREFIX,
-    ELECTION_TERM_PREFIX, FENCE_PREFIX, LOCK_QUEUE_CHANNEL_PREFIX, LOCK_QUEUE_PREFIX, LOCK_WAITERS_PREFIX,
-    QUEUE_PREFIX, RWLOCK_CHANNEL_PREFIX, RW_GRANTS_CHANNEL_PREFIX, RW_READERS_PREFIX, RW_WRITERS_ORDER_PREFIX,
-    RW_WRITERS_PREFIX, SEMAPHORE_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
+    hash_tag, key_slot, CHANNEL_PREFIX, ELECTION_CANDIDATES_PREFIX, ELECTION_CHANNEL_PREFIX, ELECTION_PREFIX,
+    ELECTION_RECORD_PREFIX, ELECTION_TERM_PREFIX, FENCE_PREFIX, LOCK_QUEUE_CHANNEL_PREFIX, LOCK_QUEUE_PREFIX,
+    LOCK_WAITERS_PREFIX, QUEUE_PREFIX, RWLOCK_CHANNEL_PREFIX, RW_GRANTS_CHANNEL_PREFIX, RW_READERS_PREFIX,
+    RW_WRITERS_ORDER_PREFIX, RW_WRITERS_PREFIX, SEMAPHORE_CHANNEL_PREFIX, TIMEOUT_PREFIX, TOKEN_PREFIX,
 };
 use lock_core::pes::{PES_QUEUE_PREFIX, PES_WAITERS_PREFIX};
 use lock_core::semaphore::{
@@ -53,7 +53,7 @@ enum Tail {
 /// `(prefix, role, what, channel, tail)` of every name derived as `PREFIX:...` (the
 /// latch's channel, `PREFIX{NAME}`, is checked apart). `leasehold_rwlock_writers:order`
 /// comes before `leasehold_rwlock_writers`, whose keys it would otherwise match.
-const PREFIXES: [(&str, &str, &str, bool, Tail); 25] = [
+const PREFIXES: [(&str, &str, &str, bool, Tail); 26] = [
     (TOKEN_PREFIX, "fencing_counter", "the fencing counter of the lock", false, Tail::Name),
     (QUEUE_PREFIX, "fair_queue", "the wait queue of the fair lock", false, Tail::Name),
     (TIMEOUT_PREFIX, "fair_deadlines", "the waiter deadlines of the fair lock", false, Tail::Name),
@@ -94,6 +94,7 @@ const PREFIXES: [(&str, &str, &str, bool, Tail); 25] = [
     (ELECTION_PREFIX, "election_lead", "the lead of the election", false, Tail::Name),
     (ELECTION_TERM_PREFIX, "election_term", "the term counter of the election", false, Tail::Name),
     (ELECTION_RECORD_PREFIX, "election_leader", "the leader record of the election", false, Tail::Name),
+    (ELECTION_CANDIDATES_PREFIX, "election_candidates", "the waiting candidates of the election", false, Tail::Name),
     (ELECTION_CHANNEL_PREFIX, "election_channel", "the change channel of the election", true, Tail::Name),
 ];
 
@@ -255,6 +256,7 @@ mod tests {
                 (lock_core::names::election_key(name), "election_lead"),
                 (election.election_term_key(), "election_term"),
                 (election.election_record_key(), "election_leader"),
+                (election.election_candidates_key(), "election_candidates"),
                 (election.election_channel(), "election_channel"),
             ];
             for (key, role) in keys {

@@ -13,6 +13,7 @@ mod exit;
 mod held;
 mod history;
 mod hold;
+mod host;
 mod inspect;
 mod json;
 mod keys;
@@ -72,13 +73,8 @@ fn main() -> ExitCode {
 /// with the process, so the name itself keeps which operator, on which host, did it.
 fn operator_service_name() -> String {
     let user = ["USER", "LOGNAME"].iter().find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()));
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|host| host.trim().to_owned())
-        .filter(|host| !host.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|host| !host.is_empty()));
-    let part = |value: Option<String>| value.unwrap_or_else(|| "unknown".to_owned());
-    format!("leasehold-cli.{}.{}", part(user), part(host))
+    let user = user.unwrap_or_else(|| "unknown".to_owned());
+    format!("leasehold-cli.{user}.{}", host::host_name())
 }
 
 /// `--timeout` when not given.

@@ -10,9 +10,10 @@ use futures_util::StreamExt;
 use leasehold::Client;
 use tokio::time::Instant;
 
+use crate::args::LockFlags;
 use crate::args::RunArgs;
 use crate::exit;
-use crate::held::{self, Held, Released, Spec};
+use crate::held::{self, Held, Released};
 use crate::signals::Forwarded;
 use crate::supervise::{self, StopKind, StopOrder, Supervised};
 
@@ -24,7 +25,7 @@ use crate::supervise::{self, StopKind, StopOrder, Supervised};
 /// Dropping the future leaves the wait queue (the library's cancel safety).
 pub(crate) async fn acquire_until_signal(
     client: &Client,
-    spec: &Spec<'_>,
+    spec: &LockFlags,
     signals: &mut Forwarded,
 ) -> Result<Held, u8> {
     let acquired = tokio::select! {
@@ -59,15 +60,8 @@ pub(crate) async fn run(client: &Client, args: RunArgs) -> u8 {
     };
     // Checked before connecting (`Command::check`); `None` again here is watchdog mode.
     let margin = args.stop_margin_or_default().unwrap_or_default();
-    let spec = Spec {
-        name: &args.name,
-        wait: args.wait,
-        lease: args.lease,
-        fenced: args.fenced,
-        fair: args.fair,
-        permits: args.permits,
-    };
-    let held = match acquire_until_signal(client, &spec, &mut signals).await {
+    let spec = &args.lock;
+    let held = match acquire_until_signal(client, spec, &mut signals).await {
         Ok(held) => held,
         Err(code) => return code,
     };
@@ -75,7 +69,7 @@ pub(crate) async fn run(client: &Client, args: RunArgs) -> u8 {
         let token = held.token().map(|token| token.to_string());
         let (owner_var, owner) = held.owner_var();
         let mut env: Vec<(&str, &OsStr)> =
-            vec![("LEASEHOLD_LOCK_NAME", OsStr::new(&args.name)), (owner_var, OsStr::new(owner))];
+            vec![("LEASEHOLD_LOCK_NAME", OsStr::new(&args.lock.name)), (owner_var, OsStr::new(owner))];
         if let Some(token) = &token {
             env.push(("LEASEHOLD_FENCING_TOKEN", OsStr::new(token)));
         }
@@ -84,12 +78,12 @@ pub(crate) async fn run(client: &Client, args: RunArgs) -> u8 {
     };
     if !ran.started {
         // Nothing ran: give the lock back and report the failure to start.
-        let _ = held.release(&args.name).await;
+        let _ = held.release(&args.lock.name).await;
         return ran.code;
     }
     if ran.lost || held.is_lost() {
         if !ran.lost {
-            eprintln!("leasehold: lock `{}` lost while the command ran", args.name);
+            eprintln!("leasehold: lock `{}` lost while the command ran", args.lock.name);
         }
         ran.kill_leftovers();
         // Nothing to give back: the lock is gone (or another owner has it).
@@ -99,10 +93,10 @@ pub(crate) async fn run(client: &Client, args: RunArgs) -> u8 {
     if ran.stopped {
         ran.kill_leftovers();
         // Still held (the margin is before the lease's end): give it back early.
-        let _ = held.release(&args.name).await;
+        let _ = held.release(&args.lock.name).await;
         return exit::LOST;
     }
-    released(&held.release(&args.name).await, &ran, &args.name)
+    released(&held.release(&args.lock.name).await, &ran, &args.lock.name)
 }
 
 /// The exit code after CMD exited while the hold was held and it was given back: CMD's,
@@ -136,7 +130,7 @@ fn stop_orders<'a>(
     args: &'a RunArgs,
     margin: Option<Duration>,
 ) -> supervise::Stops<'a> {
-    let name = args.name.as_str();
+    let name = args.lock.name.as_str();
     let mut stops = supervise::once(async move {
         held.lost().await;
         StopOrder::lost(format!("lock `{name}` lost"))
@@ -161,7 +155,7 @@ fn stop_orders<'a>(
     }
     // A fixed lease on a lock (a permit has no such check): `None` from the check is
     // unknown (an error), and the lease bounds the hold anyway.
-    if let Some(lease) = args.lease.filter(|_| args.permits.is_none()) {
+    if let Some(lease) = args.lock.lease.filter(|_| args.lock.permits.is_none()) {
         stops.push(
             futures_util::stream::once(async move {
                 let mut every = tokio::time::interval_at(now + check_period(lease), check_period(lease));

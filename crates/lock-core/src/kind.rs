@@ -260,6 +260,9 @@ impl LockKind {
                 keys.push(Key::from(names.election_term_key()));
                 keys.push(Key::from(names.election_record_key()));
                 keys.push(Key::from(names.election_channel()));
+                // The waiting candidates: a queued campaign registers its value (and
+                // this call's ticket) for a resign's one-step grant.
+                keys.push(Key::from(names.election_candidates_key()));
                 let keepalive = if waiting { queue_keepalive_ms.max(1) } else { 0 };
                 let args = vec![
                     int_arg(lease_ms),
@@ -269,6 +272,7 @@ impl LockKind {
                     static_arg(settings.publish),
                     int_arg(counter_ttl_ms),
                     Value::Bytes(value.cloned().unwrap_or_default()),
+                    int_arg(ticket),
                 ];
                 (keys, args)
             }
@@ -406,11 +410,15 @@ impl LockKind {
                 let mut keys = vec![Key::from(names.key_arg()), Key::from(names.channel_arg())];
                 keys.extend(names.queue_args().iter().cloned().map(Key::from));
                 if matches!(self, LockKind::Election { .. }) {
-                    // election_release.lua: release.lua's, then the record and channel.
+                    // election_release.lua: release.lua's, then the record, the change
+                    // channel, the term counter and the waiting candidates (a grant of
+                    // the lead issues the next leader's term in the release).
                     keys.push(Key::from(names.election_record_key()));
                     keys.push(Key::from(names.election_channel()));
+                    keys.push(Key::from(names.election_term_key()));
+                    keys.push(Key::from(names.election_candidates_key()));
                 }
-                let args = vec![
+                let mut args = vec![
                     Value::Bytes(owner.arg()),
                     int_arg(target),
                     int_arg(need_ms),
@@ -420,6 +428,9 @@ impl LockKind {
                     static_arg(settings.publish),
                     int_arg(u64::from(settings.redisson_waiters)),
                 ];
+                if let LockKind::Election { counter_ttl_ms, .. } = *self {
+                    args.push(int_arg(counter_ttl_ms));
+                }
                 (keys, args)
             }
             LockKind::Fair { .. } => {
@@ -720,11 +731,25 @@ mod tests {
         assert_eq!(keys[0], "leasehold_election:{e}");
         assert_eq!(
             keys[4..],
-            ["leasehold_election_term:{e}", "leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]
+            [
+                "leasehold_election_term:{e}",
+                "leasehold_election_leader:{e}",
+                "leasehold_election__channel:{e}",
+                "leasehold_election_candidates:{e}"
+            ]
         );
-        assert_eq!(text(&args), ["10000", owner.as_str(), "1", "3000", "spublish", "5000", "host:1"]);
-        let (keys, _) = ELECTION.release_args(&names, &owner, 0, 0, false, settings());
-        assert_eq!(key_text(&keys)[5..], ["leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]);
+        assert_eq!(text(&args), ["10000", owner.as_str(), "1", "3000", "spublish", "5000", "host:1", "9"]);
+        let (keys, args) = ELECTION.release_args(&names, &owner, 0, 0, false, settings());
+        assert_eq!(
+            key_text(&keys)[5..],
+            [
+                "leasehold_election_leader:{e}",
+                "leasehold_election__channel:{e}",
+                "leasehold_election_term:{e}",
+                "leasehold_election_candidates:{e}"
+            ]
+        );
+        assert_eq!(text(&args)[8..], ["5000"], "the term counter's TTL, for a grant's term");
         let (keys, _) = ELECTION.force_release_args(&names, None, settings());
         assert_eq!(key_text(&keys)[2..], ["leasehold_election_leader:{e}", "leasehold_election__channel:{e}"]);
         // Every key of the election is in the name's slot, whatever braces the name has.
@@ -736,6 +761,7 @@ mod tests {
                 names.election_term_key(),
                 names.election_record_key(),
                 names.election_channel(),
+                names.election_candidates_key(),
                 names.lock_queue_key(),
             ] {
                 assert_eq!(crate::names::key_slot(key.as_bytes()), slot, "{key} of {name}");

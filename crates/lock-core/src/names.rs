@@ -77,6 +77,13 @@ pub const ELECTION_TERM_PREFIX: &str = "leasehold_election_term";
 /// `leasehold_election_leader:{NAME}`, a Hash `owner`, `term`, `value`: who leads, in
 /// which term, and what it proclaims. Valid only while `owner` holds the lead.
 pub const ELECTION_RECORD_PREFIX: &str = "leasehold_election_leader";
+/// Prefix of an election's waiting candidates (leasehold only):
+/// `leasehold_election_candidates:{NAME}`, a Hash owner -> `TICKET VALUE`: the value each
+/// queued campaign leads with, so that a resign grants the first live one the lead in
+/// one step (`election_release.lua`). An entry goes when its candidate leads, leaves
+/// the queue, or is purged from it as dead (the queue purge's and the hand-over's
+/// `forget` hook); the Hash's TTL is the longest keep-alive of a queued call.
+pub const ELECTION_CANDIDATES_PREFIX: &str = "leasehold_election_candidates";
 /// Prefix of an election's change channel (leasehold only):
 /// `leasehold_election__channel:{NAME}`, carrying `L <term> <lease_ms> <value>` (a
 /// leader took the lead or proclaimed a value) and `N <term>` (the lead of that term
@@ -442,6 +449,12 @@ impl LockNames {
     /// `leasehold_election_leader:{NAME}` (see [`ELECTION_RECORD_PREFIX`]).
     pub fn election_record_key(&self) -> String {
         self.election_sibling(ELECTION_RECORD_PREFIX)
+    }
+
+    /// The waiting candidates of the election whose lead is this key,
+    /// `leasehold_election_candidates:{NAME}` (see [`ELECTION_CANDIDATES_PREFIX`]).
+    pub fn election_candidates_key(&self) -> String {
+        self.election_sibling(ELECTION_CANDIDATES_PREFIX)
     }
 
     /// The change channel of the election whose lead is this key,

@@ -113,7 +113,8 @@ pub static PES_RENEW_BATCH: LazyLock<LuaScript> = lua!("pes_renew_batch.lua");
 /// and a fresh lead gets a term, its leader record and a change message.
 pub static ELECTION_ACQUIRE: LazyLock<LuaScript> = lua!("election_acquire.lua");
 /// `election_release.lua`: `release.lua` for an election's lead; a lead that ended
-/// deletes its leader record and publishes `N <term>`.
+/// deletes its leader record and publishes `N <term>`, and its hand-over grants the
+/// next candidate the lead (term, record, `L`, a grant message) in the same script.
 pub static ELECTION_RELEASE: LazyLock<LuaScript> = lua!("election_release.lua");
 /// `election_force_release.lua`: `force_release.lua` for an election's lead, telling
 /// the followers.

@@ -16,6 +16,9 @@
 //! - Parameters: `--#include fragments/NAME.lua flag=purged` replaces `{{flag}}` in the
 //!   fragment by `purged`. A fragment line that names a parameter the include does not
 //!   set is left out (an optional line).
+//! - A fragment's include may pass its own parameters on: `--#include fragments/NAME.lua
+//!   grant={{grant}}` sets the inner `grant` to the outer one's value, and sets nothing
+//!   when the outer include did not set it (so the inner optional lines go too).
 //! - A fragment line starting with `--!` (after its indentation) documents the fragment
 //!   for its readers and is left out of every script.
 //!
@@ -87,7 +90,12 @@ fn assemble(
                 let (name, value) = word
                     .split_once('=')
                     .ok_or_else(|| format!("{}: include parameter `{word}` is not name=value", from.display()))?;
-                inner.insert(name.to_owned(), value.to_owned());
+                // A fragment passes its own parameters on (`grant={{grant}}`); one its
+                // includer did not set is not passed (the inner optional lines go).
+                let value = if fragment { substitute(value, params) } else { Some(value.to_owned()) };
+                if let Some(value) = value {
+                    inner.insert(name.to_owned(), value);
+                }
             }
             let included: PathBuf = lua.join(path);
             let text = read(&included)?;

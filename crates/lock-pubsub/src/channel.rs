@@ -60,6 +60,9 @@ struct QueuedSlot {
     permits: Option<u64>,
     /// A grant message named it: the permits are its in Redis (a semaphore's waiter).
     granted: bool,
+    /// An election's grant named it: the lead is its in Redis, with this term, until
+    /// the waiter takes it over ([`ChannelWaiters::take_granted`]).
+    lead: Option<Grant>,
 }
 
 impl QueuedSlot {
@@ -76,6 +79,10 @@ impl QueuedSlot {
         }
         if Some(&*self.owner) == message.granted {
             self.position = Some(0);
+            if let Some((term, ticket)) = message.lead {
+                // An election's one-step grant: the lead, its term and its TTL.
+                self.lead = Some(Grant { lease_ms: message.wait_ms, ticket, term: Some(term) });
+            }
             self.wake();
         } else if Some(&*self.owner) == message.next {
             self.position = Some(0);
@@ -167,15 +174,20 @@ impl SharedSlot {
     }
 }
 
-/// A read hold that a write release granted a registered reader (see
-/// [`crate::Subscriber::register_reader`]).
+/// A hold the server granted a waiter in a release, which the waiter takes over
+/// without a call: a read hold that a write release granted a registered reader (see
+/// [`crate::Subscriber::register_reader`]), or the lead of an election that a resign
+/// granted the first live waiting candidate (`election_release.lua`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grant {
-    /// The hold's lease on the server, in ms (its timeout key's TTL when granted).
+    /// The hold's lease on the server, in ms (its TTL when granted).
     pub lease_ms: u64,
     /// The ticket of the call whose registration was granted (the owner's turn number
     /// it sent).
     pub ticket: u64,
+    /// An election's grant: the term the release issued the new leader. `None` for a
+    /// read hold.
+    pub term: Option<u64>,
 }
 
 /// The grant a grant message (`OWNER:LEASE_MS:TICKET` entries separated by spaces)
@@ -185,7 +197,7 @@ pub(crate) fn grant_for(payload: &str, owner: &str) -> Option<Grant> {
         let mut parts = entry.rsplitn(3, ':');
         let ticket = parts.next()?.parse().ok()?;
         let lease_ms = parts.next()?.parse().ok()?;
-        (parts.next()? == owner).then_some(Grant { lease_ms, ticket })
+        (parts.next()? == owner).then_some(Grant { lease_ms, ticket, term: None })
     })
 }
 
@@ -200,7 +212,8 @@ struct RecentGrant {
 /// release that granted readers).
 const RECENT_GRANTS: usize = 64;
 
-/// A message on a lock's queue channel (`release.lua`): `"GRANTED NEXT WAIT_MS"`.
+/// A message on a lock's queue channel (`release.lua`): `"GRANTED NEXT WAIT_MS"`, or an
+/// election's grant (`election_release.lua`): `"GRANTED NEXT TTL TERM TICKET"`.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct QueueMessage<'a> {
     /// The owner the lock was handed to, if any.
@@ -210,6 +223,9 @@ pub(crate) struct QueueMessage<'a> {
     /// When `next` should try unprompted: 0 = now, else after this long (when the lock
     /// expires if nobody releases it).
     pub(crate) wait_ms: u64,
+    /// An election's grant: the term issued to `granted` and the ticket of its queued
+    /// call that the grant answers (`wait_ms` is then the lead's TTL).
+    pub(crate) lead: Option<(u64, u64)>,
 }
 
 impl<'a> QueueMessage<'a> {
@@ -220,7 +236,16 @@ impl<'a> QueueMessage<'a> {
         let granted = owner(parts.next()?);
         let next = owner(parts.next()?);
         let wait_ms = parts.next()?.parse().ok()?;
-        parts.next().is_none().then_some(QueueMessage { granted, next, wait_ms })
+        let lead = match parts.next() {
+            None => None,
+            Some(term) => {
+                let ticket = parts.next()?.parse().ok()?;
+                // An election's grant names the granted owner.
+                granted?;
+                Some((term.parse().ok()?, ticket))
+            }
+        };
+        parts.next().is_none().then_some(QueueMessage { granted, next, wait_ms, lead })
     }
 }
 
@@ -231,6 +256,7 @@ struct RecentMessage {
     granted: Option<Box<str>>,
     next: Option<Box<str>>,
     wait_ms: u64,
+    lead: Option<(u64, u64)>,
 }
 
 /// How many queue messages a channel keeps for late registrations. A waiter registers
@@ -449,6 +475,7 @@ impl ChannelWaiters {
             signal,
             permits,
             granted: false,
+            lead: None,
         };
         let heard_everything = state.subscribed && state.subscribed_since.is_some_and(|since| since <= sent_at);
         if heard_everything {
@@ -457,6 +484,7 @@ impl ChannelWaiters {
                     granted: message.granted.as_deref(),
                     next: message.next.as_deref(),
                     wait_ms: message.wait_ms,
+                    lead: message.lead,
                 };
                 slot.apply(&message_ref, message.at);
             }
@@ -529,7 +557,7 @@ impl ChannelWaiters {
                 let mut parts = entry.rsplitn(3, ':');
                 let ticket = parts.next()?.parse().ok()?;
                 let lease_ms = parts.next()?.parse().ok()?;
-                Some((parts.next()?, Grant { lease_ms, ticket }))
+                Some((parts.next()?, Grant { lease_ms, ticket, term: None }))
             })
             .collect();
         let mut state = self.state.lock();
@@ -545,9 +573,14 @@ impl ChannelWaiters {
         state.recent_grants.push_back(RecentGrant { at: now, payload: Box::from(payload) });
     }
 
-    /// Takes the read hold a grant message gave this waiter, if one did.
+    /// Takes the read hold (or an election's lead) a grant message gave this waiter, if
+    /// one did.
     pub(crate) fn take_granted(&self, id: u64) -> Option<Grant> {
-        self.state.lock().shared_slot(id).and_then(|slot| slot.granted.take())
+        let mut state = self.state.lock();
+        if let Some(slot) = state.queued_slot(id) {
+            return slot.lead.take();
+        }
+        state.shared_slot(id).and_then(|slot| slot.granted.take())
     }
 
     /// Records a server-queued waiter's place, as its last call reported it.
@@ -573,6 +606,7 @@ impl ChannelWaiters {
             granted: message.granted.map(Box::from),
             next: message.next.map(Box::from),
             wait_ms: message.wait_ms,
+            lead: message.lead,
         });
     }
 
@@ -1063,7 +1097,7 @@ mod tests {
         assert!(ch.take_wake(&lock, plain));
         ch.grant_message("u:12:30000:7 v:3:100:2");
         assert_eq!(ch.take_granted(ra), None, "u:1 is not u:12");
-        assert_eq!(ch.take_granted(rb), Some(Grant { lease_ms: 30_000, ticket: 7 }));
+        assert_eq!(ch.take_granted(rb), Some(Grant { lease_ms: 30_000, ticket: 7, term: None }));
         assert!(ch.take_wake(&lock, rb) && !ch.has_wake(&lock, ra));
         assert_eq!(ch.take_granted(rb), None, "taken once");
         // A reader that registers after the grant came (its attempt was sent before)
@@ -1073,6 +1107,46 @@ mod tests {
         tokio::time::advance(std::time::Duration::from_millis(5)).await;
         let later = ch.join_shared(&lock, Arc::new(Notify::new()), Some(Instant::now()), Some(&b));
         assert_eq!(ch.take_granted(later), None);
+    }
+
+    /// An election's one-step grant (`election_release.lua`): the granted candidate's
+    /// waiter gets the lead (TTL, term, the ticket of its queued call) and a turn; the
+    /// next one becomes the head with a timer; the message is replayed for a waiter that
+    /// registers late; a plain hand-over grants nothing to take over.
+    #[tokio::test(start_paused = true)]
+    async fn an_election_grant_names_the_term_and_ticket_of_its_candidate() {
+        assert_eq!(
+            QueueMessage::parse("a b 900 1700000000000001 42"),
+            Some(QueueMessage {
+                granted: Some("a"),
+                next: Some("b"),
+                wait_ms: 900,
+                lead: Some((1_700_000_000_000_001, 42))
+            })
+        );
+        assert_eq!(QueueMessage::parse("a - 900").map(|m| m.lead), Some(None));
+        for bad in ["- b 900 1 2", "a b 900 1", "a b 900 x 2", "a b 900 1 2 3"] {
+            assert_eq!(QueueMessage::parse(bad), None, "{bad}");
+        }
+        let ch = ChannelWaiters::new(Arc::from("c"), Some(Arc::from("q")));
+        let lock: Arc<str> = Arc::from("leasehold_election:{e}");
+        ch.set_subscribed(true);
+        let sent_at = Instant::now();
+        let join = |owner: &str, position: u64| {
+            ch.join_queued(&lock, &Arc::from(owner), Some(position), sent_at, Arc::new(Notify::new()), None)
+        };
+        let (a, b) = (join("a", 0), join("b", 1));
+        ch.queue_message(&QueueMessage::parse("a b 900 77 5").expect("a grant"));
+        assert_eq!(ch.take_granted(a), Some(Grant { lease_ms: 900, ticket: 5, term: Some(77) }));
+        assert_eq!(ch.take_granted(a), None, "taken once");
+        assert!(ch.take_wake(&lock, a), "a turn too: if the grant is not the wait's, it calls");
+        assert_eq!(ch.take_granted(b), None);
+        assert!(ch.is_first(&lock, b) && ch.take_held_until(&lock, b).is_some(), "b heads, with a timer");
+        let late = join("a", 0);
+        assert_eq!(ch.take_granted(late).map(|g| g.term), Some(Some(77)), "replayed");
+        ch.queue_message(&QueueMessage::parse("b - 900").expect("a plain hand-over"));
+        assert_eq!(ch.take_granted(b), None, "claimed with a call");
+        assert!(ch.take_wake(&lock, b));
     }
 
     /// A semaphore's queued waiters (issue 29 item 4): a count wakes only the head it
@@ -1094,7 +1168,7 @@ mod tests {
         assert!(ch.has_wake(&lock, head), "the head is covered by 1");
         assert!(!ch.has_wake(&lock, second) && !ch.has_wake(&lock, big), "nobody behind the head");
         // The release that published that count granted the head; b is the head now.
-        ch.queue_message(&QueueMessage { granted: Some("a"), next: Some("b"), wait_ms: 1000 });
+        ch.queue_message(&QueueMessage { granted: Some("a"), next: Some("b"), wait_ms: 1000, lead: None });
         assert!(ch.take_served(head), "a has its permits");
         assert!(!ch.take_wake(&lock, head), "no call: the count's turn is taken back");
         assert!(!ch.take_served(head), "consumed");
@@ -1104,7 +1178,7 @@ mod tests {
         assert!(ch.take_wake(&lock, second), "b is covered by 4");
         // A grant to someone else with another head: b is not the head any more.
         ch.wake_permits(1);
-        ch.queue_message(&QueueMessage { granted: Some("z"), next: Some("c"), wait_ms: 1000 });
+        ch.queue_message(&QueueMessage { granted: Some("z"), next: Some("c"), wait_ms: 1000, lead: None });
         assert!(!ch.take_wake(&lock, second) && !ch.is_first(&lock, second), "b's turn taken back");
         ch.wake_permits(4);
         assert!(!ch.take_wake(&lock, big), "c heads but waits for 5");

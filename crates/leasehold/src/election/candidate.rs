@@ -151,8 +151,10 @@ impl Election {
     /// published with the lead in one script.
     ///
     /// Waiting does not poll: a waiting candidate queues in the lead's wait queue on
-    /// the server, a resign hands the lead to the first live waiter (woken by a message),
-    /// and a lead that expires (its leader crashed) is retried at the moment it expires.
+    /// the server (with `value`), a resign grants the lead to the first live waiter in
+    /// its own script (the new term and record written there; the waiter's client takes
+    /// the lead over on the grant message, without a call), and a lead that expires (its
+    /// leader crashed) is retried at the moment it expires.
     /// Transient errors do not end the wait (retried with back-off, keeping the place
     /// in line), as for [`Lock::lock`](crate::Lock::lock).
     ///
@@ -165,8 +167,8 @@ impl Election {
     ///
     /// # Cancel safety
     /// As [`Lock::lock`](crate::Lock::lock): dropping the future leaves the wait queue,
-    /// and a lead the campaign may have taken in flight is given back in the background
-    /// (followers are told it ended).
+    /// and a lead the campaign may have taken in flight (or a resign granted it as it
+    /// was dropped) is given back in the background (followers are told it ended).
     pub async fn campaign(&self, value: impl Into<String>) -> Result<Leadership> {
         let value = self.prepare(value.into())?;
         let guard = self.lock.acquire(None, LeaseMode::Watchdog).await?;

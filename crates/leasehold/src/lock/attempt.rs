@@ -81,7 +81,8 @@ impl Attempt for LockAttempt<'_> {
         tried
     }
 
-    /// A write release granted this reader its hold: record it as an acquire the
+    /// A write release granted this reader its hold (or a resign granted this
+    /// candidate its election's lead, with a term): record it as an acquire the
     /// server answered with count 1, sent when the granted registration's call was
     /// (before the grant: the guard's deadline is never later than the server's), with
     /// the lease the server gave. Under the owner's turn, and only when the grant names
@@ -102,10 +103,26 @@ impl Attempt for LockAttempt<'_> {
             );
             return None;
         }
+        // The lease the server gave, counted from that call's send: the grant came after
+        // that call was answered "queued" (a grant names the latest such call), so the
+        // guard's deadline is never later than the server's expiry. An election's grant
+        // carries the term the release issued.
         let lease = Duration::from_millis(grant.lease_ms);
         let guard = lock.record_acquired(self.names, turn.seq, 1, sent_at, lease, self.mode);
         drop(turn);
-        Some(guard)
+        if grant.term.is_some() && self.mode == LeaseMode::Watchdog {
+            // An election's grant: its TTL was cut to the queue entry's life left, and
+            // the deadline counts from a call up to a refresh period old, so as little
+            // as a third of the lease may be left locally; the next periodic renewal
+            // can come a third of the lease later. When under half is left, renew now
+            // (in the background: the campaign returns at once) rather than risk the
+            // deadline passing first and the new leader being told it lost.
+            let left = guard.lease_deadline().saturating_duration_since(std::time::Instant::now());
+            if left < lock.watchdog_lease() / 2 {
+                lock.watchdog().renew_now();
+            }
+        }
+        Some(guard.with_token(grant.term))
     }
 
     fn held_until(guard: &LockGuard) -> Instant {

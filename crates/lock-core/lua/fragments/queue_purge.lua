@@ -3,6 +3,8 @@
 --! blocking the waiters behind it one keep-alive after its last call.
 --! Needs: KEYS[2] queue (List), KEYS[3] waiter entries (Hash owner -> "DEADLINE
 --! LEASE"), `now` (time.lua).
+--! Optional param: forget = a function (owner) run for each purged owner (an
+--! election forgets the dead candidate's registered value).
 --! Sets: locals `purged` (a head was purged), `head` (nil: nobody live is queued) and
 --! `head_deadline`.
 -- The first live entry; dead heads (deadline passed, or entry gone) are purged.
@@ -16,5 +18,6 @@ while true do
   if head_deadline and head_deadline > now then break end
   redis.call('lpop', KEYS[2])
   redis.call('hdel', KEYS[3], head)
+  {{forget}}(head)
   purged = true
 end

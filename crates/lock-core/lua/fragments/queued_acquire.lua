@@ -3,6 +3,7 @@
 --! head, queue up or refresh the entry, and flag the holder. fenced_acquire.lua runs the
 --! same steps inside a function and adds the token to what they answer.
 --! Needs: acquire.lua's KEYS[1..4] and ARGV[1..5]. Returns acquire.lua's replies.
+--! Optional param: forget, passed on to queue_purge.lua.
 --#include fragments/take_free.lua
 -- HGET fails on a key of another type before anything is written.
 if not free and redis.call('hget', KEYS[1], ARGV[2]) then
@@ -19,7 +20,7 @@ redis.call('hget', KEYS[3], ARGV[2])
 
 --#include fragments/time.lua
 
---#include fragments/queue_purge.lua
+--#include fragments/queue_purge.lua forget={{forget}}
 
 --#include fragments/take_head.lua
 

@@ -3,6 +3,8 @@
 --! election_release.lua runs the same steps inside a function and tells the election's
 --! followers when the leader's lead ended.
 --! Needs: release.lua's KEYS[1..5] and ARGV[1..8]. Returns release.lua's replies.
+--! Optional params: grant and forget, passed on to hand_over.lua (election_release.lua's
+--! grant_lead and forget_candidate).
 -- The hot path first, before any closure is made: the last hold, no queue clean-up,
 -- and nobody listening. HDEL checks the owner and removes it in one command; it fails on
 -- a key of another type before writing. A Hash with no field left is deleted by Redis.
@@ -30,7 +32,7 @@ end
 
 --#include fragments/leave_queue.lua
 
---#include fragments/hand_over.lua lock=KEYS[1] queue=KEYS[3] waiters=KEYS[4] queue_channel=KEYS[5] publish=ARGV[7]
+--#include fragments/hand_over.lua lock=KEYS[1] queue=KEYS[3] waiters=KEYS[4] queue_channel=KEYS[5] publish=ARGV[7] grant={{grant}} forget={{forget}}
 
 if released then
   -- Someone listened (or the queue is read regardless): hand the lock over.

@@ -26,13 +26,20 @@
 --          none: it must outlive the longest lead; a resign or force deletes it, the
 --          next lead overwrites a crashed leader's)
 -- ARGV[7]  the value the new leader proclaims (bytes; may be empty)
+-- KEYS[8]  waiting candidates "leasehold_election_candidates:{NAME}" (Hash owner ->
+--          "TICKET VALUE"): a queued campaign registers its value here, so that a resign
+--          grants it the lead in one step (election_release.lua)
+-- ARGV[8]  the call's ticket (the owner's turn number): a grant names it back
 --
 -- Replies (fenced_acquire.lua's, the token being the term):
 --   {1, 1, term}        took the lead (fresh, or claimed a lead election_release.lua
 --                       handed to this candidate): a new term, larger than every term
 --                       issued before for NAME; the record is (owner, term, ARGV[7]),
 --                       and "L <term> <ARGV[1]> <ARGV[7]>" is published on KEYS[7]
---   {1, N, term}        re-entered (N > 1): the lead's term, the record unchanged
+--   {1, N, term}        re-entered (N > 1), or claimed a lead election_release.lua
+--                       granted this candidate (its record, term and "L" written by the
+--                       grant: a call after a lost grant message): the lead's term, the
+--                       record unchanged
 --   {0, pttl}           single try, another candidate leads; pttl = the lead's TTL
 --   {0, wait, position} a campaign, not the leader: queued at `position` (0 = head)
 -- Errors:
@@ -46,24 +53,48 @@
 --#include fragments/token.lua
 
 -- Reads first: a counter or record of another type (WRONGTYPE), or a counter that is
--- not an integer, fails the call before anything is written.
+-- not an integer, fails the call before anything is written (the candidates Hash too).
 local counter = redis.call('get', KEYS[5])
 if counter and not string.match(counter, '^-?%d+$') then
   return redis.error_reply('ERR the term counter ' .. KEYS[5] .. ' is not an integer')
 end
 local holder = redis.call('hget', KEYS[6], 'owner')
+-- The record is this candidate's and it holds the lead: a re-entry, or the claim of a
+-- lead granted with its term (election_release.lua): no new term.
+if ARGV[4] ~= '0' then
+  redis.call('hlen', KEYS[8])
+end
+local leading = holder == ARGV[2] and redis.call('hexists', KEYS[1], ARGV[2]) == 1
+
+-- queue_purge.lua's forget hook: a dead candidate purged from the queue has no grant
+-- due any more; its registered value goes with it.
+local function forget_candidate(owner)
+  redis.call('hdel', KEYS[8], owner)
+end
 
 -- acquire.lua's steps; their replies are this script's, before the term.
 local function acquire()
-  --#include fragments/queued_acquire.lua
+  --#include fragments/queued_acquire.lua forget=forget_candidate
 end
 
 local reply = acquire()
 if reply[1] ~= 1 then
+  if reply[3] then
+    -- Queued (or refreshed): register the value a grant makes this candidate lead
+    -- with, for as long as its queue entry can live (raised, never lowered).
+    redis.call('hset', KEYS[8], ARGV[2], ARGV[8] .. ' ' .. ARGV[7])
+    if redis.call('pttl', KEYS[8]) < tonumber(ARGV[4]) then
+      redis.call('pexpire', KEYS[8], ARGV[4])
+    end
+  end
   return reply
 end
+if ARGV[4] ~= '0' then
+  -- Leading: no grant is due to this candidate any more.
+  redis.call('hdel', KEYS[8], ARGV[2])
+end
 local term
-if reply[2] > 1 and holder == ARGV[2] then
+if leading then
   term = redis.call('hget', KEYS[6], 'term')
 end
 if not term then
