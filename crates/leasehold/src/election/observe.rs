@@ -40,8 +40,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 ///   again and emits the current state if it changed. Changes closer together than a
 ///   round trip may be seen as one (the latest): an observer reports states, each
 ///   newer than the last, not every message.
-/// - Errors are items (`Err`): a read that failed is retried (back-off up to 1 s); the
-///   stream goes on. It ends (`None`) after [`Client::shutdown`](crate::Client::shutdown).
+/// - A read that failed is retried (back-off up to 1 s) and the stream goes on. A
+///   transient failure (a timeout, a dropped connection: [`Error::is_transient`](crate::Error::is_transient))
+///   is only retried; any other (a key of another type, a refused permission) is also
+///   an item (`Err`). It ends (`None`) after [`Client::shutdown`](crate::Client::shutdown).
 ///
 /// Dropping the observer stops its task and leaves the channel.
 #[derive(Debug)]
