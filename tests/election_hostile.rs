@@ -654,9 +654,10 @@ async fn a_candidate_whose_lead_was_lost_campaigns_again_through_the_same_handle
 }
 
 /// `Client::shutdown` while a campaign waits and an observer follows: the campaign
-/// ends with `Shutdown` (not a hang) and the observer's stream ends (`None`). The
-/// waiting entry cannot be removed any more (documented): a lead handed to it holds up
-/// the next candidate by at most its keep-alive, one lease.
+/// ends with `Shutdown` (not a hang), the observer's stream ends (`None`), and the
+/// campaign left the lead's queue (and its registered value) before the shutdown
+/// returned: the leader's resign hands over to the next live candidate at once, not to
+/// the gone one (which would hold it up for its keep-alive, one lease).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_a_waiting_campaign_and_the_observers() {
     let server = RedisServer::start();
@@ -668,16 +669,21 @@ async fn shutdown_ends_a_waiting_campaign_and_the_observers() {
     let waiting = tokio::spawn(async move { candidate.campaign("b").await.map(|l| l.term()) });
     assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "b waits");
     tokio::time::timeout(Duration::from_secs(5), b.shutdown()).await.expect("shutdown in time").expect("shutdown");
-    let shut = Instant::now();
+    assert_eq!(queued(&server), 0, "the waiting campaign left the queue");
+    assert!(!exists(&server, "leasehold_election_candidates:{hostile:shutdown}"), "and its registered value");
     let ended = tokio::time::timeout(Duration::from_secs(2), waiting).await.expect("the campaign ends").expect("task");
     assert!(ended.as_ref().is_err_and(leasehold::Error::is_shutdown), "{ended:?}");
     let end = tokio::time::timeout(Duration::from_secs(2), observer.next()).await.expect("the stream ends");
     assert!(end.is_none(), "{end:?}");
     assert!(!leader.is_lost());
+    let next = c.election_with("hostile:shutdown", short());
+    let next = tokio::spawn(async move { next.campaign("c").await });
+    assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "c waits");
+    let resigned = Instant::now();
     leader.resign().await.expect("resign");
-    let next = c.election_with("hostile:shutdown", short()).campaign_for(LEASE * 3, "c").await.expect("campaign");
-    assert!(next.is_some(), "c leads");
-    assert!(shut.elapsed() <= LEASE + MARGIN, "held up by the dead entry {:?} (lease {LEASE:?})", shut.elapsed());
+    let next = tokio::time::timeout(LEASE * 3, next).await.expect("c leads").expect("task").expect("campaign");
+    assert!(resigned.elapsed() < LEASE / 3, "handed over at once: {:?} (lease {LEASE:?})", resigned.elapsed());
+    next.resign().await.expect("resign");
 }
 
 /// An observer nobody polls while leaders come and go: when polled at last, it gives
@@ -786,35 +792,45 @@ async fn a_leadership_dropped_off_the_runtime_resigns_and_outlives_its_handle() 
     next.resign().await.expect("resign");
 }
 
-/// Two tasks sharing one candidate (`Arc<Election>`) that campaign at once re-enter
-/// one lead, with one term (documented); the first to resign leaves the lead to the
-/// other: followers see no change until the last one resigns.
+/// Two tasks sharing one candidate (`Arc<Election>`) that campaign at once, with
+/// different values: one leads, the other is refused (`InvalidArgument`) whatever the
+/// timing (in flight, or after the first leads), so two leaderships of one candidate
+/// never exist and the leader's `value()` is what followers see. Once the lead is
+/// resigned, the candidate campaigns again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shared_candidates_two_campaigns_share_one_lead_until_the_last_resign() {
+async fn a_shared_candidate_runs_one_campaign_at_a_time() {
     let server = RedisServer::start();
     let client = client(&server).await;
+    let other = client.election_with("hostile:shared", short());
+    let blocker = other.campaign("blocker").await.expect("the other candidate leads");
     let election = Arc::new(client.election_with("hostile:shared", short()));
-    let (one, two) = tokio::join!(election.campaign("v"), election.campaign("v"));
-    let (one, two) = match (one, two) {
-        (Ok(one), Ok(two)) => (one, two),
-        // One of them may come second, once the first leads: refused as "leads already".
-        (Ok(one), Err(error)) | (Err(error), Ok(one)) => {
-            assert!(error.is_invalid_argument(), "{error:?}");
-            one.resign().await.expect("resign");
-            return;
-        }
-        (Err(a), Err(b)) => panic!("{a:?} {b:?}"),
-    };
-    assert_eq!(one.term(), two.term(), "one lead, one term");
-    let mut observer = client.election("hostile:shared").observe();
-    assert_eq!(next_change(&mut observer, Duration::from_secs(5)).await.map(|l| l.term), Some(one.term()));
+    // The first campaign waits in the queue: the second is refused while it is in flight.
+    let first = tokio::spawn({
+        let election = election.clone();
+        async move { election.campaign("one").await }
+    });
+    assert!(wait_until(Duration::from_secs(5), || queued(&server) == 1).await, "the first campaign waits");
+    let second = tokio::time::timeout(Duration::from_secs(2), election.campaign("two")).await;
+    let error = second.expect("refused at once").expect_err("a second campaign of one candidate");
+    assert!(error.is_invalid_argument(), "{error:?}");
+    let second = tokio::time::timeout(Duration::from_secs(2), election.try_campaign("two")).await;
+    let error = second.expect("refused at once").expect_err("a second campaign of one candidate");
+    assert!(error.is_invalid_argument(), "{error:?}");
+    blocker.resign().await.expect("resign");
+    let one = tokio::time::timeout(Duration::from_secs(5), first).await.expect("leads").expect("task").expect("campaign");
+    assert_eq!(one.value(), "one");
+    // Both at once, on a free election after the first resigns: exactly one leads.
     one.resign().await.expect("resign");
-    let quiet = tokio::time::timeout(Duration::from_millis(300), observer.next()).await;
-    assert!(quiet.is_err(), "the other campaign still leads: {quiet:?}");
-    assert_eq!(client.election("hostile:shared").leader().await.expect("leader").map(|l| l.term), Some(two.term()));
-    assert!(!two.is_lost());
-    two.resign().await.expect("resign");
-    assert_eq!(next_change(&mut observer, Duration::from_secs(2)).await, None);
+    let (a, b) = tokio::join!(election.campaign("a"), election.campaign("b"));
+    let (leading, refused) = match (a, b) {
+        (Ok(leading), Err(refused)) | (Err(refused), Ok(leading)) => (leading, refused),
+        (a, b) => panic!("exactly one of two campaigns of one candidate leads: {a:?} {b:?}"),
+    };
+    assert!(refused.is_invalid_argument(), "{refused:?}");
+    let seen = client.election("hostile:shared").leader().await.expect("leader").expect("a leader");
+    assert_eq!(seen.value, leading.value(), "followers see the one leadership's value");
+    assert_eq!(seen.term, leading.term());
+    leading.resign().await.expect("resign");
 }
 
 /// An observer started while the server does not answer (`SIGSTOP`): its reads fail

@@ -215,17 +215,29 @@ async fn shutdown_releases_what_is_held_and_stops_the_background_tasks(on: Serve
     });
     assert!(wait_until(Duration::from_secs(5), || other.local_waiters(keys[0]) == 1).await, "the waiter waits");
 
-    // A wait of the holder's own, on a lock another client holds: it ends at shutdown.
+    // Waits of the holder's own, on a lock and a fair lock another client holds: they
+    // end at shutdown, and leave the server's queues before the connection closes.
     let busy = other.lock("sd:busy").lock_with_lease(LEASE).await.expect("busy");
     let own_waiter = holder.lock("sd:busy");
     let own_wait = tokio::spawn(async move { own_waiter.lock().await.map(drop) });
-    assert!(wait_until(Duration::from_secs(5), || holder.local_waiters("sd:busy") == 1).await, "it waits");
+    let busy_fair = other.fair_lock("sd:busy-fair").lock_with_lease(LEASE).await.expect("busy fair");
+    let own_fair_waiter = holder.fair_lock("sd:busy-fair");
+    let own_fair_wait = tokio::spawn(async move { own_fair_waiter.lock().await.map(drop) });
+    let queued = |queue: &str| raw(&server, &["LLEN", queue]).as_int().unwrap_or(0);
+    let (queue, fair_queue) = ("leasehold_lock_queue:{sd:busy}", "redisson_lock_queue:{sd:busy-fair}");
+    assert!(wait_until(Duration::from_secs(5), || queued(queue) == 1 && queued(fair_queue) == 1).await, "both wait");
 
     let started = std::time::Instant::now();
     holder.shutdown().await.expect("shutdown");
-    let ended = tokio::time::timeout(Duration::from_secs(5), own_wait).await.expect("the wait ended").expect("task");
-    assert!(ended.expect_err("no lock after shutdown").is_shutdown());
+    assert_eq!(queued(queue), 0, "the lock's waiter left its queue before the shutdown returned");
+    assert_eq!(queued(fair_queue), 0, "the fair lock's waiter too");
+    assert_eq!(raw(&server, &["ZCARD", "redisson_lock_timeout:{sd:busy-fair}"]), RespValue::Integer(0));
+    for wait in [own_wait, own_fair_wait] {
+        let ended = tokio::time::timeout(Duration::from_secs(5), wait).await.expect("the wait ended").expect("task");
+        assert!(ended.expect_err("no lock after shutdown").is_shutdown());
+    }
     busy.unlock().await.expect("busy unlocks");
+    busy_fair.unlock().await.expect("busy fair unlocks");
     assert!(holder.is_shut_down());
     // The waiter may have taken the plain lock already: the holder's field is gone.
     let held = raw(&server, &["HEXISTS", keys[0], plain.owner()]);

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use crate::client::shared::ClientShared;
 use crate::telemetry::Kind;
-use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitEnv, WaitPlan};
+use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 
 /// A handle on one count-down latch: tasks wait until the count, set once, has been
 /// counted down to zero by others (in any process, Java ones on Redisson included).
@@ -246,12 +246,7 @@ impl CountDownLatch {
         let recheck = self.shared.recheck;
         args::lease_millis(recheck, "a latch's recheck interval")?;
         let client = &self.shared.client;
-        let env = WaitEnv {
-            line: &client.subscriber,
-            telemetry: &client.telemetry,
-            subscribe_timeout: client.config.command_timeout,
-            redisson_waiters: client.config.redisson_waiters,
-        };
+        let env = client.wait_env();
         let attempt = LatchAttempt::new(client, names, recheck);
         let mut run = crate::wait::AcquireRun::default();
         Ok(crate::wait::wait_for(&attempt, &env, deadline, &mut run).await?.is_some())

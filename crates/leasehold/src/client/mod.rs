@@ -266,6 +266,7 @@ impl Client {
                 runtime: tokio::runtime::Handle::current(),
                 election_watchdogs: crate::election::watchdogs::ElectionWatchdogs::default(),
                 who,
+                stopping: crate::wait::Stopping::default(),
             }),
         }
     }
@@ -501,6 +502,11 @@ impl Client {
 
     /// A graceful exit, for every clone of this client at once:
     ///
+    /// 0. ends every wait in progress of this client's handles (a `lock()`, a
+    ///    `campaign`, a semaphore's `acquire`...) with
+    ///    [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown), and waits (within one
+    ///    command timeout) for those queued on the server to leave their queue, so that
+    ///    no release hands the lock (an election's lead) to a waiter that is gone;
     /// 1. gives back every hold taken through this client's handles (every live guard of a
     ///    [`Lock`], [`FencedLock`], [`FairLock`], [`SimpleLock`], a read/write lock's
     ///    either side, a multi-lock's members, and every live
@@ -521,12 +527,11 @@ impl Client {
     /// (and [`Permit::is_lost`](crate::Permit::is_lost)) is `true` as soon as this
     /// returns, their `unlock` (`release`) fails with `ErrorKind::Shutdown` without sending
     /// anything, and dropping them sends nothing. A lock whose release failed or did not
-    /// answer in time is no longer renewed and expires with its lease. Waits in progress
-    /// end with `ErrorKind::Shutdown` at their next call to the server (woken at once
-    /// when they wait for a release message); their queue entries cannot be removed any
-    /// more and expire with their keep-alive (a release meanwhile may hand the lock to
-    /// such an entry, which then holds it up for what is left of the keep-alive, as for
-    /// a waiter that died). An acquire racing with the shutdown may
+    /// answer in time is no longer renewed and expires with its lease. A wait whose
+    /// queue entry could not be removed in that time (a server that does not answer)
+    /// leaves it to expire with its keep-alive, as a waiter that died. A wait started
+    /// after step 0 began fails at once, nothing sent. An acquire racing with the
+    /// shutdown may
     /// take a lock after step 1: it is not renewed and expires with its lease. Calling it
     /// again, from any clone, waits for the first call to finish and answers `Ok`.
     ///

@@ -44,6 +44,8 @@ pub(crate) struct ClientShared {
     pub(crate) election_watchdogs: crate::election::watchdogs::ElectionWatchdogs,
     /// Its description key and connection name (`client/who.rs`).
     pub(crate) who: crate::client::who::Identity,
+    /// Ends every wait at shutdown, after it left its queue (`wait/stopping.rs`).
+    pub(crate) stopping: crate::wait::Stopping,
 }
 
 impl Drop for ClientShared {
@@ -64,9 +66,31 @@ impl Drop for ClientShared {
 }
 
 impl ClientShared {
+    /// What every wait of this client's handles waits with.
+    pub(crate) fn wait_env(&self) -> crate::wait::WaitEnv<'_, Subscriber> {
+        crate::wait::WaitEnv {
+            line: &self.subscriber,
+            telemetry: &self.telemetry,
+            subscribe_timeout: self.config.command_timeout,
+            redisson_waiters: self.config.redisson_waiters,
+            stopping: &self.stopping,
+        }
+    }
+
     /// The steps of [`Client::shutdown`], in order.
     pub(super) async fn shut_down(&self) -> Result<()> {
         let timeout = self.config.command_timeout;
+        // Every wait ends first, and those queued on the server leave their queue while
+        // the connection is open: a queue entry left behind would be handed the lock
+        // (an election's lead) by the next release, and the next waiter would wait for
+        // its keep-alive. Bounded: a server that does not answer leaves it to that.
+        self.stopping.stop();
+        if !self.stopping.drained(timeout).await {
+            tracing::debug!(
+                target: crate::telemetry::CLIENT_TARGET,
+                "shutdown: waits still leaving their queue after {timeout:?}",
+            );
+        }
         // The description goes with the holds (its refresh stopped first), concurrently.
         let forget = self.who.forget(self.store.client(), timeout);
         let (released, ()) = tokio::join!(self.live.release_all(timeout), forget);

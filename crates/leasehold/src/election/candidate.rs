@@ -1,5 +1,6 @@
 //! [`Election`]: one candidate of an election, and the followers' reads.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +37,12 @@ use crate::lock::Lock;
 /// (`docs/architecture/election.md`).
 ///
 /// Not `Clone`, as [`Lock`]: a clone would be the same candidate. Share one candidate
-/// between tasks with an `Arc`.
+/// between tasks with an `Arc` (one campaigns, others observe or read the leader). A
+/// candidate runs one campaign at a time and leads once: a campaign while another of
+/// the same candidate is in flight, or while it leads, is refused
+/// ([`ErrorKind::InvalidArgument`], nothing sent), so two tasks never both hold a
+/// [`Leadership`] of one candidate. Tasks that compete for the lead each make their own
+/// candidate.
 ///
 /// # Examples
 /// ```no_run
@@ -57,6 +63,20 @@ pub struct Election {
     config: ElectionConfig,
     /// The config's error, reported by every operation (nothing sent).
     invalid: Option<String>,
+    /// A campaign of this candidate is in flight (from its checks until it returns or
+    /// is dropped): a second one is refused, so that two tasks sharing the candidate
+    /// never re-enter one lead as two leaderships.
+    campaigning: AtomicBool,
+}
+
+/// One campaign's claim on its candidate ([`Election::campaigning`]), given back when
+/// the campaign returns or its future is dropped.
+struct Campaigning<'a>(&'a AtomicBool);
+
+impl Drop for Campaigning<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for Election {
@@ -91,7 +111,7 @@ impl Election {
         let hold = ElectionHold { lease, watchdog, value: parking_lot::Mutex::new(Bytes::new()) };
         let key = if name.is_empty() { String::new() } else { lock_core::names::election_key(name) };
         let lock = Lock::for_election(client, &key, kind, hold);
-        Election { lock, name: name.to_owned(), config, invalid }
+        Election { lock, name: name.to_owned(), config, invalid, campaigning: AtomicBool::new(false) }
     }
 
     /// The election's name (with the client's key prefix, if any).
@@ -123,12 +143,23 @@ impl Election {
     }
 
     /// Every check before a campaign sends anything; records the value it proclaims.
-    fn prepare(&self, value: String) -> Result<String> {
+    /// The campaign holds the returned claim until it returns.
+    fn prepare(&self, value: String) -> Result<(String, Campaigning<'_>)> {
         if let Some(invalid) = &self.invalid {
             return Err(Error::invalid_argument(invalid.clone()));
         }
         self.lock.shared.names()?;
         lock_core::election::check_value(value.as_bytes())?;
+        if self.campaigning.swap(true, Ordering::AcqRel) {
+            return Err(Error::invalid_argument(
+                "this candidate campaigns already: one campaign at a time per candidate (make another \
+                 candidate with Client::election for another task)",
+            )
+            .with_key(self.key()));
+        }
+        let claim = Campaigning(&self.campaigning);
+        // Checked under the claim: a campaign that leads records its hold before it
+        // returns (and gives the claim back), so no second campaign slips in between.
         if self.lock.shared.holds.has_current() {
             return Err(Error::invalid_argument(
                 "this candidate leads already: proclaim a new value through its Leadership",
@@ -138,7 +169,7 @@ impl Election {
         if let Some(election) = &self.lock.shared.election {
             *election.value.lock() = Bytes::from(value.clone());
         }
-        Ok(value)
+        Ok((value, claim))
     }
 
     fn lead(&self, guard: crate::LockGuard, value: String) -> Result<Leadership> {
@@ -160,7 +191,8 @@ impl Election {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`] (nothing sent) for an empty name, an invalid
-    /// [`ElectionConfig`], a value over 1 MiB, or a candidate that leads already;
+    /// [`ElectionConfig`], a value over 1 MiB, a candidate that leads already, or one
+    /// whose other campaign is in flight (another task's, sharing the candidate);
     /// [`ErrorKind::WrongType`] when a key of the election holds another type;
     /// [`ErrorKind::Redis`] for a script or permission error;
     /// [`ErrorKind::Shutdown`] after [`Client::shutdown`](crate::Client::shutdown).
@@ -170,7 +202,7 @@ impl Election {
     /// and a lead the campaign may have taken in flight (or a resign granted it as it
     /// was dropped) is given back in the background (followers are told it ended).
     pub async fn campaign(&self, value: impl Into<String>) -> Result<Leadership> {
-        let value = self.prepare(value.into())?;
+        let (value, _campaigning) = self.prepare(value.into())?;
         let guard = self.lock.acquire(None, LeaseMode::Watchdog).await?;
         let guard =
             guard.ok_or_else(|| Error::new(ErrorKind::Timeout, "an unbounded campaign ended without the lead"))?;
@@ -186,7 +218,7 @@ impl Election {
     /// # Cancel safety
     /// As [`Election::campaign`].
     pub async fn try_campaign(&self, value: impl Into<String>) -> Result<Option<Leadership>> {
-        let value = self.prepare(value.into())?;
+        let (value, _campaigning) = self.prepare(value.into())?;
         let guard = self.lock.acquire(Some(Duration::ZERO), LeaseMode::Watchdog).await?;
         guard.map(|guard| self.lead(guard, value)).transpose()
     }
@@ -204,7 +236,7 @@ impl Election {
     /// # Cancel safety
     /// As [`Election::campaign`].
     pub async fn campaign_for(&self, wait: Duration, value: impl Into<String>) -> Result<Option<Leadership>> {
-        let value = self.prepare(value.into())?;
+        let (value, _campaigning) = self.prepare(value.into())?;
         let guard = self.lock.acquire(Some(wait), LeaseMode::Watchdog).await?;
         guard.map(|guard| self.lead(guard, value)).transpose()
     }

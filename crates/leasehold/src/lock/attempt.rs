@@ -14,7 +14,7 @@ use tracing::Instrument;
 use crate::lock::guard::LockGuard;
 use crate::lock::hold::LeaseMode;
 use crate::lock::shared::{spawn_set_holds, LockShared};
-use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitEnv, WaitPlan};
+use crate::wait::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 
 /// One acquire call of a lock: what each attempt sends (the lease, its mode) and how the
 /// call waits (from the lock's kind).
@@ -199,12 +199,7 @@ pub(crate) async fn acquire(
     let waits = wait != Some(Duration::ZERO);
     let kind = shared.telemetry_kind();
     let client = &shared.client;
-    let env = WaitEnv {
-        line: &client.subscriber,
-        telemetry: &client.telemetry,
-        subscribe_timeout: client.config.command_timeout,
-        redisson_waiters: client.config.redisson_waiters,
-    };
+    let env = client.wait_env();
     let attempt = LockAttempt::new(shared, names, lease, lease_ms, mode);
     let mut run = crate::wait::AcquireRun::default();
     let result = if tracing::enabled!(target: crate::telemetry::TARGET, tracing::Level::DEBUG) {

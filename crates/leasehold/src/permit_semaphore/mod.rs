@@ -21,7 +21,6 @@ use crate::permit_semaphore::attempt::PermitAttempt;
 use crate::permit_semaphore::permit::Permit;
 use crate::permit_semaphore::shared::PesShared;
 use crate::telemetry::{Kind, Outcome};
-use crate::wait::WaitEnv;
 
 /// A handle on one permit-expirable semaphore, in Redisson 4.7's
 /// `RPermitExpirableSemaphore` layout byte for byte: the String `NAME` holds the count of
@@ -299,12 +298,7 @@ impl PermitExpirableSemaphore {
         let names = self.shared.names()?.clone();
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
         let client = &self.shared.client;
-        let env = WaitEnv {
-            line: &client.subscriber,
-            telemetry: &client.telemetry,
-            subscribe_timeout: client.config.command_timeout,
-            redisson_waiters: client.config.redisson_waiters,
-        };
+        let env = client.wait_env();
         let attempt = PermitAttempt::new(self.shared.clone(), lease, renewed, ms)?;
         let mut run = crate::wait::AcquireRun::default();
         let result = crate::wait::wait_for(&attempt, &env, deadline, &mut run).await;

@@ -23,7 +23,6 @@ use crate::semaphore::attempt::PermitsAttempt;
 use crate::semaphore::permit::SemaphorePermit;
 use crate::semaphore::shared::SemaphoreShared;
 use crate::telemetry::{Kind, Outcome};
-use crate::wait::WaitEnv;
 
 /// A handle on one counting semaphore, in Redisson 4.7's `RSemaphore` layout byte for
 /// byte: the String `NAME` holds the count of available permits (decimal), and every
@@ -287,12 +286,7 @@ impl Semaphore {
         let names = self.shared.names()?;
         let deadline = wait.map(|wait| args::wait_deadline(start, wait)).transpose()?;
         let client = &self.shared.client;
-        let env = WaitEnv {
-            line: &client.subscriber,
-            telemetry: &client.telemetry,
-            subscribe_timeout: client.config.command_timeout,
-            redisson_waiters: client.config.redisson_waiters,
-        };
+        let env = client.wait_env();
         let attempt = PermitsAttempt::new(client.store.clone(), names.clone(), permits);
         let mut run = crate::wait::AcquireRun::default();
         let waiting = crate::wait::wait_for(&attempt, &env, deadline, &mut run);

@@ -27,6 +27,7 @@ mod attempt;
 mod backoff;
 mod entry;
 mod line;
+mod stopping;
 #[cfg(test)]
 mod tests;
 
@@ -40,6 +41,7 @@ pub(crate) use attempt::{Attempt, NotAcquired, ServerQueue, WaitPlan};
 pub(crate) use backoff::Backoff;
 use entry::{disarm, leave, QueueEntry};
 pub(crate) use line::{Join, Line, Slot};
+pub(crate) use stopping::Stopping;
 
 use crate::telemetry::Telemetry;
 
@@ -63,6 +65,8 @@ pub(crate) struct WaitEnv<'a, L> {
     /// Whether every last release publishes (`ClientBuilder::redisson_waiters`); when
     /// not, a waiter of a local line only flags each new holder itself.
     pub(crate) redisson_waiters: bool,
+    /// The client's shutdown: a wait ends at it, removing its queue place first.
+    pub(crate) stopping: &'a Stopping,
 }
 
 /// Waits for `attempt` until `deadline` (`None`: unbounded; a deadline already passed:
@@ -81,12 +85,21 @@ pub(crate) struct WaitEnv<'a, L> {
 /// Cancel safety: dropping the future leaves the line, and a queue place is given up by
 /// [`Attempt::leave_in_background`] (once); what an attempt in flight took is the
 /// attempt's to give back.
+///
+/// At `Client::shutdown` ([`Stopping::stop`]) a wait ends with
+/// [`ErrorKind::Shutdown`](lock_core::ErrorKind::Shutdown) at its next step (an attempt
+/// in flight is answered first), removing its queue place inline while the connection
+/// is still open; the shutdown waits for that, bounded. A wait that starts after it
+/// began sends nothing.
 pub(crate) async fn wait_for<A: Attempt, L: Line>(
     attempt: &A,
     env: &WaitEnv<'_, L>,
     deadline: Option<Instant>,
     run: &mut AcquireRun,
 ) -> Result<Option<A::Acquired>> {
+    if env.stopping.is_stopped() {
+        return Err(Stopping::error());
+    }
     let plan = attempt.plan();
     let zero_wait = deadline.is_some_and(|d| d <= Instant::now());
     // The deadline every server step of a bounded wait races (none for an unbounded
@@ -109,7 +122,9 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     let mut refresh_at: Option<Instant> = refresh_every.map(|_| Instant::now());
     // Removes this owner's queue entry unless the wait ends by acquiring (the acquire
     // removed it): inline when the wait ends, in the background when it is cancelled.
-    // Declared before the slot, so that a cancelled wait drops the slot first.
+    // Declared before the slot, so that a cancelled wait drops the slot first; and
+    // after its count for the shutdown, which so ends after the inline clean-up.
+    let _counted = (queued && !zero_wait).then(|| env.stopping.enter());
     let mut entry = (queued && !zero_wait).then(|| QueueEntry::new(attempt));
     let mut position: Option<u64> = None;
     // The fast path's send time too (no second clock read for it: nothing between here
@@ -214,6 +229,12 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     // A grant that was not this wait's to take over: an attempt finds out at once.
     let mut grant_turn = false;
     loop {
+        if env.stopping.is_stopped() {
+            // The client shuts down: leave the queue now, while the connection is open
+            // (a grant this wait was given is given back by the clean-up).
+            drop(slot);
+            return leave(entry.take(), Err(Stopping::error()), bound).await;
+        }
         if let Some(grant) = slot.take_granted() {
             // A write release granted this reader its hold (one step, no script): take
             // it over. Its own checks decide whether the grant is this wait's.
@@ -316,7 +337,10 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
         // wait for their turn.
         let ttl_timer = if slot.is_first() || last_error.is_some() { retry_at } else { None };
         let until = [ttl_timer, refresh_at].into_iter().flatten().fold(deadline, Instant::min);
-        slot.wait_until(until).await;
+        tokio::select! {
+            _ = slot.wait_until(until) => {}
+            () = env.stopping.stopped() => {}
+        }
     }
 }
 

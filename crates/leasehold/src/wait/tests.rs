@@ -239,7 +239,13 @@ impl Slot for FakeSlot {
 }
 
 fn env<'a>(line: &'a FakeLine, telemetry: &'a Telemetry) -> WaitEnv<'a, FakeLine> {
-    WaitEnv { line, telemetry, subscribe_timeout: Duration::from_secs(5), redisson_waiters: true }
+    // A client that never shuts down, for as long as the test runs.
+    let stopping: &'static Stopping = Box::leak(Box::default());
+    env_stopping(line, telemetry, stopping)
+}
+
+fn env_stopping<'a>(line: &'a FakeLine, telemetry: &'a Telemetry, stopping: &'a Stopping) -> WaitEnv<'a, FakeLine> {
+    WaitEnv { line, telemetry, subscribe_timeout: Duration::from_secs(5), redisson_waiters: true, stopping }
 }
 
 /// A wake-up (a release message) makes the waiter try at once, long before the
@@ -333,6 +339,42 @@ async fn cancelling_a_queued_wait_leaves_once() {
     let wait = wait_for(&attempt, &env, None, &mut run);
     assert!(tokio::time::timeout(ms(5_000), wait).await.is_err(), "still waiting when dropped");
     assert_eq!(attempt.counts(), (1, 1, 0, 1), "entered, left, no inline leave, one background leave");
+}
+
+/// The client shuts down while waits wait: each ends with `Shutdown` at once, the
+/// queued one removes its queue place inline (not in the background: the shutdown
+/// closes the connection after it) and the shutdown's count of queued waits drains; a
+/// wait that starts afterwards sends nothing.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_ends_every_wait_and_queued_ones_leave_inline() {
+    let line = FakeLine::default();
+    let telemetry = Telemetry::default();
+    let stopping = Stopping::default();
+    let env = env_stopping(&line, &telemetry, &stopping);
+    let queued = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Held(None)]);
+    let local = FakeAttempt::new(QueueKind::Local, Duration::from_secs(9), [Answer::Held(None)]);
+    let stopped_at = Instant::now() + ms(2_000);
+    let (mut queued_run, mut local_run) = (AcquireRun::default(), AcquireRun::default());
+    let (queued_result, local_result, drained) = tokio::join!(
+        wait_for(&queued, &env, None, &mut queued_run),
+        wait_for(&local, &env, None, &mut local_run),
+        async {
+            tokio::time::sleep_until(stopped_at).await;
+            stopping.stop();
+            stopping.drained(ms(1_000)).await
+        },
+    );
+    assert_eq!(Instant::now(), stopped_at, "ended at the shutdown, not at a timer");
+    assert!(queued_result.expect_err("shut down").is_shutdown());
+    assert!(local_result.expect_err("shut down").is_shutdown());
+    assert!(drained, "no queued wait left");
+    assert_eq!(queued.counts(), (1, 1, 1, 0), "left inline, once");
+    let attempts = queued.state.lock().attempts.clone();
+    assert!(attempts.iter().all(|(at, _)| *at < stopped_at), "no attempt at the shutdown: {attempts:?}");
+    let late = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), []);
+    let result = wait_for(&late, &env, None, &mut AcquireRun::default()).await;
+    assert!(result.expect_err("shut down").is_shutdown());
+    assert!(late.state.lock().attempts.is_empty(), "nothing sent");
 }
 
 /// A wait that ends without the lock cleans up once: at its deadline in the

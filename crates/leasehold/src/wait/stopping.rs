@@ -1,0 +1,97 @@
+//! Ending every wait at `Client::shutdown` while the connection can still clean up
+//! after it.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use lock_core::{Error, ErrorKind};
+use tokio::sync::Notify;
+
+/// The client's waits, as `Client::shutdown` sees them: it asks every wait to end
+/// ([`Stopping::stop`]), then waits, bounded, for each one that holds a place in a
+/// server queue to remove it ([`Stopping::drained`]) before it closes the connection.
+/// Without this, a waiter's queue entry would outlive its client by its keep-alive: a
+/// release would hand the lock (or an election's lead) to a waiter that is gone, and
+/// the next one would wait that long.
+#[derive(Debug, Default)]
+pub(crate) struct Stopping {
+    stopped: AtomicBool,
+    /// Waits that hold a queue place on the server and have not ended yet.
+    queued: AtomicUsize,
+    /// Told at [`Stopping::stop`] and whenever a counted wait ends.
+    changed: Notify,
+}
+
+impl Stopping {
+    /// Whether the client is shutting down: a wait ends at its next step.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// The error a wait ends with once the client shuts down (nothing more is sent for
+    /// it than the removal of its queue place).
+    pub(crate) fn error() -> Error {
+        Error::unsent(ErrorKind::Shutdown, "the client is shutting down: the wait ended")
+    }
+
+    /// Asks every wait to end (each removes its queue place as it goes).
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// Resolves once the client shuts down ([`Stopping::stop`]).
+    ///
+    /// Cancel safe: it only observes.
+    pub(crate) async fn stopped(&self) {
+        let notified = self.changed.notified();
+        tokio::pin!(notified);
+        loop {
+            // Registered before the check: a `stop` between the two is not missed.
+            notified.as_mut().enable();
+            if self.is_stopped() {
+                return;
+            }
+            notified.as_mut().await;
+            notified.set(self.changed.notified());
+        }
+    }
+
+    /// Counts a wait that holds a queue place until the returned value is dropped
+    /// (after the wait's own clean-up).
+    pub(crate) fn enter(&self) -> QueuedWait<'_> {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        QueuedWait(self)
+    }
+
+    /// Waits until no counted wait is left, or `timeout` passed (a server that does
+    /// not answer: what is left is cleaned up by the keep-alive on the server).
+    /// `true` when none is left.
+    ///
+    /// Cancel safe: it only observes.
+    pub(crate) async fn drained(&self, timeout: Duration) -> bool {
+        let drained = async {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            loop {
+                notified.as_mut().enable();
+                if self.queued.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                notified.as_mut().await;
+                notified.set(self.changed.notified());
+            }
+        };
+        tokio::time::timeout(timeout, drained).await.is_ok()
+    }
+}
+
+/// A wait that holds a queue place, counted by [`Stopping`] while it lives.
+pub(crate) struct QueuedWait<'a>(&'a Stopping);
+
+impl Drop for QueuedWait<'_> {
+    fn drop(&mut self) {
+        self.0.queued.fetch_sub(1, Ordering::AcqRel);
+        self.0.changed.notify_waiters();
+    }
+}
