@@ -135,6 +135,21 @@ async fn every_metric_is_recorded_with_its_labels() {
     assert_eq!(histogram(&now, acquire, &[("kind", "election"), ("mode", "wait"), ("outcome", "acquired")]), 1);
     lead.resign().await.expect("resign");
     assert!(wait_until(Duration::from_secs(5), || s.snap().watchdog_locks == 1.0).await, "the lead left the gauge");
+    // A lead forced away: its loss is counted once, under its own kind, when `lost()`
+    // resolves; its renewal counts as lost.
+    let forced = plain
+        .election_with("m:e2", leasehold::ElectionConfig::default().with_lease(Duration::from_millis(300)))
+        .campaign("v")
+        .await
+        .expect("campaign");
+    assert!(plain.election("m:e2").force_resign().await.expect("force"));
+    tokio::time::timeout(Duration::from_secs(5), forced.lost()).await.expect("the leader learns it");
+    let now = s.snap();
+    assert_eq!(counter(&now, "leasehold_lost_total", &[("kind", "election"), ("reason", "owner_gone")]), 1);
+    assert_eq!(counter(&now, "leasehold_lost_total", &[("kind", "lock"), ("reason", "owner_gone")]), 0);
+    assert_eq!(counter(&now, "leasehold_renewals_total", &[("outcome", "lost")]), 1);
+    drop(forced);
+    assert!(wait_until(Duration::from_secs(5), || s.snap().watchdog_locks == 1.0).await, "the lost lead left the gauge");
     assert!(plain.lock("m:a").force_unlock().await.expect("force"));
     tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost() fires");
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());
