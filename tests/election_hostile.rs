@@ -817,7 +817,8 @@ async fn a_shared_candidate_runs_one_campaign_at_a_time() {
     let error = second.expect("refused at once").expect_err("a second campaign of one candidate");
     assert!(error.is_invalid_argument(), "{error:?}");
     blocker.resign().await.expect("resign");
-    let one = tokio::time::timeout(Duration::from_secs(5), first).await.expect("leads").expect("task").expect("campaign");
+    let one =
+        tokio::time::timeout(Duration::from_secs(5), first).await.expect("leads").expect("task").expect("campaign");
     assert_eq!(one.value(), "one");
     // Both at once, on a free election after the first resigns: exactly one leads.
     one.resign().await.expect("resign");

@@ -149,7 +149,10 @@ async fn every_metric_is_recorded_with_its_labels() {
     assert_eq!(counter(&now, "leasehold_lost_total", &[("kind", "lock"), ("reason", "owner_gone")]), 0);
     assert_eq!(counter(&now, "leasehold_renewals_total", &[("outcome", "lost")]), 1);
     drop(forced);
-    assert!(wait_until(Duration::from_secs(5), || s.snap().watchdog_locks == 1.0).await, "the lost lead left the gauge");
+    assert!(
+        wait_until(Duration::from_secs(5), || s.snap().watchdog_locks == 1.0).await,
+        "the lost lead left the gauge"
+    );
     assert!(plain.lock("m:a").force_unlock().await.expect("force"));
     tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost() fires");
     assert!(guard.unlock().await.expect_err("lost").is_lock_lost());

@@ -279,3 +279,53 @@ async fn shutdown_releases_what_is_held_and_stops_the_background_tasks(on: Serve
     drop(holder);
 }
 both_servers!(shutdown_releases_what_is_held_and_stops_the_background_tasks);
+
+/// A wait cancelled just before `shutdown` (what the CLI does at Ctrl-C: the campaign's
+/// or lock's future is dropped, then the client shut down): its queue entry, left in
+/// the background, is gone when `shutdown` returns, for a lock, a fair lock and an
+/// election's campaign; the shutdown waited for those clean-ups before it closed the
+/// connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_cancelled_just_before_shutdown_still_leaves_its_queue() {
+    let server = RedisServer::start();
+    let other = client(&server).await;
+    let holder = client(&server).await;
+    let busy = other.lock("sdc:lock").lock_with_lease(LEASE).await.expect("busy");
+    let busy_fair = other.fair_lock("sdc:fair").lock_with_lease(LEASE).await.expect("busy fair");
+    let leader = other.election("sdc:elect").campaign("other").await.expect("leads");
+    let (lock, fair, candidate) = (holder.lock("sdc:lock"), holder.fair_lock("sdc:fair"), holder.election("sdc:elect"));
+    // Every queue on the server (an election's lead key has a queue of its own name).
+    let queued = || {
+        let mut waiting = 0;
+        for pattern in ["leasehold_lock_queue:*", "redisson_lock_queue:*"] {
+            let RespValue::Array(keys) = raw(&server, &["KEYS", pattern]) else { continue };
+            for key in keys.iter().filter_map(|k| k.as_str()) {
+                waiting += raw(&server, &["LLEN", key]).as_int().unwrap_or(0);
+            }
+        }
+        waiting
+    };
+    {
+        let waits = async { tokio::join!(lock.lock(), fair.lock(), candidate.campaign("mine")) };
+        tokio::pin!(waits);
+        let all_queued = async {
+            while queued() < 3 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::select! {
+            _ = &mut waits => panic!("the waits cannot end while the locks are held"),
+            queued_in_time = tokio::time::timeout(Duration::from_secs(5), all_queued) => {
+                queued_in_time.expect("all three queue within 5 s");
+            }
+        }
+        assert_eq!(queued(), 3, "all three wait");
+        // Leaving this block drops the three waits: each leaves its queue in the
+        // background, and the shutdown starts at once.
+    }
+    holder.shutdown().await.expect("shutdown");
+    assert_eq!(queued(), 0, "every cancelled wait left its queue before the shutdown closed the connection");
+    busy.unlock().await.expect("unlock");
+    busy_fair.unlock().await.expect("unlock");
+    leader.resign().await.expect("resign");
+}

@@ -549,6 +549,30 @@ async fn sigterm_while_waiting_exits_143_and_leaves_the_queue() {
     let _ = std::fs::remove_file(&log);
 }
 
+/// SIGINT (Ctrl-C) to an `elect` that waits to lead: it exits 130 at once, its CMD
+/// never started, and its queue entry is gone when it has exited (`status` shows no
+/// waiting candidate), so the leader's resign is not handed to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_while_waiting_exits_130_and_leaves_the_queue() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let log = log_file("int-waiting");
+    let mut first =
+        leasehold(&url, &["elect", "ctrl-c", "--", "sh", "-c", &leading_child(&log, "a", 0)]).spawn().expect("spawn");
+    assert!(wait_until(Duration::from_secs(10), || started(&log, "a").is_some()).await, "the first leads");
+    let script = format!("echo started-b >> {}", log.display());
+    let mut waiting = leasehold(&url, &["elect", "ctrl-c", "--", "sh", "-c", &script]).spawn().expect("spawn");
+    assert!(candidate_waits(&url, "ctrl-c").await, "the second candidate waits");
+    kill("-INT", waiting.id().expect("running"));
+    assert_eq!(wait_for(&mut waiting, Duration::from_secs(3)).await.code(), Some(130), "128 + SIGINT");
+    let (_, json) = output(&url, &["status", "--election", "ctrl-c", "--json"]).await;
+    assert!(!json.contains(r#""queue":"election""#), "no waiting candidate left: {json}");
+    kill("-TERM", first.id().expect("running"));
+    assert_eq!(wait_for(&mut first, Duration::from_secs(5)).await.code(), Some(0));
+    assert!(!read(&log).contains("started-b"), "the interrupted candidate never ran CMD");
+    let _ = std::fs::remove_file(&log);
+}
+
 /// `leader --watch` across a server restart (no persistence): the leader it printed is
 /// gone with the server; the watch reads again once reconnected and prints `no leader`
 /// within seconds (not at the old lead's 10 s expiry), then the next leader, whose

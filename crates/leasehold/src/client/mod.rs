@@ -266,7 +266,7 @@ impl Client {
                 runtime: tokio::runtime::Handle::current(),
                 election_watchdogs: crate::election::watchdogs::ElectionWatchdogs::default(),
                 who,
-                stopping: crate::wait::Stopping::default(),
+                stopping: Arc::default(),
             }),
         }
     }

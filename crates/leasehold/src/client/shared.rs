@@ -45,7 +45,7 @@ pub(crate) struct ClientShared {
     /// Its description key and connection name (`client/who.rs`).
     pub(crate) who: crate::client::who::Identity,
     /// Ends every wait at shutdown, after it left its queue (`wait/stopping.rs`).
-    pub(crate) stopping: crate::wait::Stopping,
+    pub(crate) stopping: Arc<crate::wait::Stopping>,
 }
 
 impl Drop for ClientShared {

@@ -174,7 +174,12 @@ pub(crate) fn keepalive_ms(client: &ClientShared) -> u64 {
 /// bounded by the replay window.
 pub(crate) fn spawn_set_holds(lock: Arc<LockShared>, names: LockNames, done: &'static str) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    // Counted until it ends: a `Client::shutdown` that begins meanwhile waits for it
+    // (bounded) before it closes the connection, so a wait cancelled just before the
+    // shutdown (a CLI's campaign at Ctrl-C) still leaves its queue.
+    let counted = lock.client.stopping.enter();
     drop(runtime.spawn(async move {
+        let _counted = counted;
         let mut retry = ReplaySafeRetry::new();
         loop {
             let turn = lock.holds.turn().await;

@@ -66,7 +66,7 @@ pub(crate) struct WaitEnv<'a, L> {
     /// not, a waiter of a local line only flags each new holder itself.
     pub(crate) redisson_waiters: bool,
     /// The client's shutdown: a wait ends at it, removing its queue place first.
-    pub(crate) stopping: &'a Stopping,
+    pub(crate) stopping: &'a std::sync::Arc<Stopping>,
 }
 
 /// Waits for `attempt` until `deadline` (`None`: unbounded; a deadline already passed:

@@ -2,6 +2,7 @@
 //! after it.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::{Error, ErrorKind};
@@ -12,11 +13,13 @@ use tokio::sync::Notify;
 /// server queue to remove it ([`Stopping::drained`]) before it closes the connection.
 /// Without this, a waiter's queue entry would outlive its client by its keep-alive: a
 /// release would hand the lock (or an election's lead) to a waiter that is gone, and
-/// the next one would wait that long.
+/// the next one would wait that long. The background clean-up of a cancelled wait (a
+/// CLI's campaign dropped at Ctrl-C, just before its shutdown) is counted the same way.
 #[derive(Debug, Default)]
 pub(crate) struct Stopping {
     stopped: AtomicBool,
-    /// Waits that hold a queue place on the server and have not ended yet.
+    /// Waits that hold a queue place on the server, and background clean-ups of waits
+    /// and acquires, that have not ended yet.
     queued: AtomicUsize,
     /// Told at [`Stopping::stop`] and whenever a counted wait ends.
     changed: Notify,
@@ -57,11 +60,11 @@ impl Stopping {
         }
     }
 
-    /// Counts a wait that holds a queue place until the returned value is dropped
-    /// (after the wait's own clean-up).
-    pub(crate) fn enter(&self) -> QueuedWait<'_> {
+    /// Counts a wait that holds a queue place (or a clean-up in the background) until
+    /// the returned value is dropped (after the wait's own clean-up).
+    pub(crate) fn enter(self: &Arc<Self>) -> QueuedWait {
         self.queued.fetch_add(1, Ordering::AcqRel);
-        QueuedWait(self)
+        QueuedWait(self.clone())
     }
 
     /// Waits until no counted wait is left, or `timeout` passed (a server that does
@@ -86,10 +89,11 @@ impl Stopping {
     }
 }
 
-/// A wait that holds a queue place, counted by [`Stopping`] while it lives.
-pub(crate) struct QueuedWait<'a>(&'a Stopping);
+/// A wait that holds a queue place (or a clean-up), counted by [`Stopping`] while it
+/// lives.
+pub(crate) struct QueuedWait(Arc<Stopping>);
 
-impl Drop for QueuedWait<'_> {
+impl Drop for QueuedWait {
     fn drop(&mut self) {
         self.0.queued.fetch_sub(1, Ordering::AcqRel);
         self.0.changed.notify_waiters();

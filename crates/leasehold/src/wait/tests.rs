@@ -240,11 +240,15 @@ impl Slot for FakeSlot {
 
 fn env<'a>(line: &'a FakeLine, telemetry: &'a Telemetry) -> WaitEnv<'a, FakeLine> {
     // A client that never shuts down, for as long as the test runs.
-    let stopping: &'static Stopping = Box::leak(Box::default());
+    let stopping: &'static Arc<Stopping> = Box::leak(Box::default());
     env_stopping(line, telemetry, stopping)
 }
 
-fn env_stopping<'a>(line: &'a FakeLine, telemetry: &'a Telemetry, stopping: &'a Stopping) -> WaitEnv<'a, FakeLine> {
+fn env_stopping<'a>(
+    line: &'a FakeLine,
+    telemetry: &'a Telemetry,
+    stopping: &'a Arc<Stopping>,
+) -> WaitEnv<'a, FakeLine> {
     WaitEnv { line, telemetry, subscribe_timeout: Duration::from_secs(5), redisson_waiters: true, stopping }
 }
 
@@ -349,7 +353,7 @@ async fn cancelling_a_queued_wait_leaves_once() {
 async fn a_shutdown_ends_every_wait_and_queued_ones_leave_inline() {
     let line = FakeLine::default();
     let telemetry = Telemetry::default();
-    let stopping = Stopping::default();
+    let stopping = Arc::new(Stopping::default());
     let env = env_stopping(&line, &telemetry, &stopping);
     let queued = FakeAttempt::new(QueueKind::Server, Duration::from_secs(9), [Answer::Held(None)]);
     let local = FakeAttempt::new(QueueKind::Local, Duration::from_secs(9), [Answer::Held(None)]);
