@@ -28,7 +28,7 @@ pub(crate) struct Stopping {
 impl Stopping {
     /// Whether the client is shutting down: a wait ends at its next step.
     pub(crate) fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Acquire)
+        self.stopped.load(Ordering::SeqCst)
     }
 
     /// The error a wait ends with once the client shuts down (nothing more is sent for
@@ -39,7 +39,7 @@ impl Stopping {
 
     /// Asks every wait to end (each removes its queue place as it goes).
     pub(crate) fn stop(&self) {
-        self.stopped.store(true, Ordering::Release);
+        self.stopped.store(true, Ordering::SeqCst);
         self.changed.notify_waiters();
     }
 
@@ -63,7 +63,7 @@ impl Stopping {
     /// Counts a wait that holds a queue place (or a clean-up in the background) until
     /// the returned value is dropped (after the wait's own clean-up).
     pub(crate) fn enter(self: &Arc<Self>) -> QueuedWait {
-        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.queued.fetch_add(1, Ordering::SeqCst);
         QueuedWait(self.clone())
     }
 
@@ -78,7 +78,7 @@ impl Stopping {
             tokio::pin!(notified);
             loop {
                 notified.as_mut().enable();
-                if self.queued.load(Ordering::Acquire) == 0 {
+                if self.queued.load(Ordering::SeqCst) == 0 {
                     return;
                 }
                 notified.as_mut().await;
@@ -95,7 +95,13 @@ pub(crate) struct QueuedWait(Arc<Stopping>);
 
 impl Drop for QueuedWait {
     fn drop(&mut self) {
-        self.0.queued.fetch_sub(1, Ordering::AcqRel);
-        self.0.changed.notify_waiters();
+        self.0.queued.fetch_sub(1, Ordering::SeqCst);
+        // Only a shutdown waits for the count (every `lock()` passes here: no lock
+        // taken otherwise). In the one order of these SeqCst operations, a `false`
+        // here comes before `stop`, whose drain then reads the count after this
+        // decrement.
+        if self.0.is_stopped() {
+            self.0.changed.notify_waiters();
+        }
     }
 }
