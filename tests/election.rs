@@ -438,6 +438,47 @@ async fn an_election_on_a_cluster() {
     second.resign().await.expect("resign");
 }
 
+/// The election's slot fails over (`CLUSTER FAILOVER` on its replica, in sync): the
+/// leader keeps leading through it (its renewals follow the slot to the new primary;
+/// `lost()` does not fire over two leases), followers read the same leader and term from
+/// the new primary, and the resign afterwards hands the lead to the candidate that was
+/// waiting, with a larger term, which the observer on another client sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_follows_a_failover_of_its_shard() {
+    let cluster = RedisCluster::start();
+    let a = client_with(&cluster.url(), Duration::from_secs(30)).await;
+    let b = client_with(&cluster.url(), Duration::from_secs(30)).await;
+    let lead_key = "leasehold_election:{elect:failover}";
+    let old = cluster.primary_for(lead_key);
+    let leadership = a.election_with("elect:failover", short()).campaign("a").await.expect("a leads");
+    let mut observer = b.election("elect:failover").observe();
+    let first = next_change(&mut observer, Duration::from_secs(5)).await;
+    assert_eq!(first.map(|l| l.term), Some(leadership.term()));
+    let candidate = b.election_with("elect:failover", short());
+    let waiting = tokio::spawn(async move { candidate.campaign("b").await });
+    let candidates = "leasehold_election_candidates:{elect:failover}";
+    let registered = || cluster.on(&old, &["HLEN", candidates]).as_int() == Some(1);
+    assert!(wait_until(Duration::from_secs(5), registered).await, "b waits");
+    let replica = cluster.replica_of(&old);
+    let digest = |addr: &str| cluster.on(addr, &["DEBUG", "DIGEST-VALUE", lead_key]);
+    assert!(wait_until(Duration::from_secs(5), || digest(&replica) == digest(&old)).await, "the replica has the lead");
+
+    let new = cluster.failover(&old);
+    assert_ne!(new, old);
+    let kept = tokio::time::timeout(LEASE * 2, leadership.lost()).await;
+    assert!(kept.is_err() && !leadership.is_lost(), "the lead outlived two leases on the new primary");
+    let seen = b.election("elect:failover").leader().await.expect("leader").expect("a leader");
+    assert_eq!((seen.term, seen.value.as_str()), (leadership.term(), "a"));
+    let first_term = leadership.term();
+    leadership.resign().await.expect("resign on the new primary");
+    let second = tokio::time::timeout(LEASE * 2, waiting).await.expect("handed over").expect("task").expect("campaign");
+    assert!(second.term() > first_term, "{} > {first_term}", second.term());
+    let seen =
+        until_change(&mut observer, Duration::from_secs(5), |l| l.as_ref().is_some_and(|l| l.value == "b")).await;
+    assert_term_order(&seen);
+    second.resign().await.expect("resign");
+}
+
 /// A lock-free log of terms in the order they were pushed.
 mod parking_lot_free {
     #[derive(Default)]

@@ -530,7 +530,9 @@ impl Client {
     /// answer in time is no longer renewed and expires with its lease. A wait whose
     /// queue entry could not be removed in that time (a server that does not answer)
     /// leaves it to expire with its keep-alive, as a waiter that died. A wait started
-    /// after step 0 began fails at once, nothing sent. An acquire racing with the
+    /// after step 0 began fails at once, nothing sent; one whose first attempt was in
+    /// flight as it began is not waited for (its queue entry, if that attempt queued,
+    /// expires with its keep-alive). An acquire racing with the
     /// shutdown may
     /// take a lock after step 1: it is not renewed and expires with its lease. Calling it
     /// again, from any clone, waits for the first call to finish and answers `Ok`.

@@ -123,8 +123,12 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
     // Removes this owner's queue entry unless the wait ends by acquiring (the acquire
     // removed it): inline when the wait ends, in the background when it is cancelled.
     // Declared before the slot, so that a cancelled wait drops the slot first; and
-    // after its count for the shutdown, which so ends after the inline clean-up.
-    let _counted = (queued && !zero_wait).then(|| env.stopping.enter());
+    // after the wait's count for the shutdown (taken once the fast path did not
+    // acquire: the uncontended call pays nothing), which so ends after the inline
+    // clean-up. A shutdown that begins during the fast path itself does not wait for
+    // it: as for an acquire racing the shutdown, its queue entry then expires with its
+    // keep-alive.
+    let _counted: Option<stopping::QueuedWait>;
     let mut entry = (queued && !zero_wait).then(|| QueueEntry::new(attempt));
     let mut position: Option<u64> = None;
     // The fast path's send time too (no second clock read for it: nothing between here
@@ -174,6 +178,7 @@ pub(crate) async fn wait_for<A: Attempt, L: Line>(
         }
     }
 
+    _counted = entry.is_some().then(|| env.stopping.enter());
     let deadline = deadline.unwrap_or_else(|| args::far_future(Instant::now()));
     if Instant::now() >= deadline {
         // The wait ran out during the fast path: no point subscribing.
