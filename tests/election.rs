@@ -440,9 +440,10 @@ async fn an_election_on_a_cluster() {
 
 /// The election's slot fails over (`CLUSTER FAILOVER` on its replica, in sync): the
 /// leader keeps leading through it (its renewals follow the slot to the new primary;
-/// `lost()` does not fire over two leases), followers read the same leader and term from
-/// the new primary, and the resign afterwards hands the lead to the candidate that was
-/// waiting, with a larger term, which the observer on another client sees.
+/// `lost()` does not fire over two leases), the other client's subscriptions move to the
+/// new primary, followers read the same leader and term from it, and the resign
+/// afterwards hands the lead to the candidate that was waiting, with a larger term,
+/// which the observer on that client sees.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_election_follows_a_failover_of_its_shard() {
     let cluster = RedisCluster::start();
@@ -465,6 +466,10 @@ async fn an_election_follows_a_failover_of_its_shard() {
 
     let new = cluster.failover(&old);
     assert_ne!(new, old);
+    // The follower's subscriptions (the change channel, the queue channel) move with
+    // the slot to the new primary.
+    let moved = || b.stats().subscriber.moved_channels >= 1;
+    assert!(wait_until(Duration::from_secs(5), moved).await, "{:?}", b.stats().subscriber);
     let kept = tokio::time::timeout(LEASE * 2, leadership.lost()).await;
     assert!(kept.is_err() && !leadership.is_lost(), "the lead outlived two leases on the new primary");
     let seen = b.election("elect:failover").leader().await.expect("leader").expect("a leader");
