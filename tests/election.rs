@@ -3,59 +3,18 @@
 //!
 //! Every test checks that terms strictly increase across the leaders it sees.
 
+#[path = "common/election.rs"]
+mod election_common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leasehold::{ElectionConfig, Leader};
+use election_common::{assert_term_order, next_change, queued, short, start_candidate, until_change, LEASE, MARGIN};
+use leasehold::ElectionConfig;
 use leasehold_test_support::{
-    both_servers, client, client_with, raw, wait_until, HolderProcess, RedisCluster, RedisServer, ServerKind,
+    both_servers, client, client_with, raw, wait_until, RedisCluster, RedisServer, ServerKind,
 };
-
-/// A short lease, so that crash and pause failovers finish quickly.
-const LEASE: Duration = Duration::from_millis(1500);
-/// What a failover may take beyond the lease: the next candidate's retry, its claim,
-/// and a loaded CI machine.
-const MARGIN: Duration = Duration::from_millis(700);
-
-fn short() -> ElectionConfig {
-    ElectionConfig::default().with_lease(LEASE)
-}
-
-/// The next item of `observer` within `within`.
-async fn next_change(observer: &mut leasehold::Observer, within: Duration) -> Option<Leader> {
-    tokio::time::timeout(within, observer.next())
-        .await
-        .unwrap_or_else(|_| panic!("no change within {within:?}"))
-        .expect("the stream goes on")
-        .expect("a read")
-}
-
-/// Items until one satisfies `wanted` (within `within` in all); the skipped ones are
-/// returned too, in order.
-async fn until_change(
-    observer: &mut leasehold::Observer,
-    within: Duration,
-    wanted: impl Fn(&Option<Leader>) -> bool,
-) -> Vec<Option<Leader>> {
-    let end = Instant::now() + within;
-    let mut seen = Vec::new();
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        let item = next_change(observer, left).await;
-        let done = wanted(&item);
-        seen.push(item);
-        if done {
-            return seen;
-        }
-    }
-}
-
-/// Terms never go back in what an observer emitted.
-fn assert_term_order(seen: &[Option<Leader>]) {
-    let terms: Vec<u64> = seen.iter().flatten().map(|l| l.term).collect();
-    assert!(terms.windows(2).all(|w| w[0] <= w[1]), "terms in order: {terms:?}");
-}
 
 /// Three candidates (three clients): one leads at a time; each resign hands the lead to
 /// a waiting candidate within a few round trips; terms strictly increase; `leader()`
@@ -134,14 +93,6 @@ async fn resign_hands_over_within_a_few_round_trips() {
     assert!(term > first_term);
 }
 
-/// The number of waiting candidates in any election wait queue of `server`.
-fn queued(server: &RedisServer) -> i64 {
-    let leasehold_test_support::RespValue::Array(keys) = raw(server, &["KEYS", "leasehold_lock_queue:*"]) else {
-        return 0;
-    };
-    keys.iter().filter_map(|k| k.as_str()).map(|k| raw(server, &["LLEN", k]).as_int().unwrap_or(0)).sum()
-}
-
 /// SIGKILL of the leader's process: the next candidate leads within the lease (plus a
 /// margin), with a larger term; an observer sees the crashed leader go at its expiry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -185,21 +136,6 @@ async fn a_crashed_leader_is_seen_gone_at_its_expiry() {
     assert_eq!(next_change(&mut observer, LEASE + MARGIN).await, None, "nobody leads once the lead expired");
     assert!(killed.elapsed() <= LEASE + MARGIN);
     assert_eq!(client.election("elect:gone").leader().await.expect("leader"), None);
-}
-
-/// Starts a candidate process on `name` and waits until it leads: the process and its
-/// term.
-async fn start_candidate(server: &RedisServer, name: &str, value: &str) -> (HolderProcess, u64) {
-    let lease = LEASE.as_millis().to_string();
-    let mut child = HolderProcess::spawn(env!("CARGO_BIN_EXE_candidate"), &[&server.url(), name, &lease, value]);
-    assert_eq!(child.next_line(Duration::from_secs(10)).await.as_deref(), Some("CAMPAIGNING"));
-    let line = child.next_line(Duration::from_secs(10)).await.expect("LEADING line");
-    let term = line
-        .strip_prefix("LEADING ")
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected line {line:?}"));
-    (child, term)
 }
 
 /// SIGSTOP of the leader's process: the next candidate leads within the lease; on

@@ -9,24 +9,15 @@
 //!
 //! Every test checks that terms strictly increase.
 
+#[path = "common/election.rs"]
+mod election_common;
+
 use std::time::{Duration, Instant};
 
+use election_common::{queued, LEASE, MARGIN};
 use leasehold::ElectionConfig;
 use leasehold_test_support::commandstats::calls_during;
 use leasehold_test_support::{client, client_with, raw, wait_until, HolderProcess, Proxy, RedisServer};
-
-/// A short lease, so that a dead candidate's granted lead expires quickly.
-const LEASE: Duration = Duration::from_millis(1500);
-/// What a failover may take beyond the lease on a loaded CI machine.
-const MARGIN: Duration = Duration::from_millis(700);
-
-/// The length of every election wait queue of `server`, summed.
-fn queued(server: &RedisServer) -> i64 {
-    let leasehold_test_support::RespValue::Array(keys) = raw(server, &["KEYS", "leasehold_lock_queue:*"]) else {
-        return 0;
-    };
-    keys.iter().filter_map(|k| k.as_str()).map(|k| raw(server, &["LLEN", k]).as_int().unwrap_or(0)).sum()
-}
 
 /// The number of subscribers of `channel` on `server`.
 fn subscribers(server: &RedisServer, channel: &str) -> i64 {

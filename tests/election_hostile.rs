@@ -5,10 +5,14 @@
 //! of the same name, a paused leader's late write against a fenced resource, and bad
 //! input that must be refused before anything is sent.
 
+#[path = "common/election.rs"]
+mod election_common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use election_common::{assert_term_order, next_change, queued, short, start_candidate, until_change, LEASE, MARGIN};
 use leasehold::fence::{fenced_set, FencedWrite};
 use leasehold::{ElectionConfig, Leader};
 use leasehold_test_support::commandstats::{calls_during, total};
@@ -16,70 +20,8 @@ use leasehold_test_support::{
     client, client_with, raw, wait_until, HolderProcess, Monitor, Proxy, RedisCluster, RedisServer, RespValue,
 };
 
-/// A short lease, so that failovers finish quickly.
-const LEASE: Duration = Duration::from_millis(1500);
-/// What a failover may take beyond the lease on a loaded machine.
-const MARGIN: Duration = Duration::from_millis(700);
-
-fn short() -> ElectionConfig {
-    ElectionConfig::default().with_lease(LEASE)
-}
-
-/// The next item of `observer` within `within`.
-async fn next_change(observer: &mut leasehold::Observer, within: Duration) -> Option<Leader> {
-    tokio::time::timeout(within, observer.next())
-        .await
-        .unwrap_or_else(|_| panic!("no change within {within:?}"))
-        .expect("the stream goes on")
-        .expect("a read")
-}
-
-/// Items until one satisfies `wanted` (within `within` in all), the skipped ones too.
-async fn until_change(
-    observer: &mut leasehold::Observer,
-    within: Duration,
-    wanted: impl Fn(&Option<Leader>) -> bool,
-) -> Vec<Option<Leader>> {
-    let end = Instant::now() + within;
-    let mut seen = Vec::new();
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        let item = next_change(observer, left).await;
-        let done = wanted(&item);
-        seen.push(item);
-        if done {
-            return seen;
-        }
-    }
-}
-
-fn assert_term_order(seen: &[Option<Leader>]) {
-    let terms: Vec<u64> = seen.iter().flatten().map(|l| l.term).collect();
-    assert!(terms.windows(2).all(|w| w[0] <= w[1]), "terms in order: {terms:?}");
-}
-
-/// Entries in every lock wait queue of `server` (an election's queue is its lead's).
-fn queued(server: &RedisServer) -> i64 {
-    let RespValue::Array(keys) = raw(server, &["KEYS", "leasehold_lock_queue:*"]) else { return 0 };
-    keys.iter().filter_map(|k| k.as_str()).map(|k| raw(server, &["LLEN", k]).as_int().unwrap_or(0)).sum()
-}
-
 fn exists(server: &RedisServer, key: &str) -> bool {
     raw(server, &["EXISTS", key]).as_int() == Some(1)
-}
-
-/// A candidate process that leads `name` (lease [`LEASE`]): the process and its term.
-async fn start_candidate(server: &RedisServer, name: &str, value: &str) -> (HolderProcess, u64) {
-    let lease = LEASE.as_millis().to_string();
-    let mut child = HolderProcess::spawn(env!("CARGO_BIN_EXE_candidate"), &[&server.url(), name, &lease, value]);
-    assert_eq!(child.next_line(Duration::from_secs(10)).await.as_deref(), Some("CAMPAIGNING"));
-    let line = child.next_line(Duration::from_secs(10)).await.expect("LEADING line");
-    let term = line
-        .strip_prefix("LEADING ")
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected line {line:?}"));
-    (child, term)
 }
 
 /// The first line of `child` that starts with `prefix`, within 5 s.

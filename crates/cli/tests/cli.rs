@@ -1,43 +1,14 @@
 //! The `leasehold` binary run as an operator runs it: real processes, a real
 //! redis-server, signals sent with `kill`.
 
-use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::{alive, kill, leasehold, log_file, output, read, wait_for, BIN};
 use leasehold_test_support::{wait_until, RedisServer};
-use tokio::process::{Child, Command};
-
-const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
-
-/// `leasehold --url URL ARGS...`, stdout piped, stderr inherited.
-fn leasehold(url: &str, args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    command.arg("--url").arg(url).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).kill_on_drop(true);
-    command
-}
-
-/// Runs `leasehold` to completion: (exit code, stdout).
-async fn output(url: &str, args: &[&str]) -> (Option<i32>, String) {
-    let out = leasehold(url, args).output().await.expect("the leasehold binary runs");
-    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// A fresh, empty log file for the children of one test.
-fn log_file(test: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("leasehold-cli-{test}-{}.log", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
-}
-
-/// Waits for `child` at most `deadline`.
-async fn wait_for(child: &mut Child, deadline: Duration) -> ExitStatus {
-    tokio::time::timeout(deadline, child.wait()).await.expect("leasehold exits in time").expect("wait")
-}
 
 /// A child script that logs `started`, logs `TERM` when it gets SIGTERM and exits
 /// with `code`, and otherwise runs for up to 20 s.
@@ -697,20 +668,6 @@ async fn status_says_a_waited_on_semaphore_is_missing() {
 }
 
 /// Whether `pid` is a running process (a zombie nobody reaped yet is not).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // `PID (COMM) STATE ...`: the state follows the last `)`.
-        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-/// `kill -SIG PID`.
-fn kill(sig: &str, pid: u32) {
-    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill runs");
-    assert!(status.success(), "kill {sig} {pid}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_run_takes_the_child_and_its_group_along() {
     let server = RedisServer::start();
