@@ -195,7 +195,9 @@ impl Election {
     /// whose other campaign is in flight (another task's, sharing the candidate);
     /// [`ErrorKind::WrongType`] when a key of the election holds another type;
     /// [`ErrorKind::Redis`] for a script or permission error;
-    /// [`ErrorKind::Shutdown`] after [`Client::shutdown`](crate::Client::shutdown).
+    /// [`ErrorKind::Shutdown`] after (or when a waiting campaign is ended by)
+    /// [`Client::shutdown`](crate::Client::shutdown), which removes its place in the
+    /// queue first.
     ///
     /// # Cancel safety
     /// As [`Lock::lock`](crate::Lock::lock): dropping the future leaves the wait queue,
