@@ -116,6 +116,6 @@ pub(crate) fn pttl_from_reply(pttl: i64) -> Option<Duration> {
 }
 
 /// The error of a script reply of an unexpected shape, about the lock of `names`.
-pub(crate) fn unexpected(script: &str, names: &LockNames, reply: &[i64]) -> Error {
+pub(crate) fn unexpected<T: std::fmt::Debug>(script: &str, names: &LockNames, reply: &[T]) -> Error {
     Error::new(ErrorKind::Redis, format!("{script} gave an unexpected reply {reply:?}")).with_key(names.key())
 }

@@ -18,8 +18,8 @@ use std::time::Duration;
 use fred::bytes::Bytes;
 use fred::types::{Key, Value};
 
-use crate::call::static_arg;
-use crate::error::{Error, ErrorKind, Result};
+use crate::call::{pttl_from_reply, static_arg, unexpected};
+use crate::error::{Error, Result};
 use crate::names::LockNames;
 use crate::owner::OwnerId;
 use crate::scripts;
@@ -42,7 +42,8 @@ pub struct LeaderRead {
 /// Checks a value before anything is sent.
 ///
 /// # Errors
-/// [`ErrorKind::InvalidArgument`] when `value` is longer than [`MAX_VALUE_LEN`].
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when `value` is
+/// longer than [`MAX_VALUE_LEN`].
 pub fn check_value(value: &[u8]) -> Result<()> {
     if value.len() > MAX_VALUE_LEN {
         return Err(Error::invalid_argument(format!(
@@ -51,10 +52,6 @@ pub fn check_value(value: &[u8]) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-fn unexpected(script: &str, names: &LockNames, reply: &[Value]) -> Error {
-    Error::new(ErrorKind::Redis, format!("{script} gave an unexpected reply {reply:?}")).with_key(names.key())
 }
 
 fn as_i64(value: &Value) -> Option<i64> {
@@ -68,8 +65,9 @@ impl LockStore {
     /// Runs `election_leader.lua` (read-only) on the election whose lead is `names`.
     ///
     /// # Errors
-    /// [`ErrorKind::WrongType`] when a key is of another type; [`ErrorKind::Redis`] for a
-    /// reply of another shape; timeouts and connection errors.
+    /// [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when a key is of another
+    /// type; [`ErrorKind::Redis`](crate::ErrorKind::Redis) for a reply of another shape;
+    /// timeouts and connection errors.
     ///
     /// # Cancel safety
     /// Cancel safe (read only).
@@ -80,11 +78,10 @@ impl LockStore {
         let reply: Vec<Value> =
             scripts::ELECTION_LEADER.run(self.client(), key, self.command_timeout(), keys, Vec::<Value>::new()).await?;
         let script = scripts::ELECTION_LEADER.name();
-        let ttl = |pttl: i64| u64::try_from(pttl).ok().map(Duration::from_millis);
         match reply.as_slice() {
             [flag, pttl] if as_i64(flag) == Some(0) => {
                 let pttl = as_i64(pttl).ok_or_else(|| unexpected(script, names, &reply))?;
-                Ok(LeaderRead { leader: None, lead_ttl: if pttl == -2 { None } else { ttl(pttl) } })
+                Ok(LeaderRead { leader: None, lead_ttl: if pttl == -2 { None } else { pttl_from_reply(pttl) } })
             }
             [flag, pttl, term, value, owner] if as_i64(flag) == Some(1) => {
                 let pttl = as_i64(pttl).ok_or_else(|| unexpected(script, names, &reply))?;
@@ -98,7 +95,7 @@ impl LockStore {
                     _ => return Err(unexpected(script, names, &reply)),
                 };
                 let owner = owner.as_string().ok_or_else(|| unexpected(script, names, &reply))?;
-                Ok(LeaderRead { leader: Some((term, value, owner)), lead_ttl: ttl(pttl) })
+                Ok(LeaderRead { leader: Some((term, value, owner)), lead_ttl: pttl_from_reply(pttl) })
             }
             _ => Err(unexpected(script, names, &reply)),
         }
@@ -109,8 +106,9 @@ impl LockStore {
     /// written).
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidArgument`] for a value over [`MAX_VALUE_LEN`] (nothing sent);
-    /// [`ErrorKind::WrongType`]; timeouts and connection errors.
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a value over
+    /// [`MAX_VALUE_LEN`] (nothing sent); [`ErrorKind::WrongType`](crate::ErrorKind::WrongType);
+    /// timeouts and connection errors.
     ///
     /// # Cancel safety
     /// Once sent, it applies whether or not the future is polled again; a replay writes

@@ -21,9 +21,7 @@ use tokio::time::Instant;
 
 use crate::election::Leader;
 use crate::lock::shared::LockShared;
-
-/// How long a read that failed waits before the next one, at most.
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
+use crate::wait::Backoff;
 
 /// Every change of an election's leader or value ([`Election::observe`](crate::Election::observe)):
 /// a [`futures_core::Stream`] of `Result<Option<Leader>>` (or call
@@ -40,7 +38,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 ///   again and emits the current state if it changed. Changes closer together than a
 ///   round trip may be seen as one (the latest): an observer reports states, each
 ///   newer than the last, not every message.
-/// - A read that failed is retried (back-off up to 1 s) and the stream goes on. A
+/// - A read that failed is retried (jittered back-off, 50 ms doubling to 1 s) and the
+///   stream goes on. A
 ///   transient failure (a timeout, a dropped connection: [`Error::is_transient`](crate::Error::is_transient))
 ///   is only retried; any other (a key of another type, a refused permission) is also
 ///   an item (`Err`). It ends (`None`) after [`Client::shutdown`](crate::Client::shutdown).
@@ -107,14 +106,14 @@ async fn run(lock: Arc<LockShared>, tx: mpsc::Sender<Result<Option<Leader>>>) {
     // every waiter once its subscription is confirmed.
     waiter.subscribed_by(Instant::now() + client.config.command_timeout).await;
     let mut last: Option<Option<Leader>> = None;
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::new();
     loop {
         // Consumed before the read: a message that comes during it wakes the next wait.
         let _ = waiter.take_turn();
         let sent_at = Instant::now();
         let next_look = match client.store.election_leader(&names).await {
             Ok(read) => {
-                backoff = Duration::from_millis(50);
+                backoff = Backoff::new();
                 let now = Leader::of(&read);
                 if is_news(last.as_ref(), now.as_ref()) {
                     last = Some(now.clone());
@@ -136,9 +135,7 @@ async fn run(lock: Arc<LockShared>, tx: mpsc::Sender<Result<Option<Leader>>>) {
                 if !error.is_transient() && tx.send(Err(error)).await.is_err() {
                     return;
                 }
-                let retry = Instant::now() + backoff;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-                Some(retry)
+                Some(Instant::now() + backoff.next_delay())
             }
         };
         let deadline = next_look.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));

@@ -83,10 +83,7 @@ impl Lock {
     /// A lock of `kind` held by `owner` (a read/write lock's reader and writer share
     /// one id: `OWNER` and `OWNER:write`).
     pub(crate) fn with_owner(client: Arc<ClientShared>, key: &str, kind: LockKind, owner: OwnerId) -> Self {
-        let names = LockNames::new(key).map_err(|e| e.to_string());
-        let holds = OwnerHolds::default();
-        let queued_waits = AtomicUsize::new(0);
-        Lock { shared: Arc::new(LockShared { client, names, owner, holds, kind, queued_waits, election: None }) }
+        Self::from_parts(client, key, kind, owner, None)
     }
 
     /// An election candidate's lock (`election/`): kind [`LockKind::Election`] on the
@@ -98,9 +95,18 @@ impl Lock {
         election: crate::lock::shared::ElectionHold,
     ) -> Self {
         let owner = client.id.next_owner();
+        Self::from_parts(client, key, kind, owner, Some(election))
+    }
+
+    fn from_parts(
+        client: Arc<ClientShared>,
+        key: &str,
+        kind: LockKind,
+        owner: OwnerId,
+        election: Option<crate::lock::shared::ElectionHold>,
+    ) -> Self {
         let names = LockNames::new(key).map_err(|e| e.to_string());
         let (holds, queued_waits) = (OwnerHolds::default(), AtomicUsize::new(0));
-        let election = Some(election);
         Lock { shared: Arc::new(LockShared { client, names, owner, holds, kind, queued_waits, election }) }
     }
 

@@ -72,14 +72,11 @@ impl LockShared {
         self.queued_waits.load(Ordering::Acquire) > 0
     }
 
-    /// The life of a queue entry without a refresh (fair and server-queued waits): the
-    /// client's, or an election's own (its lease: a candidate that died while waiting
-    /// delays a hand-over by at most one lease).
+    /// The life of a queue entry without a refresh (fair and server-queued waits), as
+    /// the kind sends it to its scripts: the client's, or an election's own (its lease:
+    /// a candidate that died while waiting delays a hand-over by at most one lease).
     pub(crate) fn queue_keepalive(&self) -> Duration {
-        match self.kind {
-            LockKind::Election { queue_keepalive_ms, .. } => Duration::from_millis(queue_keepalive_ms),
-            _ => self.client.fair_keepalive,
-        }
+        self.kind.queue_keepalive_ms().map_or(self.client.fair_keepalive, Duration::from_millis)
     }
 
     /// The watchdog that renews this owner's watchdog-mode holds: the client's, or an

@@ -47,12 +47,17 @@ impl Stopping {
     ///
     /// Cancel safe: it only observes.
     pub(crate) async fn stopped(&self) {
+        self.until(|| self.is_stopped()).await;
+    }
+
+    /// Resolves once `done` holds, checked at once and after each notification.
+    async fn until(&self, done: impl Fn() -> bool) {
         let notified = self.changed.notified();
         tokio::pin!(notified);
         loop {
-            // Registered before the check: a `stop` between the two is not missed.
+            // Registered before the check: a change between the two is not missed.
             notified.as_mut().enable();
-            if self.is_stopped() {
+            if done() {
                 return;
             }
             notified.as_mut().await;
@@ -73,18 +78,7 @@ impl Stopping {
     ///
     /// Cancel safe: it only observes.
     pub(crate) async fn drained(&self, timeout: Duration) -> bool {
-        let drained = async {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            loop {
-                notified.as_mut().enable();
-                if self.queued.load(Ordering::SeqCst) == 0 {
-                    return;
-                }
-                notified.as_mut().await;
-                notified.set(self.changed.notified());
-            }
-        };
+        let drained = self.until(|| self.queued.load(Ordering::SeqCst) == 0);
         tokio::time::timeout(timeout, drained).await.is_ok()
     }
 }
