@@ -505,8 +505,9 @@ impl Client {
     /// 0. ends every wait in progress of this client's handles (a `lock()`, a
     ///    `campaign`, a semaphore's `acquire`...) with
     ///    [`ErrorKind::Shutdown`](crate::ErrorKind::Shutdown), and waits (within one
-    ///    command timeout) for those queued on the server to leave their queue, so that
-    ///    no release hands the lock (an election's lead) to a waiter that is gone;
+    ///    command timeout, alongside step 1) for those queued on the server to leave
+    ///    their queue, so that no release hands the lock (an election's lead) to a
+    ///    waiter that is gone;
     /// 1. gives back every hold taken through this client's handles (every live guard of a
     ///    [`Lock`], [`FencedLock`], [`FairLock`], [`SimpleLock`], a read/write lock's
     ///    either side, a multi-lock's members, and every live

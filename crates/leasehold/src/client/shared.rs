@@ -80,20 +80,23 @@ impl ClientShared {
     /// The steps of [`Client::shutdown`], in order.
     pub(super) async fn shut_down(&self) -> Result<()> {
         let timeout = self.config.command_timeout;
-        // Every wait ends first, and those queued on the server leave their queue while
-        // the connection is open: a queue entry left behind would be handed the lock
-        // (an election's lead) by the next release, and the next waiter would wait for
-        // its keep-alive. Bounded: a server that does not answer leaves it to that.
+        // Every wait ends, and those queued on the server leave their queue while the
+        // connection is open: a queue entry left behind would be handed the lock (an
+        // election's lead) by the next release, and the next waiter would wait for its
+        // keep-alive. The holds are released meanwhile, and the description goes with
+        // them (its refresh stopped first): all three at once, each within one command
+        // timeout (a server that does not answer leaves what is left to expire).
         self.stopping.stop();
-        if !self.stopping.drained(timeout).await {
-            tracing::debug!(
-                target: crate::telemetry::CLIENT_TARGET,
-                "shutdown: waits still leaving their queue after {timeout:?}",
-            );
-        }
-        // The description goes with the holds (its refresh stopped first), concurrently.
+        let drained = async {
+            if !self.stopping.drained(timeout).await {
+                tracing::debug!(
+                    target: crate::telemetry::CLIENT_TARGET,
+                    "shutdown: waits still leaving their queue after {timeout:?}",
+                );
+            }
+        };
         let forget = self.who.forget(self.store.client(), timeout);
-        let (released, ()) = tokio::join!(self.live.release_all(timeout), forget);
+        let (released, (), ()) = tokio::join!(self.live.release_all(timeout), forget, drained);
         self.store.close();
         self.watchdog.stop();
         self.election_watchdogs.stop();
