@@ -59,11 +59,11 @@ if counter and not string.match(counter, '^-?%d+$') then
   return redis.error_reply('ERR the term counter ' .. KEYS[5] .. ' is not an integer')
 end
 local holder = redis.call('hget', KEYS[6], 'owner')
--- The record is this candidate's and it holds the lead: a re-entry, or the claim of a
--- lead granted with its term (election_release.lua): no new term.
 if ARGV[4] ~= '0' then
   redis.call('hlen', KEYS[8])
 end
+-- The record is this candidate's and it holds the lead: a re-entry, or the claim of a
+-- lead granted with its term (election_release.lua): no new term.
 local leading = holder == ARGV[2] and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 
 -- queue_purge.lua's forget hook: a dead candidate purged from the queue has no grant
