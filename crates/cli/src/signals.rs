@@ -12,22 +12,21 @@ pub(crate) struct Forwarded {
 
 impl Forwarded {
     /// Installs the handlers: from here on these signals no longer end the process.
-    pub(crate) fn install() -> std::io::Result<Forwarded> {
+    /// On failure, says why on stderr and gives the exit code.
+    pub(crate) fn install_or_exit_code() -> Result<Forwarded, u8> {
+        let listen = |kind: SignalKind| {
+            signal(kind).map_err(|error| {
+                eprintln!("leasehold: cannot install signal handlers: {error}");
+                crate::exit::SOFTWARE
+            })
+        };
         Ok(Forwarded {
             listeners: [
-                (signal(SignalKind::interrupt())?, Signal::SIGINT),
-                (signal(SignalKind::terminate())?, Signal::SIGTERM),
-                (signal(SignalKind::hangup())?, Signal::SIGHUP),
-                (signal(SignalKind::quit())?, Signal::SIGQUIT),
+                (listen(SignalKind::interrupt())?, Signal::SIGINT),
+                (listen(SignalKind::terminate())?, Signal::SIGTERM),
+                (listen(SignalKind::hangup())?, Signal::SIGHUP),
+                (listen(SignalKind::quit())?, Signal::SIGQUIT),
             ],
-        })
-    }
-
-    /// [`Forwarded::install`], or the exit code after saying why on stderr.
-    pub(crate) fn install_or_exit_code() -> Result<Forwarded, u8> {
-        Forwarded::install().map_err(|error| {
-            eprintln!("leasehold: cannot install signal handlers: {error}");
-            crate::exit::SOFTWARE
         })
     }
 

@@ -113,10 +113,8 @@ impl<G: AsyncGuard> Guarded<G> {
     /// # Errors
     /// As the async guard's `unlock`; [`ErrorKind::AsyncContext`];
     /// [`ErrorKind::Shutdown`] once the runtime stopped.
-    pub(crate) fn unlock(mut self) -> Result<()> {
-        refuse_in_async_context()?;
-        let Some(guard) = self.guard.take() else { return Ok(()) };
-        self.runner.run(guard.release())
+    pub(crate) fn unlock(self) -> Result<()> {
+        self.unlock_with(G::release)
     }
 
     /// As [`Guarded::unlock`], with the release `release` makes of the async guard
