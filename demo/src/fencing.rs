@@ -25,18 +25,13 @@ use std::time::Duration;
 
 use leasehold::fence::{fenced_set, FencedWrite};
 use leasehold::fred::prelude::KeysInterface;
-use leasehold_test_support::RedisServer;
+use leasehold_test_support::Target;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
-    let (_server, url) = match std::env::var("REDIS_URL") {
-        Ok(url) if !url.is_empty() => (None, url),
-        _ => {
-            let server = RedisServer::start();
-            let url = server.url();
-            (Some(server), url)
-        }
-    };
+    // `REDIS_URL`, or a throwaway server that lives until main returns.
+    let target = Target::from_env();
+    let url = target.url().to_owned();
     match run(&url).await {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

@@ -32,7 +32,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold_test_support::RedisServer;
+use leasehold_test_support::Target;
 use tokio::sync::Mutex;
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
@@ -45,14 +45,9 @@ const SKEWS_MS: [u64; 3] = [0, 80, 160];
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
-    let (_server, url) = match std::env::var("REDIS_URL") {
-        Ok(url) if !url.is_empty() => (None, url),
-        _ => {
-            let server = RedisServer::start();
-            let url = server.url();
-            (Some(server), url)
-        }
-    };
+    // `REDIS_URL`, or a throwaway server that lives until main returns.
+    let target = Target::from_env();
+    let url = target.url().to_owned();
     println!("redis: {url}");
     let result = async {
         let kept = run(&url, true).await?;

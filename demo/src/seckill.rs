@@ -55,7 +55,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leasehold::fred::prelude::{HashesInterface, KeysInterface, LuaInterface};
-use leasehold_test_support::RedisServer;
+use leasehold_test_support::Target;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -231,35 +231,8 @@ fn unit_interval(bits: u64) -> f64 {
 }
 
 // ---------------------------------------------------------------------------------------
-// Redis: where it is, and the run's keys
+// Redis: the run's keys (where Redis is: `Target`, `REDIS_URL` or a throwaway server)
 // ---------------------------------------------------------------------------------------
-
-/// The user's Redis (`REDIS_URL`), or a throwaway server that lives as long as this value.
-enum RedisTarget {
-    External(String),
-    Throwaway(RedisServer),
-}
-
-impl RedisTarget {
-    /// Starts the throwaway server, if needed. Blocking: call it before the runtime.
-    fn from_env() -> Self {
-        match std::env::var("REDIS_URL") {
-            Ok(url) if !url.trim().is_empty() => RedisTarget::External(url),
-            _ => RedisTarget::Throwaway(RedisServer::start()),
-        }
-    }
-
-    fn url(&self) -> String {
-        match self {
-            RedisTarget::External(url) => url.clone(),
-            RedisTarget::Throwaway(server) => server.url(),
-        }
-    }
-
-    fn is_external(&self) -> bool {
-        matches!(self, RedisTarget::External(_))
-    }
-}
 
 /// Every key of one run sits under `seckill:<run id>:`, so runs on a shared server never
 /// see each other's orders or locks.
@@ -544,7 +517,7 @@ async fn delete_run_keys(redis: &leasehold::Client, prefix: &str) -> Result<u64,
 // Reporting
 // ---------------------------------------------------------------------------------------
 
-fn print_plan(options: &Options, shoppers: &[Shopper], target: &RedisTarget, keys: &Keys) {
+fn print_plan(options: &Options, shoppers: &[Shopper], target: &Target, keys: &Keys) {
     let double_clickers = shoppers.iter().filter(|s| s.requests > 1).count();
     let duplicate_requests: usize = shoppers.iter().map(|s| s.requests - 1).sum();
     let lock = if options.use_lock { "ON (try_lock() on lock:order:<user id>)" } else { "OFF (--no-lock)" };
@@ -554,13 +527,10 @@ fn print_plan(options: &Options, shoppers: &[Shopper], target: &RedisTarget, key
         "  service instances: {}, users at a time: {}, order lock: {lock}",
         options.instances, options.concurrency
     );
-    match target {
-        RedisTarget::Throwaway(server) => {
-            println!("  redis: started a throwaway redis-server at {} (set REDIS_URL to use yours)", server.url());
-        }
-        RedisTarget::External(_) => {
-            println!("  redis: the server in REDIS_URL; this run's keys: {}* (deleted at the end)", keys.prefix);
-        }
+    if target.is_own() {
+        println!("  redis: started a throwaway redis-server at {} (set REDIS_URL to use yours)", target.url());
+    } else {
+        println!("  redis: the server in REDIS_URL; this run's keys: {}* (deleted at the end)", keys.prefix);
     }
     println!();
 }
@@ -682,7 +652,7 @@ fn sample(repeat_buyers: &[(usize, i64)]) -> String {
 // main
 // ---------------------------------------------------------------------------------------
 
-async fn run(options: &Options, target: &RedisTarget) -> Result<bool, DynError> {
+async fn run(options: &Options, target: &Target) -> Result<bool, DynError> {
     let keys = Arc::new(Keys::for_new_run());
     let shoppers = plan_shoppers(options);
     print_plan(options, &shoppers, target, &keys);
@@ -690,7 +660,7 @@ async fn run(options: &Options, target: &RedisTarget) -> Result<bool, DynError> 
     let url = target.url();
     let mut services = Vec::with_capacity(options.instances);
     for _ in 0..options.instances {
-        services.push(OrderService::connect(&url, Arc::clone(&keys), options.use_lock).await?);
+        services.push(OrderService::connect(url, Arc::clone(&keys), options.use_lock).await?);
     }
     let services = Arc::new(services);
     let admin = &services[0].redis;
@@ -710,7 +680,7 @@ async fn run(options: &Options, target: &RedisTarget) -> Result<bool, DynError> 
     print_results(options, &tally, &audit, elapsed);
     let passed = verdict(options, &tally, &audit);
 
-    if target.is_external() {
+    if !target.is_own() {
         match delete_run_keys(admin, &keys.prefix).await {
             Ok(deleted) => println!("cleanup: deleted {deleted} keys under {}", keys.prefix),
             Err(error) => {
@@ -736,7 +706,7 @@ pub(crate) fn main() -> ExitCode {
         }
     };
     // Before the runtime: starting a server blocks until it answers PING.
-    let target = RedisTarget::from_env();
+    let target = Target::from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("start the tokio runtime");
     let result = runtime.block_on(run(&options, &target));
     // Returning (rather than `process::exit`) lets the throwaway redis-server be killed on drop.

@@ -24,6 +24,7 @@
 //!   Valkey and on a cluster; [`ServerKind`] with [`both_servers!`]: one standalone body
 //!   on Redis and on Valkey.
 //! - [`HolderProcess`], [`spawn_contenders`]: holders and contenders in child processes.
+//! - [`Target`]: `REDIS_URL`, or a throwaway server, for the benchmark and demo programs.
 //! - The Redisson script transcriptions (`redisson_*`) and a raw pub/sub [`Listener`] for
 //!   the interop suites; [`expiring`] and [`semaphore_load`], scenarios several suites
 //!   share.
@@ -56,6 +57,7 @@ mod sentinel;
 mod server;
 mod server_kind;
 mod shared;
+mod target;
 mod topology;
 mod trace;
 
@@ -76,6 +78,7 @@ pub use partition::PartitionedServer;
 pub use proxy::Proxy;
 pub use raw::{raw_command, raw_commands, RespValue};
 pub use server::{RedisServer, ServerOptions, TlsFiles};
+pub use target::Target;
 pub use trace::{Seen, TraceLog};
 
 use std::time::{Duration, Instant};
